@@ -1,0 +1,29 @@
+"""refzarr: archival scientific files as virtual Zarr, through kerchunk-compatible references.
+
+The public API is what ``__all__`` lists; everything else is private.
+"""
+
+from refzarr.errors import (
+    ChunkFetchError,
+    RefFormatError,
+    RefzarrError,
+    ScanError,
+    UnsupportedFeatureError,
+)
+from refzarr.model import ArrayMeta, ChunkManifest, ChunkRef, RefArray, RefGroup
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "ArrayMeta",
+    "ChunkFetchError",
+    "ChunkManifest",
+    "ChunkRef",
+    "RefArray",
+    "RefFormatError",
+    "RefGroup",
+    "RefzarrError",
+    "ScanError",
+    "UnsupportedFeatureError",
+    "__version__",
+]

@@ -1,0 +1,34 @@
+"""The refzarr exception hierarchy: every error refzarr raises derives from `RefzarrError`."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ChunkFetchError",
+    "RefFormatError",
+    "RefzarrError",
+    "ScanError",
+    "UnsupportedFeatureError",
+]
+
+
+class RefzarrError(Exception):
+    """Base class of every error raised by refzarr."""
+
+
+class RefFormatError(RefzarrError, ValueError):
+    """A reference set (JSON, Parquet or in-memory dict) is malformed.
+
+    The message names the key or file and says what was expected.
+    """
+
+
+class UnsupportedFeatureError(RefzarrError, NotImplementedError):
+    """A source file uses a feature refzarr cannot reference (names file, variable, feature)."""
+
+
+class ScanError(RefzarrError, ValueError):
+    """A source file could not be scanned (corrupt, truncated, not the expected format)."""
+
+
+class ChunkFetchError(RefzarrError, OSError):
+    """The bytes of a chunk could not be fetched (names url, offset, length and key)."""

@@ -1,0 +1,75 @@
+"""Deeply immutable JSON values: attributes and codec configs inside the frozen model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FrozenDict", "freeze_json", "thaw_json"]
+
+
+class FrozenDict(Mapping[str, Any]):
+    """A read-only, hashable, insertion-ordered mapping of str to frozen JSON values."""
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, items: Mapping[str, Any] | None = None) -> None:
+        self._data: dict[str, Any] = dict(items or {})
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self._data.items()))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._data == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({self._data!r})"
+
+
+def freeze_json(value: Any, *, where: str = "value") -> Any:
+    """Return an immutable copy of a JSON-like value (dicts -> FrozenDict, lists -> tuples).
+
+    numpy scalars and arrays become Python numbers and tuples, so that attributes taken straight
+    from a source library (h5py, netCDF4) are accepted.
+    """
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{where}: mapping keys must be str, got {key!r}")
+            out[key] = freeze_json(item, where=f"{where}[{key!r}]")
+        return FrozenDict(out)
+    if isinstance(value, list | tuple):
+        return tuple(freeze_json(item, where=where) for item in value)
+    if isinstance(value, np.ndarray):
+        return freeze_json(value.tolist(), where=where)
+    if isinstance(value, np.generic):
+        return freeze_json(value.item(), where=where)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise TypeError(f"{where}: {type(value).__name__} is not a JSON value: {value!r}")
+
+
+def thaw_json(value: Any) -> Any:
+    """Return a plain, mutable JSON value (dict/list) from a frozen one."""
+    if isinstance(value, Mapping):
+        return {key: thaw_json(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [thaw_json(item) for item in value]
+    return value

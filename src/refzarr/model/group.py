@@ -1,0 +1,137 @@
+"""`RefArray` (metadata + chunk manifest) and `RefGroup` (attributes + named members)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from refzarr.errors import RefFormatError
+from refzarr.model.frozen import FrozenDict, freeze_json
+from refzarr.model.manifest import ChunkManifest
+from refzarr.model.meta import ArrayMeta
+
+__all__ = ["Node", "RefArray", "RefGroup"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RefArray:
+    """One virtual array: its metadata and where each of its chunks lives."""
+
+    meta: ArrayMeta
+    manifest: ChunkManifest
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.meta, ArrayMeta):
+            raise TypeError(f"meta must be an ArrayMeta, got {type(self.meta).__name__}")
+        if not isinstance(self.manifest, ChunkManifest):
+            raise TypeError(f"manifest must be a ChunkManifest, got {type(self.manifest).__name__}")
+        if self.manifest.grid_shape != self.meta.grid_shape:
+            raise RefFormatError(
+                f"manifest grid {self.manifest.grid_shape} does not match the chunk grid "
+                f"{self.meta.grid_shape} of shape {self.meta.shape} with chunks {self.meta.chunks}"
+            )
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Array shape."""
+        return self.meta.shape
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RefArray):
+            return NotImplemented
+        return self.meta == other.meta and self.manifest == other.manifest
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+Node = Union[RefArray, "RefGroup"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RefGroup:
+    """A group of a virtual Zarr hierarchy: attributes and named members (arrays or groups).
+
+    Member names are non-empty and hold no ``/``; use ``group["a/b"]`` to reach nested members.
+    """
+
+    attributes: FrozenDict = field(default_factory=FrozenDict)
+    members: Mapping[str, Node] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        members = dict(self.members)
+        for name, member in members.items():
+            if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+                raise RefFormatError(f"member name must be a non-empty str without '/': {name!r}")
+            if name.startswith(".z") or name == "zarr.json":
+                raise RefFormatError(f"member name {name!r} collides with Zarr metadata keys")
+            if not isinstance(member, RefArray | RefGroup):
+                raise TypeError(f"member {name!r} must be a RefArray or RefGroup")
+        object.__setattr__(self, "members", FrozenDict(members))
+        object.__setattr__(self, "attributes", freeze_json(self.attributes, where="attributes"))
+
+    def __getitem__(self, path: str) -> Node:
+        """The member at ``path`` (``"a/b"`` reaches into subgroups)."""
+        node: Node = self
+        for part in path.strip("/").split("/"):
+            if not isinstance(node, RefGroup) or part not in node.members:
+                raise KeyError(path)
+            node = node.members[part]
+        return node
+
+    def __contains__(self, path: object) -> bool:
+        try:
+            self[str(path)]
+        except KeyError:
+            return False
+        return True
+
+    def arrays(self, prefix: str = "") -> Iterator[tuple[str, RefArray]]:
+        """Every array of the hierarchy with its path, depth first, in member order."""
+        for name, member in self.members.items():
+            path = f"{prefix}{name}"
+            if isinstance(member, RefArray):
+                yield path, member
+            else:
+                yield from member.arrays(prefix=f"{path}/")
+
+    def groups(self, prefix: str = "") -> Iterator[tuple[str, RefGroup]]:
+        """This group (path ``""``) and every subgroup with its path."""
+        yield prefix.rstrip("/"), self
+        for name, member in self.members.items():
+            if isinstance(member, RefGroup):
+                yield from member.groups(prefix=f"{prefix}{name}/")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RefGroup):
+            return NotImplemented
+        return self.attributes == other.attributes and dict(self.members) == dict(other.members)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        arrays = sum(1 for _ in self.arrays())
+        return f"RefGroup(members={list(self.members)}, arrays={arrays})"
+
+    # -- kerchunk conversions ------------------------------------------------------------------
+
+    @classmethod
+    def from_kerchunk(cls, refs: Mapping[str, Any], *, target: str | None = None) -> RefGroup:
+        """Build a group from a kerchunk reference dict (Version 0, or Version 1 with refs).
+
+        Parameters
+        ----------
+        refs
+            ``{key: value}`` (Version 0) or ``{"version": 1, "refs": ..., ...}``.
+        target
+            URL used for references whose URL is null.
+        """
+        from refzarr.model.kerchunk import group_from_kerchunk
+
+        return group_from_kerchunk(refs, target=target)
+
+    def to_kerchunk(self) -> dict[str, Any]:
+        """A Version 0 reference dict with Zarr v2 metadata (text values, lists for refs)."""
+        from refzarr.model.kerchunk import group_to_kerchunk
+
+        return group_to_kerchunk(self)

@@ -1,0 +1,201 @@
+"""Kerchunk reference dicts (Version 0, or Version 1) to and from `RefGroup`.
+
+This is the general, per-key path, for references already in memory as Python dicts. The
+JSON and Parquet readers in `refzarr.formats` build groups column-wise instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from refzarr.errors import RefFormatError
+from refzarr.model.frozen import thaw_json
+from refzarr.model.group import RefGroup
+from refzarr.model.hierarchy import (
+    assemble_group,
+    chunk_key,
+    is_metadata_key,
+    parse_hierarchy,
+)
+from refzarr.model.manifest import INLINED, MAX_OFFSET, MISSING, WHOLE_FILE, ChunkManifest
+from refzarr.model.templates import expand_v1
+
+__all__ = [
+    "decode_inline",
+    "encode_inline",
+    "expand_dict",
+    "group_from_kerchunk",
+    "group_to_kerchunk",
+    "metadata_text",
+    "parse_reference",
+]
+
+
+def metadata_text(document: Any) -> str:
+    """Compact JSON text of a metadata document, as kerchunk writes it."""
+    return json.dumps(document, separators=(",", ":"))
+
+
+def encode_inline(data: bytes) -> str:
+    """A Version 0 text value for inline bytes: the text itself when ASCII, else base64."""
+    if not data.startswith(b"base64:"):
+        try:
+            return data.decode("ascii")
+        except UnicodeDecodeError:
+            pass
+    return "base64:" + base64.standard_b64encode(data).decode("ascii")
+
+
+def decode_inline(key: str, value: Any, *, where: str = "") -> bytes:
+    """The bytes of an inline value: ``base64:`` decoded, other text UTF-8, objects as JSON."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        if value.startswith("base64:"):
+            try:
+                return base64.b64decode(value[7:], validate=True)
+            except binascii.Error as exc:
+                raise RefFormatError(f"{_at(where, key)}: invalid base64 data ({exc})") from exc
+        return value.encode("utf-8")
+    if isinstance(value, Mapping | list):
+        return json.dumps(value).encode("utf-8")
+    raise RefFormatError(f"{_at(where, key)}: unsupported value type {type(value).__name__}")
+
+
+def _at(where: str, key: str) -> str:
+    return f"{where}: key {key!r}" if where else f"key {key!r}"
+
+
+def parse_reference(
+    key: str, value: list[Any], *, target: str | None, where: str = ""
+) -> tuple[str, int, int | None]:
+    """Validate a ``[url]`` / ``[url, offset, length]`` reference; ``length is None`` = whole file."""
+    if len(value) not in (1, 3):
+        raise RefFormatError(
+            f"{_at(where, key)}: a reference must be [url] or [url, offset, length], got "
+            f"{len(value)} elements"
+        )
+    url = value[0]
+    if url is None:
+        if target is None:
+            raise RefFormatError(
+                f"{_at(where, key)}: the reference has no URL and no default target was given "
+                "(pass target=...)"
+            )
+        url = target
+    if not isinstance(url, str) or not url:
+        raise RefFormatError(f"{_at(where, key)}: the URL must be a non-empty string, got {url!r}")
+    if len(value) == 1:
+        return url, 0, None
+    offset, length = value[1], value[2]
+    for name, number in (("offset", offset), ("length", length)):
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise RefFormatError(f"{_at(where, key)}: the {name} must be an integer, got {number!r}")
+        if not 0 <= number <= MAX_OFFSET:
+            raise RefFormatError(
+                f"{_at(where, key)}: the {name} must lie in [0, {MAX_OFFSET}], got {number}"
+            )
+    return url, offset, length
+
+
+def expand_dict(refs: Mapping[str, Any]) -> dict[str, Any]:
+    """A reference dict in Version 0 form (a Version 1 dict is expanded)."""
+    if not isinstance(refs, Mapping):
+        raise RefFormatError(f"a reference set must be a JSON object, got {type(refs).__name__}")
+    if "version" in refs:
+        return expand_v1(refs)
+    return dict(refs)
+
+
+def group_from_kerchunk(
+    refs: Mapping[str, Any], *, target: str | None = None, where: str = ""
+) -> RefGroup:
+    """The `RefGroup` a kerchunk reference dict describes (see `RefGroup.from_kerchunk`)."""
+    flat = expand_dict(refs)
+    metadata = {k: v for k, v in flat.items() if is_metadata_key(k)}
+    hierarchy = parse_hierarchy(metadata, where=where)
+    urls: dict[str, int] = {}
+    entries = {path: _Entries() for path in hierarchy.arrays}
+    for key, value in flat.items():
+        if key in metadata:
+            continue
+        owner = hierarchy.split_chunk_key(key)
+        if owner is None:
+            raise RefFormatError(
+                f"{_at(where, key)}: not Zarr metadata and not a chunk key of any array; "
+                "use refzarr.expand_references for reference sets that are not Zarr hierarchies"
+            )
+        path, index = owner
+        found = entries[path]
+        if isinstance(value, list):
+            url, offset, length = parse_reference(key, value, target=target, where=where)
+            found.coords.append(index)
+            found.url_ids.append(urls.setdefault(url, len(urls)))
+            found.offsets.append(offset)
+            found.lengths.append(int(WHOLE_FILE) if length is None else length)
+        else:
+            if index in found.inlined:
+                raise RefFormatError(f"{_at(where, key)}: chunk given more than once")
+            found.inlined[index] = decode_inline(key, value, where=where)
+    url_table = list(urls)
+    manifests = {}
+    for path, found in entries.items():
+        meta = hierarchy.arrays[path]
+        manifests[path] = ChunkManifest.from_entries(
+            meta.grid_shape,
+            np.asarray(found.coords, dtype=np.int64).reshape(len(found.coords), meta.ndim),
+            url_table,
+            np.asarray(found.url_ids, dtype=np.int64),
+            np.asarray(found.offsets, dtype=np.uint64),
+            np.asarray(found.lengths, dtype=np.uint64),
+            found.inlined,
+            where=_at(where, path),
+        )
+    return assemble_group(hierarchy, manifests, where=where)
+
+
+def group_to_kerchunk(group: RefGroup) -> dict[str, Any]:
+    """A Version 0 dict: metadata as compact JSON text, refs as lists, inline data as text."""
+    out: dict[str, Any] = {}
+    for path, sub in group.groups():
+        prefix = f"{path}/" if path else ""
+        out[f"{prefix}.zgroup"] = metadata_text({"zarr_format": 2})
+        out[f"{prefix}.zattrs"] = metadata_text(thaw_json(sub.attributes))
+    for path, array in group.arrays():
+        zarray, zattrs = array.meta.to_zarr_v2()
+        out[f"{path}/.zarray"] = metadata_text(zarray)
+        out[f"{path}/.zattrs"] = metadata_text(zattrs)
+        manifest, sep = array.manifest, array.meta.dimension_separator
+        paths = manifest.paths
+        ids, offsets, lengths = manifest.path_id, manifest.offset, manifest.length
+        inlined = manifest.inlined
+        for index in np.ndindex(*manifest.grid_shape):
+            pid = int(ids[index])
+            if pid == MISSING:
+                continue
+            key = chunk_key(path, tuple(index), sep)
+            if pid == INLINED:
+                out[key] = encode_inline(inlined[tuple(index)])
+            elif lengths[index] == WHOLE_FILE:
+                out[key] = [paths[pid]]
+            else:
+                out[key] = [paths[pid], int(offsets[index]), int(lengths[index])]
+    return out
+
+
+@dataclass
+class _Entries:
+    """Chunk entries of one array, collected key by key."""
+
+    coords: list[tuple[int, ...]] = field(default_factory=list)
+    url_ids: list[int] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    inlined: dict[tuple[int, ...], bytes] = field(default_factory=dict)

@@ -1,0 +1,485 @@
+"""The chunk index of one array, column-wise: path ids into a URL table, offsets, lengths.
+
+A manifest is a grid (the array's chunk grid) of chunk entries. Each entry is one of:
+
+- a reference: ``path_id >= 0`` indexes ``paths``; ``offset``/``length`` give the byte range
+  (``length == WHOLE_FILE`` means the whole file, the JSON ``[url]`` form);
+- inlined data: ``path_id == INLINED`` and the bytes are in ``inlined``;
+- missing: ``path_id == MISSING``, a chunk the source never wrote (reads as fill value).
+
+Entries are stored in blocks of consecutive C-order chunk numbers so that a reader can load
+one block (a Parquet record file, say) without loading the rest; an in-memory manifest is
+a single loaded block.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from refzarr.errors import RefFormatError
+
+__all__ = [
+    "INLINED",
+    "MAX_OFFSET",
+    "MISSING",
+    "WHOLE_FILE",
+    "ChunkManifest",
+    "ChunkRef",
+    "ManifestBlock",
+    "ManifestSource",
+]
+
+MISSING = -1
+"""``path_id`` of a chunk the source never wrote."""
+INLINED = -2
+"""``path_id`` of a chunk whose bytes are held in the manifest."""
+WHOLE_FILE = np.uint64(2**64 - 1)
+"""``length`` of a reference to a whole file (JSON ``[url]``)."""
+MAX_OFFSET = 2**63 - 1
+"""Largest offset or length any reference format can hold (Parquet int64)."""
+
+IntArray = npt.NDArray[np.int32]
+UIntArray = npt.NDArray[np.uint64]
+
+
+class ChunkRef(NamedTuple):
+    """Where one chunk's bytes live; ``length is None`` means the whole file."""
+
+    url: str
+    offset: int
+    length: int | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ManifestBlock:
+    """Entries for chunk numbers ``start .. start + len(path_id)`` (C order), flat columns.
+
+    ``inlined`` maps a chunk number (global, not block-relative) to its bytes.
+    """
+
+    start: int
+    paths: tuple[str, ...]
+    path_id: IntArray
+    offset: UIntArray
+    length: UIntArray
+    inlined: Mapping[int, bytes]
+
+    def __post_init__(self) -> None:
+        _validate_block(self)
+
+
+class ManifestSource(Protocol):
+    """What a lazily loaded manifest needs: the block size and a way to load one block."""
+
+    @property
+    def block_size(self) -> int:
+        """Number of chunk entries per block (the last block may be shorter)."""
+        ...
+
+    def load_block(self, number: int) -> ManifestBlock:
+        """Load block ``number``; raise RefFormatError naming the file when it is malformed."""
+        ...
+
+
+def _validate_block(block: ManifestBlock) -> None:
+    n = block.path_id.shape[0]
+    for name, column, dtype in (
+        ("path_id", block.path_id, np.int32),
+        ("offset", block.offset, np.uint64),
+        ("length", block.length, np.uint64),
+    ):
+        if column.dtype != dtype or column.ndim != 1 or column.shape[0] != n:
+            raise RefFormatError(
+                f"manifest column {name!r} must be 1-D {np.dtype(dtype)} of length {n}, "
+                f"got {column.dtype} with shape {column.shape}"
+            )
+        column.flags.writeable = False
+    if n and (block.path_id.min() < INLINED or block.path_id.max() >= len(block.paths)):
+        raise RefFormatError(
+            f"manifest path ids must lie in [{INLINED}, {len(block.paths)}), "
+            f"got {block.path_id.min()} .. {block.path_id.max()}"
+        )
+    present = block.path_id >= 0
+    if n and (block.offset[present] > MAX_OFFSET).any():
+        raise RefFormatError(f"manifest offsets must be at most {MAX_OFFSET}")
+    lengths = block.length[present]
+    if n and ((lengths > MAX_OFFSET) & (lengths != WHOLE_FILE)).any():
+        raise RefFormatError(f"manifest lengths must be at most {MAX_OFFSET}")
+    whole = present & (block.length == WHOLE_FILE)
+    if whole.any() and block.offset[whole].any():
+        raise RefFormatError("a whole-file reference must have offset 0")
+    if ((block.offset[~present] != 0) | (block.length[~present] != 0)).any():
+        raise RefFormatError("missing and inlined chunks must have offset 0 and length 0")
+    inlined_numbers = np.flatnonzero(block.path_id == INLINED) + block.start
+    if set(inlined_numbers.tolist()) != set(block.inlined):
+        raise RefFormatError("inlined chunk bytes do not match the entries marked INLINED")
+    for number, data in block.inlined.items():
+        if not isinstance(data, bytes):
+            raise RefFormatError(f"inlined chunk {number} must be bytes, got {type(data).__name__}")
+    if len(set(block.paths)) != len(block.paths):
+        raise RefFormatError("manifest path table holds a URL twice")
+    for path in block.paths:
+        if not isinstance(path, str) or not path:
+            raise RefFormatError(f"manifest paths must be non-empty str, got {path!r}")
+
+
+class _InMemory:
+    """A manifest source that is one already-built block."""
+
+    def __init__(self, block: ManifestBlock) -> None:
+        self.block = block
+        self.block_size = max(block.path_id.shape[0], 1)
+
+    def load_block(self, number: int) -> ManifestBlock:
+        return self.block
+
+
+class ChunkManifest:
+    """The chunk index of one array, shaped like its chunk grid; immutable.
+
+    Build one with `from_arrays` (grid-shaped columns), `from_entries` (scattered chunk
+    coordinates, as a reference-set reader produces them), `missing` (nothing written) or
+    `lazy` (blocks loaded on first use).
+    """
+
+    __slots__ = ("_block_size", "_blocks", "_full", "_grid_shape", "_lock", "_source")
+
+    def __init__(self, grid_shape: Sequence[int], source: ManifestSource) -> None:
+        self._grid_shape = tuple(int(s) for s in grid_shape)
+        if any(s < 0 for s in self._grid_shape):
+            raise RefFormatError(f"chunk grid shape must be non-negative, got {self._grid_shape}")
+        self._source = source
+        self._block_size = int(source.block_size)
+        if self._block_size < 1:
+            raise RefFormatError(f"manifest block size must be positive, got {self._block_size}")
+        self._blocks: dict[int, ManifestBlock] = {}
+        self._full: ManifestBlock | None = None
+        self._lock = threading.Lock()
+        if isinstance(source, _InMemory):
+            self._check_block(0, source.block)
+            self._blocks[0] = source.block
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_arrays(
+        cls,
+        paths: Sequence[str],
+        path_id: npt.ArrayLike,
+        offset: npt.ArrayLike,
+        length: npt.ArrayLike,
+        inlined: Mapping[tuple[int, ...], bytes] | None = None,
+    ) -> ChunkManifest:
+        """Build a manifest from grid-shaped columns.
+
+        Parameters
+        ----------
+        paths
+            Unique URLs; ``path_id`` indexes into it.
+        path_id, offset, length
+            Arrays shaped like the chunk grid. ``path_id`` is ``MISSING`` (-1) for an unwritten
+            chunk and ``INLINED`` (-2) for one whose bytes are in ``inlined``.
+        inlined
+            Chunk index (a tuple, one int per dimension) -> bytes.
+        """
+        ids = np.asarray(path_id)
+        grid = ids.shape
+        if not np.issubdtype(ids.dtype, np.integer):
+            raise RefFormatError(f"path_id must be integers, got {ids.dtype}")
+        offsets, lengths = np.asarray(offset), np.asarray(length)
+        if offsets.shape != grid or lengths.shape != grid:
+            raise RefFormatError(
+                f"path_id, offset and length must share one shape, got "
+                f"{grid}, {offsets.shape}, {lengths.shape}"
+            )
+        numbers = {}
+        for index, data in (inlined or {}).items():
+            if len(index) != len(grid) or not all(0 <= i < s for i, s in zip(index, grid)):
+                raise RefFormatError(f"inlined chunk index {index} is outside the grid {grid}")
+            numbers[int(np.ravel_multi_index(index, grid)) if grid else 0] = data
+        block = ManifestBlock(
+            start=0,
+            paths=tuple(paths),
+            path_id=_as_column(ids, np.int32, "path_id").ravel(),
+            offset=_as_column(offsets, np.uint64, "offset").ravel(),
+            length=_as_column(lengths, np.uint64, "length").ravel(),
+            inlined=numbers,
+        )
+        return cls(grid, _InMemory(block))
+
+    @classmethod
+    def from_entries(
+        cls,
+        grid_shape: Sequence[int],
+        coords: npt.ArrayLike,
+        urls: Sequence[str],
+        url_ids: npt.ArrayLike,
+        offsets: npt.ArrayLike,
+        lengths: npt.ArrayLike,
+        inlined: Mapping[tuple[int, ...], bytes] | None = None,
+        *,
+        where: str = "array",
+    ) -> ChunkManifest:
+        """Build a manifest from scattered entries: ``coords[k]`` is the chunk index of entry k.
+
+        ``url_ids`` index ``urls`` (which may hold URLs other arrays use too). Chunks named by
+        no entry are missing. Raises RefFormatError naming ``where`` when an entry lies outside
+        the grid or a chunk is given twice.
+        """
+        grid = tuple(int(s) for s in grid_shape)
+        ids = np.asarray(url_ids, dtype=np.int64).ravel()
+        coord_arr = np.asarray(coords, dtype=np.int64).reshape(ids.shape[0], len(grid))
+        flat = _flat_numbers(grid, coord_arr, where)
+        inline_flat = {}
+        for index, data in (inlined or {}).items():
+            number = _flat_numbers(grid, np.asarray([index], dtype=np.int64), where)[0]
+            inline_flat[int(number)] = data
+        _reject_duplicates(grid, flat, np.fromiter(inline_flat, np.int64), where)
+        n = math.prod(grid)
+        used, local_ids = np.unique(ids, return_inverse=True)
+        path_id = np.full(n, MISSING, dtype=np.int32)
+        offset = np.zeros(n, dtype=np.uint64)
+        length = np.zeros(n, dtype=np.uint64)
+        path_id[flat] = local_ids
+        offset[flat] = offsets
+        length[flat] = lengths
+        path_id[list(inline_flat)] = INLINED
+        paths = [urls[int(i)] for i in used]
+        block = ManifestBlock(0, tuple(paths), path_id, offset, length, inline_flat)
+        return cls(grid, _InMemory(block))
+
+    @classmethod
+    def missing(cls, grid_shape: Sequence[int]) -> ChunkManifest:
+        """A manifest in which no chunk was ever written."""
+        grid = tuple(int(s) for s in grid_shape)
+        n = math.prod(grid)
+        zeros = np.zeros(n, dtype=np.uint64)
+        block = ManifestBlock(0, (), np.full(n, MISSING, np.int32), zeros, zeros.copy(), {})
+        return cls(grid, _InMemory(block))
+
+    @classmethod
+    def lazy(cls, grid_shape: Sequence[int], source: ManifestSource) -> ChunkManifest:
+        """A manifest whose blocks ``source`` loads on first use (e.g. Parquet record files)."""
+        return cls(grid_shape, source)
+
+    # -- shape ------------------------------------------------------------------------------
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        """Number of chunks along each dimension."""
+        return self._grid_shape
+
+    @property
+    def nchunks(self) -> int:
+        """Total number of chunk entries (present or not)."""
+        return math.prod(self._grid_shape)
+
+    @property
+    def nblocks(self) -> int:
+        """Number of blocks the entries are stored in."""
+        return max(1, -(-self.nchunks // self._block_size))
+
+    @property
+    def block_size(self) -> int:
+        """Number of chunk entries per block."""
+        return self._block_size
+
+    # -- lookup -----------------------------------------------------------------------------
+
+    def __getitem__(self, index: Sequence[int] | int) -> ChunkRef | bytes | None:
+        """The entry of one chunk: a `ChunkRef`, inlined bytes, or None when missing."""
+        number = self._number(index)
+        block = self.block(number // self._block_size)
+        row = number - block.start
+        pid = int(block.path_id[row])
+        if pid == MISSING:
+            return None
+        if pid == INLINED:
+            return block.inlined[number]
+        length = block.length[row]
+        return ChunkRef(
+            block.paths[pid],
+            int(block.offset[row]),
+            None if length == WHOLE_FILE else int(length),
+        )
+
+    def block(self, number: int) -> ManifestBlock:
+        """Block ``number`` (loaded and validated on first use, then cached)."""
+        found = self._blocks.get(number)
+        if found is not None:
+            return found
+        if not 0 <= number < self.nblocks:
+            raise IndexError(f"block {number} outside 0..{self.nblocks - 1}")
+        loaded = self._source.load_block(number)
+        self._check_block(number, loaded)
+        with self._lock:
+            self._blocks[number] = loaded
+        return loaded
+
+    def _check_block(self, number: int, block: ManifestBlock) -> None:
+        start = number * self._block_size
+        expected = min(self._block_size, self.nchunks - start) if self.nchunks else 0
+        if block.start != start or block.path_id.shape[0] != expected:
+            raise RefFormatError(
+                f"manifest block {number} must hold entries {start}..{start + expected - 1}, "
+                f"got {block.path_id.shape[0]} entries from {block.start}"
+            )
+
+    def _number(self, index: Sequence[int] | int) -> int:
+        idx = (index,) if isinstance(index, int | np.integer) else tuple(index)
+        if len(idx) != len(self._grid_shape) or not all(
+            0 <= i < s for i, s in zip(idx, self._grid_shape)
+        ):
+            raise IndexError(f"chunk index {idx} outside grid {self._grid_shape}")
+        return int(np.ravel_multi_index(idx, self._grid_shape)) if idx else 0
+
+    # -- whole columns ----------------------------------------------------------------------
+
+    def _all(self) -> ManifestBlock:
+        if self._full is None:
+            blocks = [self.block(k) for k in range(self.nblocks)]
+            full = blocks[0] if len(blocks) == 1 else _concat_blocks(blocks)
+            with self._lock:
+                self._full = full
+        return self._full
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The table of unique URLs that ``path_id`` indexes (loads every block)."""
+        return self._all().paths
+
+    @property
+    def path_id(self) -> IntArray:
+        """Grid-shaped int32 path ids (read-only; loads every block)."""
+        return self._all().path_id.reshape(self._grid_shape)
+
+    @property
+    def offset(self) -> UIntArray:
+        """Grid-shaped uint64 byte offsets (read-only; loads every block)."""
+        return self._all().offset.reshape(self._grid_shape)
+
+    @property
+    def length(self) -> UIntArray:
+        """Grid-shaped uint64 byte lengths; ``WHOLE_FILE`` for whole files (loads every block)."""
+        return self._all().length.reshape(self._grid_shape)
+
+    @property
+    def inlined(self) -> dict[tuple[int, ...], bytes]:
+        """Chunk index -> inlined bytes (loads every block)."""
+        grid = self._grid_shape
+        return {
+            tuple(int(i) for i in np.unravel_index(n, grid)) if grid else (): data
+            for n, data in sorted(self._all().inlined.items())
+        }
+
+    def iter_blocks(self) -> Iterator[ManifestBlock]:
+        """Every block in order (loading each as it is reached)."""
+        for k in range(self.nblocks):
+            yield self.block(k)
+
+    # -- comparison -------------------------------------------------------------------------
+
+    def _canonical(self) -> tuple[Any, ...]:
+        full = self._all()
+        urls = np.array([*full.paths, ""], dtype=object)
+        resolved = urls[np.where(full.path_id >= 0, full.path_id, len(full.paths))]
+        return (
+            self._grid_shape,
+            full.path_id.clip(max=0),
+            resolved,
+            full.offset,
+            full.length,
+            dict(full.inlined),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every chunk resolves to the same URL, range or bytes."""
+        if not isinstance(other, ChunkManifest):
+            return NotImplemented
+        if other is self:
+            return True
+        a, b = self._canonical(), other._canonical()
+        return (
+            a[0] == b[0]
+            and bool(np.array_equal(a[1], b[1]))
+            and bool(np.array_equal(a[2], b[2]))
+            and bool(np.array_equal(a[3], b[3]))
+            and bool(np.array_equal(a[4], b[4]))
+            and a[5] == b[5]
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        loaded = f"{len(self._blocks)}/{self.nblocks} blocks loaded"
+        return f"ChunkManifest(grid_shape={self._grid_shape}, {loaded})"
+
+
+def _as_column(values: npt.NDArray[Any], dtype: type[np.generic], name: str) -> Any:
+    if values.size and not np.issubdtype(values.dtype, np.integer):
+        raise RefFormatError(f"{name} must be integers, got {values.dtype}")
+    if values.size and np.issubdtype(values.dtype, np.signedinteger) and dtype is np.uint64:
+        if (values < 0).any():
+            raise RefFormatError(f"{name} must be non-negative, got {values.min()}")
+    if dtype is np.int32 and values.size and (values.max() > np.iinfo(np.int32).max):
+        raise RefFormatError(f"{name} exceeds the int32 range")
+    return np.ascontiguousarray(values, dtype=dtype).copy()
+
+
+def _flat_numbers(grid: tuple[int, ...], coords: npt.NDArray[np.int64], where: str) -> Any:
+    if coords.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    bad = ((coords < 0) | (coords >= np.asarray(grid, dtype=np.int64))).any(axis=1)
+    if bad.any():
+        first = tuple(int(c) for c in coords[np.flatnonzero(bad)[0]])
+        raise RefFormatError(
+            f"{where}: chunk {'.'.join(map(str, first)) or '0'} lies outside the chunk grid {grid}"
+        )
+    if not grid:
+        return np.zeros(coords.shape[0], dtype=np.int64)
+    return np.ravel_multi_index(tuple(coords.T), grid).astype(np.int64)
+
+
+def _reject_duplicates(
+    grid: tuple[int, ...],
+    flat: npt.NDArray[np.int64],
+    inline_flat: npt.NDArray[np.int64],
+    where: str,
+) -> None:
+    every = np.concatenate([flat, inline_flat])
+    if every.size == 0:
+        return
+    counts = np.bincount(every, minlength=1)
+    if counts.max() > 1:
+        number = int(np.argmax(counts))
+        index = np.unravel_index(number, grid) if grid else ()
+        key = ".".join(str(int(i)) for i in index) or "0"
+        raise RefFormatError(f"{where}: chunk {key} is given more than once")
+
+
+def _concat_blocks(blocks: list[ManifestBlock]) -> ManifestBlock:
+    table: dict[str, int] = {}
+    ids = []
+    for block in blocks:
+        remap = np.array([table.setdefault(p, len(table)) for p in block.paths] + [0, 0], np.int32)
+        # remap[-1] / remap[-2] are placeholders: negative ids keep their meaning below
+        mapped = np.where(block.path_id >= 0, remap[block.path_id], block.path_id)
+        ids.append(mapped.astype(np.int32))
+    inlined: dict[int, bytes] = {}
+    for block in blocks:
+        inlined.update(block.inlined)
+    return ManifestBlock(
+        start=0,
+        paths=tuple(table),
+        path_id=np.concatenate(ids),
+        offset=np.concatenate([b.offset for b in blocks]),
+        length=np.concatenate([b.length for b in blocks]),
+        inlined=inlined,
+    )

@@ -1,0 +1,224 @@
+"""`ArrayMeta`: everything needed to decode an array's chunks, and its Zarr v2 rendering."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from refzarr.errors import RefFormatError
+from refzarr.model.dtypes import (
+    decode_fill_value,
+    dtype_from_json,
+    dtype_to_json,
+    encode_fill_value,
+)
+from refzarr.model.frozen import FrozenDict, freeze_json, thaw_json
+
+__all__ = ["DIMENSIONS_ATTR", "ArrayMeta"]
+
+DIMENSIONS_ATTR = "_ARRAY_DIMENSIONS"
+"""The attribute xarray uses for dimension names in Zarr v2."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ArrayMeta:
+    """Shape, chunking, dtype, fill value, codecs, attributes and dimension names of an array.
+
+    Parameters
+    ----------
+    shape
+        Array shape.
+    chunks
+        Chunk shape (same length as ``shape``; a chunk may extend past the array's edge).
+    dtype
+        numpy dtype, structured dtypes included.
+    fill_value
+        Value of chunks never written; None leaves it undefined (Zarr v2 ``null``).
+    codecs
+        numcodecs configs (``{"id": ..., ...}``) in encoding order: the last is applied last
+        when writing and first when reading.
+    attributes
+        User attributes (JSON values); ``_ARRAY_DIMENSIONS`` goes in ``dimension_names``.
+    dimension_names
+        One name per dimension, or None when the array has none.
+    order
+        Memory layout of a decoded chunk, ``"C"`` or ``"F"``.
+    dimension_separator
+        Separator of chunk-index parts in Zarr v2 chunk keys: ``"."`` or ``"/"``.
+    """
+
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    dtype: np.dtype[Any]
+    fill_value: Any = None
+    codecs: tuple[FrozenDict, ...] = ()
+    attributes: FrozenDict = field(default_factory=FrozenDict)
+    dimension_names: tuple[str, ...] | None = None
+    order: Literal["C", "F"] = "C"
+    dimension_separator: Literal[".", "/"] = "."
+
+    def __post_init__(self) -> None:
+        shape = _parse_ints(self.shape, "shape", minimum=0)
+        chunks = _parse_ints(self.chunks, "chunks", minimum=1)
+        if len(chunks) != len(shape):
+            raise RefFormatError(f"chunks {chunks} must have one entry per dimension of {shape}")
+        try:
+            dtype = np.dtype(self.dtype)
+            fill = decode_fill_value(encode_fill_value(self.fill_value, dtype), dtype)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise RefFormatError(f"invalid dtype or fill value: {exc}") from exc
+        attributes = freeze_json(self.attributes, where="attributes")
+        if DIMENSIONS_ATTR in attributes:
+            raise RefFormatError(f"pass {DIMENSIONS_ATTR} as dimension_names, not as an attribute")
+        names = None if self.dimension_names is None else tuple(self.dimension_names)
+        if names is not None and (
+            len(names) != len(shape) or not all(isinstance(n, str) for n in names)
+        ):
+            raise RefFormatError(
+                f"dimension_names {names} must be one str per dimension of shape {shape}"
+            )
+        if self.order not in ("C", "F"):
+            raise RefFormatError(f"order must be 'C' or 'F', got {self.order!r}")
+        if self.dimension_separator not in (".", "/"):
+            raise RefFormatError(
+                f"dimension_separator must be '.' or '/', got {self.dimension_separator!r}"
+            )
+        for name, value in (
+            ("shape", shape),
+            ("chunks", chunks),
+            ("dtype", dtype),
+            ("fill_value", fill),
+            ("codecs", _parse_codecs(self.codecs)),
+            ("attributes", attributes),
+            ("dimension_names", names),
+        ):
+            object.__setattr__(self, name, value)
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        """Number of chunks along each dimension."""
+        return tuple(math.ceil(s / c) for s, c in zip(self.shape, self.chunks))
+
+    def replace(self, **changes: Any) -> ArrayMeta:
+        """A copy with some fields changed (validated like a new one)."""
+        fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        fields.update(changes)
+        return ArrayMeta(**fields)
+
+    # -- Zarr v2 ------------------------------------------------------------------------------
+
+    def to_zarr_v2(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The ``.zarray`` and ``.zattrs`` documents (plain JSON objects).
+
+        Fields are in the order kerchunk and zarr-python write them; every codec goes in
+        ``filters`` (applied in order) and ``compressor`` is null, as kerchunk does.
+        """
+        zarray = {
+            "shape": list(self.shape),
+            "chunks": list(self.chunks),
+            "dtype": dtype_to_json(self.dtype),
+            "fill_value": encode_fill_value(self.fill_value, self.dtype),
+            "order": self.order,
+            "filters": [thaw_json(c) for c in self.codecs] or None,
+            "dimension_separator": self.dimension_separator,
+            "compressor": None,
+            "zarr_format": 2,
+        }
+        zattrs: dict[str, Any] = {}
+        if self.dimension_names is not None:
+            zattrs[DIMENSIONS_ATTR] = list(self.dimension_names)
+        zattrs.update(thaw_json(self.attributes))
+        return zarray, zattrs
+
+    @classmethod
+    def from_zarr_v2(
+        cls, zarray: Mapping[str, Any], zattrs: Mapping[str, Any] | None = None, *, where: str = ""
+    ) -> ArrayMeta:
+        """Parse ``.zarray`` / ``.zattrs`` documents; RefFormatError names ``where`` on failure."""
+        prefix = f"{where}: " if where else ""
+        try:
+            return cls._from_zarr_v2(zarray, dict(zattrs or {}))
+        except RefFormatError as exc:
+            raise RefFormatError(f"{prefix}{exc}") from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RefFormatError(f"{prefix}invalid Zarr v2 array metadata: {exc!r}") from exc
+
+    @classmethod
+    def _from_zarr_v2(cls, zarray: Mapping[str, Any], zattrs: dict[str, Any]) -> ArrayMeta:
+        if zarray.get("zarr_format", 2) != 2:
+            raise RefFormatError(f"expected zarr_format 2, got {zarray.get('zarr_format')!r}")
+        missing = [k for k in ("shape", "chunks", "dtype") if k not in zarray]
+        if missing:
+            raise RefFormatError(f".zarray lacks {', '.join(missing)}")
+        dtype = dtype_from_json(zarray["dtype"])
+        codecs = list(zarray.get("filters") or [])
+        if zarray.get("compressor") is not None:
+            codecs.append(zarray["compressor"])
+        names = zattrs.pop(DIMENSIONS_ATTR, None)
+        return cls(
+            shape=tuple(zarray["shape"]),
+            chunks=tuple(zarray["chunks"]),
+            dtype=dtype,
+            fill_value=decode_fill_value(zarray.get("fill_value"), dtype),
+            codecs=tuple(codecs),
+            attributes=freeze_json(zattrs, where=".zattrs"),
+            dimension_names=None if names is None else tuple(names),
+            order=zarray.get("order", "C"),
+            dimension_separator=zarray.get("dimension_separator", "."),
+        )
+
+    # -- comparison ---------------------------------------------------------------------------
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.shape,
+            self.chunks,
+            self.dtype,
+            _hashable(encode_fill_value(self.fill_value, self.dtype)),
+            self.codecs,
+            self.attributes,
+            self.dimension_names,
+            self.order,
+            self.dimension_separator,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ArrayMeta):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _parse_ints(values: Sequence[int], name: str, *, minimum: int) -> tuple[int, ...]:
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
+        raise RefFormatError(f"{name} must be a sequence of integers, got {values!r}")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < minimum:
+            raise RefFormatError(f"{name} must hold integers >= {minimum}, got {list(values)!r}")
+        out.append(int(v))
+    return tuple(out)
+
+
+def _parse_codecs(codecs: Sequence[Mapping[str, Any]]) -> tuple[FrozenDict, ...]:
+    parsed = []
+    for config in codecs:
+        if not isinstance(config, Mapping) or not isinstance(config.get("id"), str):
+            raise RefFormatError(f"a codec must be a numcodecs config with an 'id', got {config!r}")
+        parsed.append(freeze_json(config, where=f"codec {config['id']!r}"))
+    return tuple(parsed)
