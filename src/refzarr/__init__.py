@@ -8,8 +8,10 @@ from refzarr.errors import (
     RefFormatError,
     RefzarrError,
     ScanError,
+    SourceNotFoundError,
     UnsupportedFeatureError,
 )
+from refzarr.formats.api import expand_references, read, write
 from refzarr.model import ArrayMeta, ChunkManifest, ChunkRef, RefArray, RefGroup
 
 __version__ = "0.1.0.dev0"
@@ -24,6 +26,10 @@ __all__ = [
     "RefGroup",
     "RefzarrError",
     "ScanError",
+    "SourceNotFoundError",
     "UnsupportedFeatureError",
     "__version__",
+    "expand_references",
+    "read",
+    "write",
 ]

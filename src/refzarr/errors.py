@@ -7,6 +7,7 @@ __all__ = [
     "RefFormatError",
     "RefzarrError",
     "ScanError",
+    "SourceNotFoundError",
     "UnsupportedFeatureError",
 ]
 
@@ -32,3 +33,7 @@ class ScanError(RefzarrError, ValueError):
 
 class ChunkFetchError(RefzarrError, OSError):
     """The bytes of a chunk could not be fetched (names url, offset, length and key)."""
+
+
+class SourceNotFoundError(RefzarrError, FileNotFoundError):
+    """A file or reference set that was asked for does not exist (names the path)."""

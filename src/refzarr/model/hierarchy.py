@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refzarr.errors import RefFormatError
+from refzarr.model.frozen import freeze_json
 from refzarr.model.group import Node, RefArray, RefGroup
 from refzarr.model.manifest import ChunkManifest
 from refzarr.model.meta import ArrayMeta
@@ -73,7 +74,9 @@ class Hierarchy:
             if index is not None:
                 return path, index
         for array_path, meta in self.arrays.items():
-            if meta.dimension_separator == "/" and key.startswith(f"{array_path}/" if array_path else ""):
+            if meta.dimension_separator == "/" and key.startswith(
+                f"{array_path}/" if array_path else ""
+            ):
                 rest = key[len(array_path) + 1 :] if array_path else key
                 index = _parse_index(rest, "/", meta.ndim)
                 if index is not None:
@@ -127,7 +130,9 @@ def parse_hierarchy(metadata: Mapping[str, Any], *, where: str = "") -> Hierarch
         parent = path.rpartition("/")[0]
         while path:
             if parent in arrays:
-                raise RefFormatError(f"{_where(where, parent)}: array {parent!r} has a member {path!r}")
+                raise RefFormatError(
+                    f"{_where(where, parent)}: array {parent!r} has a member {path!r}"
+                )
             groups.setdefault(parent, {})
             path, parent = parent, parent.rpartition("/")[0]
     clash = set(arrays) & set(groups)
@@ -168,6 +173,6 @@ def assemble_group(
 
 def _make_group(attrs: dict[str, Any], members: dict[str, Node], where: str, path: str) -> RefGroup:
     try:
-        return RefGroup(attributes=attrs, members=dict(sorted(members.items())))
+        return RefGroup(attributes=freeze_json(attrs), members=dict(sorted(members.items())))
     except (RefFormatError, TypeError) as exc:
         raise RefFormatError(f"{_where(where, path or '/')}: {exc}") from exc

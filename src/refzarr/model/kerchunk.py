@@ -76,7 +76,7 @@ def _at(where: str, key: str) -> str:
 def parse_reference(
     key: str, value: list[Any], *, target: str | None, where: str = ""
 ) -> tuple[str, int, int | None]:
-    """Validate a ``[url]`` / ``[url, offset, length]`` reference; ``length is None`` = whole file."""
+    """Validate a ``[url]`` or ``[url, offset, length]`` reference (length None: whole file)."""
     if len(value) not in (1, 3):
         raise RefFormatError(
             f"{_at(where, key)}: a reference must be [url] or [url, offset, length], got "
@@ -97,7 +97,9 @@ def parse_reference(
     offset, length = value[1], value[2]
     for name, number in (("offset", offset), ("length", length)):
         if isinstance(number, bool) or not isinstance(number, int):
-            raise RefFormatError(f"{_at(where, key)}: the {name} must be an integer, got {number!r}")
+            raise RefFormatError(
+                f"{_at(where, key)}: the {name} must be an integer, got {number!r}"
+            )
         if not 0 <= number <= MAX_OFFSET:
             raise RefFormatError(
                 f"{_at(where, key)}: the {name} must lie in [0, {MAX_OFFSET}], got {number}"

@@ -201,7 +201,9 @@ class ChunkManifest:
             )
         numbers = {}
         for index, data in (inlined or {}).items():
-            if len(index) != len(grid) or not all(0 <= i < s for i, s in zip(index, grid)):
+            if len(index) != len(grid) or not all(
+                0 <= i < s for i, s in zip(index, grid, strict=True)
+            ):
                 raise RefFormatError(f"inlined chunk index {index} is outside the grid {grid}")
             numbers[int(np.ravel_multi_index(index, grid)) if grid else 0] = data
         block = ManifestBlock(
@@ -335,7 +337,7 @@ class ChunkManifest:
     def _number(self, index: Sequence[int] | int) -> int:
         idx = (index,) if isinstance(index, int | np.integer) else tuple(index)
         if len(idx) != len(self._grid_shape) or not all(
-            0 <= i < s for i, s in zip(idx, self._grid_shape)
+            0 <= i < s for i, s in zip(idx, self._grid_shape, strict=True)
         ):
             raise IndexError(f"chunk index {idx} outside grid {self._grid_shape}")
         return int(np.ravel_multi_index(idx, self._grid_shape)) if idx else 0
@@ -425,9 +427,9 @@ class ChunkManifest:
 def _as_column(values: npt.NDArray[Any], dtype: type[np.generic], name: str) -> Any:
     if values.size and not np.issubdtype(values.dtype, np.integer):
         raise RefFormatError(f"{name} must be integers, got {values.dtype}")
-    if values.size and np.issubdtype(values.dtype, np.signedinteger) and dtype is np.uint64:
-        if (values < 0).any():
-            raise RefFormatError(f"{name} must be non-negative, got {values.min()}")
+    signed = np.issubdtype(values.dtype, np.signedinteger)
+    if values.size and signed and dtype is np.uint64 and (values < 0).any():
+        raise RefFormatError(f"{name} must be non-negative, got {values.min()}")
     if dtype is np.int32 and values.size and (values.max() > np.iinfo(np.int32).max):
         raise RefFormatError(f"{name} exceeds the int32 range")
     return np.ascontiguousarray(values, dtype=dtype).copy()

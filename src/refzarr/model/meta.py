@@ -106,7 +106,7 @@ class ArrayMeta:
     @property
     def grid_shape(self) -> tuple[int, ...]:
         """Number of chunks along each dimension."""
-        return tuple(math.ceil(s / c) for s, c in zip(self.shape, self.chunks))
+        return tuple(math.ceil(s / c) for s, c in zip(self.shape, self.chunks, strict=True))
 
     def replace(self, **changes: Any) -> ArrayMeta:
         """A copy with some fields changed (validated like a new one)."""

@@ -162,17 +162,20 @@ class _Parser:
             if (token := self.peek()) is not None and token[1] == ",":
                 self.pos += 1
         self.take(")")
-        return render(self.templates[name], {}, arguments, where=f"{self.where} (template {name!r})")
+        return render(
+            self.templates[name], {}, arguments, where=f"{self.where} (template {name!r})"
+        )
 
     def _arith(self, op: str, left: Any, right: Any) -> int:
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (left, right)):
             raise self.fail(f"arithmetic {op!r} needs integers, got {left!r} and {right!r}")
         if op in ("//", "%") and right == 0:
             raise self.fail("division by zero")
-        ops = {"+": left + right, "-": left - right, "*": left * right}
+        a, b = int(left), int(right)
+        ops = {"+": a + b, "-": a - b, "*": a * b}
         if op in ops:
             return ops[op]
-        return left // right if op == "//" else left % right
+        return a // b if op == "//" else a % b
 
 
 def _templates(refs: Mapping[str, Any]) -> dict[str, str]:
@@ -216,7 +219,7 @@ def expand_gen(gen: Any, templates: Mapping[str, str]) -> Iterator[tuple[str, li
         names = list(dims)
         values = [_dimension_values(n, dims[n], where) for n in names]
         for combo in itertools.product(*values):
-            scope = dict(zip(names, combo))
+            scope = dict(zip(names, combo, strict=True))
             key = render(item["key"], templates, scope, where=f"{where}.key")
             url = render(item["url"], templates, scope, where=f"{where}.url (key {key!r})")
             if "offset" not in item:
@@ -253,6 +256,5 @@ def expand_v1(refs: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, list) and value and isinstance(value[0], str) and "{{" in value[0]:
             value = [render(value[0], templates, {}, where=f"key {key!r}"), *value[1:]]
         out[key] = value
-    for key, value in expand_gen(refs.get("gen") or [], templates):
-        out[key] = value
+    out.update(expand_gen(refs.get("gen") or [], templates))
     return out

@@ -1,0 +1,161 @@
+"""The public reading and writing entry points: `read`, `expand_references`, `write`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from refzarr.errors import RefFormatError
+from refzarr.formats import json_read, json_write, parquet_read, parquet_write
+from refzarr.formats.atomic import atomic_path
+from refzarr.formats.source import (
+    Compression,
+    compression_from_suffix,
+    decompress,
+    detect_format,
+    locate,
+    read_bytes,
+)
+from refzarr.model.group import RefGroup
+from refzarr.model.kerchunk import expand_dict, group_from_kerchunk
+
+__all__ = ["DEFAULT_RECORD_SIZE", "expand_references", "read", "write"]
+
+DEFAULT_RECORD_SIZE = 100_000
+"""References per Parquet record file (fsspec's default is 10,000; larger files mean fewer
+requests and smaller metadata while one file stays a few megabytes)."""
+
+Source = str | os.PathLike[str] | Mapping[str, Any]
+
+
+def read(
+    source: Source,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    target: str | None = None,
+) -> RefGroup:
+    """Read a reference set (kerchunk JSON v0/v1, compressed JSON, Parquet, or a dict).
+
+    Parameters
+    ----------
+    source
+        A path or fsspec URL of a JSON file (optionally zstd/gzip-compressed) or a Parquet
+        reference directory, or an in-memory reference dict.
+    storage_options
+        fsspec options for the filesystem ``source`` lives on.
+    target
+        URL for references whose URL is null (``[null, offset, length]``).
+
+    Returns
+    -------
+    RefGroup
+        The Zarr hierarchy the references describe. Parquet manifests load lazily, one record
+        file at a time.
+
+    Raises
+    ------
+    RefFormatError
+        The reference set is malformed or does not describe a Zarr hierarchy.
+    SourceNotFoundError
+        ``source`` does not exist.
+    """
+    if isinstance(source, Mapping):
+        return group_from_kerchunk(source, target=target)
+    location = locate(source, storage_options)
+    if detect_format(location) == "parquet":
+        return parquet_read.read_parquet(location, target=target)
+    data = decompress(read_bytes(location), shown=location.shown)
+    return json_read.group_from_json(data, target=target, where=location.shown)
+
+
+def expand_references(
+    source: Source,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    target: str | None = None,
+) -> dict[str, Any]:
+    """Any reference set in its Version 0 form, whether or not it describes Zarr.
+
+    Templates are rendered and ``gen`` generated; ``base64:`` values become bytes, other text
+    values stay str, JSON-object values stay dicts; references are ``[url]`` or
+    ``[url, offset, length]`` lists (null URLs replaced by ``target`` when given).
+    """
+    if isinstance(source, Mapping):
+        refs = expand_dict(source)
+        where = "references"
+    else:
+        location = locate(source, storage_options)
+        where = location.shown
+        if detect_format(location) == "parquet":
+            refs = parquet_read.expand_parquet(location)
+        else:
+            refs = expand_dict(
+                json_read.load_json(decompress(read_bytes(location), shown=where), where=where)
+            )
+    return json_read.normalise_v0(refs, target=target, where=where)
+
+
+def write(
+    group: RefGroup,
+    target: str | os.PathLike[str],
+    *,
+    format: Literal["json", "parquet"] | None = None,
+    compression: Compression | Literal["infer"] = "infer",
+    version: Literal[0, 1] = 0,
+    record_size: int = DEFAULT_RECORD_SIZE,
+    storage_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Write a reference set atomically (temporary name, then rename).
+
+    Parameters
+    ----------
+    group
+        What to write.
+    target
+        Path or fsspec URL. The format follows the suffix: ``.json`` (``.json.zst``,
+        ``.json.gz`` compressed) or ``.parq`` / ``.parquet`` (a directory), unless ``format``
+        is given.
+    format
+        ``"json"`` (kerchunk JSON) or ``"parquet"`` (fsspec's Parquet reference layout).
+    compression
+        JSON only: ``"zstd"``, ``"gzip"`` or None; ``"infer"`` follows the suffix.
+    version
+        JSON only: 0 (default, every reader understands it) or 1 (URL prefixes factored into
+        ``templates``).
+    record_size
+        Parquet only: references per record file.
+    storage_options
+        fsspec options for the target filesystem.
+    """
+    if not isinstance(group, RefGroup):
+        raise TypeError(f"write() takes a RefGroup, got {type(group).__name__}")
+    location = locate(target, storage_options)
+    chosen = format or _format_from_suffix(location.path)
+    if chosen == "parquet":
+        if record_size < 1:
+            raise ValueError(f"record_size must be positive, got {record_size}")
+        with atomic_path(location, directory=True) as temporary:
+            parquet_write.write_parquet(group, location.fs, temporary, record_size=record_size)
+        return
+    if chosen != "json":
+        raise ValueError(f"format must be 'json' or 'parquet', got {chosen!r}")
+    if version not in (0, 1):
+        raise ValueError(f"version must be 0 or 1, got {version!r}")
+    codec = compression_from_suffix(location.path) if compression == "infer" else compression
+    data = json_write.render_json(group, version=version)
+    data = json_write.compress(data, codec)
+    with atomic_path(location, directory=False) as temporary:
+        location.fs.pipe_file(temporary, data)
+
+
+def _format_from_suffix(path: str) -> Literal["json", "parquet"]:
+    lowered = path.lower().rstrip("/")
+    if lowered.endswith((".parq", ".parquet")):
+        return "parquet"
+    if lowered.endswith((".json", ".json.zst", ".json.zstd", ".json.gz")):
+        return "json"
+    raise RefFormatError(
+        f"{path}: cannot tell the reference format from the suffix; use .json, .json.zst, "
+        ".json.gz, .parq or .parquet, or pass format='json' / format='parquet'"
+    )
