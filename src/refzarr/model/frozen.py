@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FrozenDict", "freeze_json", "thaw_json"]
+__all__ = ["FrozenDict", "freeze_json", "json_identity", "thaw_json"]
 
 
 class FrozenDict(Mapping[str, Any]):
@@ -30,12 +31,13 @@ class FrozenDict(Mapping[str, Any]):
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(tuple(self._data.items()))
+            self._hash = hash(json_identity(self))
         return self._hash
 
     def __eq__(self, other: object) -> bool:
+        """Equal to any mapping with the same items; NaN equals NaN, key order is ignored."""
         if isinstance(other, Mapping):
-            return self._data == dict(other)
+            return json_identity(self) == json_identity(other)
         return NotImplemented
 
     def __repr__(self) -> str:
@@ -73,3 +75,8 @@ def thaw_json(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [thaw_json(item) for item in value]
     return value
+
+
+def json_identity(value: Any) -> str:
+    """Canonical JSON text of a value: equal for equal values, NaN included, key order ignored."""
+    return json.dumps(thaw_json(value), sort_keys=True, allow_nan=True)
