@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from refzarr.errors import RefFormatError
 from refzarr.formats import json_read, json_write, parquet_read, parquet_write
-from refzarr.formats.atomic import atomic_path
+from refzarr.formats.atomic import atomic_path, write_atomic
 from refzarr.formats.source import (
     Compression,
     compression_from_suffix,
@@ -142,11 +142,17 @@ def write(
         raise ValueError(f"format must be 'json' or 'parquet', got {chosen!r}")
     if version not in (0, 1):
         raise ValueError(f"version must be 0 or 1, got {version!r}")
-    codec = compression_from_suffix(location.path) if compression == "infer" else compression
-    data = json_write.render_json(group, version=version)
-    data = json_write.compress(data, codec)
-    with atomic_path(location, directory=False) as temporary:
-        location.fs.pipe_file(temporary, data)
+    codec = _json_compression(location.path, compression)
+    parts = json_write.render_parts(group, version=version)
+    write_atomic(location, json_write.compress_parts(parts, codec))
+
+
+def _json_compression(path: str, compression: object) -> Compression:
+    if compression == "infer":
+        return compression_from_suffix(path)
+    if compression in ("zstd", "gzip", None):
+        return compression
+    raise ValueError(f"compression must be 'zstd', 'gzip', None or 'infer', got {compression!r}")
 
 
 def _format_from_suffix(path: str) -> Literal["json", "parquet"]:

@@ -27,6 +27,8 @@ def dtype_to_json(dtype: np.dtype[Any]) -> Any:
 
 def _field_to_json(item: tuple[Any, ...]) -> list[Any]:
     name, type_ = item[0], item[1]
+    if not isinstance(name, str):
+        raise ValueError(f"structured dtype field {name!r} has a title; Zarr v2 cannot store one")
     encoded = [name, type_ if isinstance(type_, str) else [_field_to_json(t) for t in type_]]
     if len(item) == 3:
         encoded.append(list(item[2]))
@@ -86,11 +88,16 @@ def encode_fill_value(value: Any, dtype: np.dtype[Any]) -> Any:
         c = complex(value)
         return [_encode_float(c.real), _encode_float(c.imag)]
     if kind == "b":
+        if not isinstance(value, bool | np.bool_ | int | np.integer) or value not in (0, 1):
+            raise ValueError(f"expected a boolean fill value, got {value!r}")
         return bool(value)
     if kind in "iu":
+        if isinstance(value, float | np.floating) and not float(value).is_integer():
+            raise ValueError(f"fill value {value!r} is not an integer (dtype {dtype})")
         return int(value)
     if kind in "Mm":
-        return int(np.asarray(value, dtype=dtype).view("i8"))
+        # astype, not view: a view would read a big-endian value's bytes as a native integer
+        return int(np.asarray(value, dtype=dtype).astype(np.int64))
     if kind == "U":
         return str(np.asarray(value, dtype=dtype)[()])
     # S, V and structured dtypes: the raw bytes, base64-encoded
@@ -120,7 +127,7 @@ def decode_fill_value(value: Any, dtype: np.dtype[Any]) -> Any:
     if kind in "iu":
         return _decode_integer(value, dtype)
     if kind in "Mm":
-        return np.asarray(_decode_integer(value, np.dtype("i8"))).view(dtype)[()]
+        return np.asarray(_decode_integer(value, np.dtype("i8"))).astype(dtype)[()]
     if kind == "U":
         if not isinstance(value, str):
             raise ValueError(f"expected a string fill value, got {value!r}")

@@ -55,7 +55,7 @@ class RefGroup:
     Member names are non-empty and hold no ``/``; use ``group["a/b"]`` to reach nested members.
     """
 
-    attributes: FrozenDict = field(default_factory=FrozenDict)
+    attributes: Mapping[str, Any] = field(default_factory=FrozenDict)
     members: Mapping[str, Node] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -119,6 +119,8 @@ def parse_hierarchy(metadata: Mapping[str, Any], *, where: str = "") -> Hierarch
         path, _, name = key.rpartition("/")
         if name == ".zgroup":
             parse_metadata_value(key, docs[key], where=where)
+            if path in arrays:
+                raise RefFormatError(f"{_where(where, key)}: {path!r} is both a group and an array")
         if name in (".zgroup", ".zattrs") and path not in arrays:
             groups[path] = _attrs(docs, path, where)
     if "" in arrays:

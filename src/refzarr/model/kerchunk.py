@@ -9,7 +9,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+import math
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +41,27 @@ __all__ = [
 
 
 def metadata_text(document: Any) -> str:
-    """Compact JSON text of a metadata document, as kerchunk writes it."""
-    return json.dumps(document, separators=(",", ":"))
+    """Compact JSON text of a metadata document, byte for byte as kerchunk writes it.
+
+    kerchunk minifies metadata with ``ujson.dumps``, which differs from the standard library's
+    compact output in three ways: ``/`` is escaped as ``\\/``, DEL (U+007F) is left as is, and
+    exponents are not zero-padded (``1e-5``, not ``1e-05``). Writing the same bytes makes every
+    metadata key of a kerchunk reference set read back identical after a refzarr round trip.
+    """
+    if isinstance(document, str):
+        parts = (json.dumps(part)[1:-1].replace("/", "\\/") for part in document.split("\x7f"))
+        return '"' + "\x7f".join(parts) + '"'
+    if isinstance(document, float) and math.isfinite(document):
+        return _EXPONENT_PADDING.sub(r"e\1\2", float.__repr__(document))
+    if isinstance(document, Mapping):
+        items = (f"{metadata_text(k)}:{metadata_text(v)}" for k, v in document.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(document, list | tuple):
+        return "[" + ",".join(metadata_text(item) for item in document) + "]"
+    return json.dumps(document)
+
+
+_EXPONENT_PADDING = re.compile(r"e([+-])0(\d)$")
 
 
 def encode_inline(data: bytes) -> str:
@@ -54,9 +75,14 @@ def encode_inline(data: bytes) -> str:
 
 
 def decode_inline(key: str, value: Any, *, where: str = "") -> bytes:
-    """The bytes of an inline value: ``base64:`` decoded, other text UTF-8, objects as JSON."""
+    """The bytes of an inline value: ``base64:`` decoded, other text UTF-8, objects as JSON.
+
+    Like fsspec, a ``base64:`` prefix is decoded on bytes values (in-memory dicts) too.
+    """
     if isinstance(value, bytes):
-        return value
+        if not value.startswith(b"base64:"):
+            return value
+        value = value.decode("ascii", "replace")
     if isinstance(value, str):
         if value.startswith("base64:"):
             try:
@@ -74,7 +100,7 @@ def _at(where: str, key: str) -> str:
 
 
 def parse_reference(
-    key: str, value: list[Any], *, target: str | None, where: str = ""
+    key: str, value: Sequence[Any], *, target: str | None, where: str = ""
 ) -> tuple[str, int, int | None]:
     """Validate a ``[url]`` or ``[url, offset, length]`` reference (length None: whole file)."""
     if len(value) not in (1, 3):
@@ -136,7 +162,7 @@ def group_from_kerchunk(
             )
         path, index = owner
         found = entries[path]
-        if isinstance(value, list):
+        if isinstance(value, list | tuple):  # in-memory dicts may hold tuples, as fsspec allows
             url, offset, length = parse_reference(key, value, target=target, where=where)
             found.coords.append(index)
             found.url_ids.append(urls.setdefault(url, len(urls)))

@@ -18,6 +18,7 @@ import math
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -73,6 +74,12 @@ class ManifestBlock:
 
     def __post_init__(self) -> None:
         _validate_block(self)
+        object.__setattr__(self, "inlined", MappingProxyType(dict(self.inlined)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt through the constructor: validated, columns read-only again, inlined a proxy
+        columns = (self.path_id, self.offset, self.length)
+        return (ManifestBlock, (self.start, self.paths, *columns, dict(self.inlined)))
 
 
 class ManifestSource(Protocol):
@@ -152,9 +159,7 @@ class ChunkManifest:
     __slots__ = ("_block_size", "_blocks", "_full", "_grid_shape", "_lock", "_source")
 
     def __init__(self, grid_shape: Sequence[int], source: ManifestSource) -> None:
-        self._grid_shape = tuple(int(s) for s in grid_shape)
-        if any(s < 0 for s in self._grid_shape):
-            raise RefFormatError(f"chunk grid shape must be non-negative, got {self._grid_shape}")
+        self._grid_shape = _parse_grid(grid_shape)
         self._source = source
         self._block_size = int(source.block_size)
         if self._block_size < 1:
@@ -235,7 +240,7 @@ class ChunkManifest:
         no entry are missing. Raises RefFormatError naming ``where`` when an entry lies outside
         the grid or a chunk is given twice.
         """
-        grid = tuple(int(s) for s in grid_shape)
+        grid = _parse_grid(grid_shape)
         ids = np.asarray(url_ids, dtype=np.int64).ravel()
         coord_arr = np.asarray(coords, dtype=np.int64).reshape(ids.shape[0], len(grid))
         flat = _flat_numbers(grid, coord_arr, where)
@@ -260,7 +265,7 @@ class ChunkManifest:
     @classmethod
     def missing(cls, grid_shape: Sequence[int]) -> ChunkManifest:
         """A manifest in which no chunk was ever written."""
-        grid = tuple(int(s) for s in grid_shape)
+        grid = _parse_grid(grid_shape)
         n = math.prod(grid)
         zeros = np.zeros(n, dtype=np.uint64)
         block = ManifestBlock(0, (), np.full(n, MISSING, np.int32), zeros, zeros.copy(), {})
@@ -419,9 +424,20 @@ class ChunkManifest:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the lock and the cache of loaded blocks stay behind; a lazy source must pickle
+        return (ChunkManifest, (self._grid_shape, self._source))
+
     def __repr__(self) -> str:
         loaded = f"{len(self._blocks)}/{self.nblocks} blocks loaded"
         return f"ChunkManifest(grid_shape={self._grid_shape}, {loaded})"
+
+
+def _parse_grid(grid_shape: Sequence[int]) -> tuple[int, ...]:
+    grid = tuple(int(s) for s in grid_shape)
+    if any(s < 0 for s in grid):
+        raise RefFormatError(f"chunk grid shape must be non-negative, got {grid}")
+    return grid
 
 
 def _as_column(values: npt.NDArray[Any], dtype: type[np.generic], name: str) -> Any:

@@ -55,8 +55,8 @@ class ArrayMeta:
     chunks: tuple[int, ...]
     dtype: np.dtype[Any]
     fill_value: Any = None
-    codecs: tuple[FrozenDict, ...] = ()
-    attributes: FrozenDict = field(default_factory=FrozenDict)
+    codecs: Sequence[Mapping[str, Any]] = ()
+    attributes: Mapping[str, Any] = field(default_factory=FrozenDict)
     dimension_names: tuple[str, ...] | None = None
     order: Literal["C", "F"] = "C"
     dimension_separator: Literal[".", "/"] = "."
@@ -68,6 +68,7 @@ class ArrayMeta:
             raise RefFormatError(f"chunks {chunks} must have one entry per dimension of {shape}")
         try:
             dtype = np.dtype(self.dtype)
+            dtype_to_json(dtype)  # rejects what Zarr v2 cannot describe (sub-arrays, titles)
             fill = decode_fill_value(encode_fill_value(self.fill_value, dtype), dtype)
         except (TypeError, ValueError, OverflowError) as exc:
             raise RefFormatError(f"invalid dtype or fill value: {exc}") from exc

@@ -253,7 +253,8 @@ def expand_v1(refs: Mapping[str, Any]) -> dict[str, Any]:
         raise RefFormatError("'refs' must be an object")
     out: dict[str, Any] = {}
     for key, value in body.items():
-        if isinstance(value, list) and value and isinstance(value[0], str) and "{{" in value[0]:
+        reference = isinstance(value, list | tuple) and value and isinstance(value[0], str)
+        if reference and "{{" in value[0]:
             value = [render(value[0], templates, {}, where=f"key {key!r}"), *value[1:]]
         out[key] = value
     out.update(expand_gen(refs.get("gen") or [], templates))

@@ -1,0 +1,520 @@
+"""Loading and writing reference sets: refzarr against fsspec and kerchunk, in one run.
+
+For each size (number of chunk references of one array spread over 1,000 file URLs) this
+prints, side by side:
+
+- load time and peak memory of ``refzarr.read`` against fsspec's ``ReferenceFileSystem``, for
+  kerchunk JSON and for the Parquet layout (``LazyReferenceMapper``);
+- write time of ``refzarr.write`` against what kerchunk users run: ``json.dump`` / ``ujson.dump``
+  of the reference dict and ``kerchunk.df.refs_to_dataframe``.
+
+Every measurement runs in a fresh Python process, so its peak resident memory (``ru_maxrss``)
+is its own and no cache carries over; imports happen before the clock starts. The write
+measurements leave their outputs in ``benchmarks/.cache/<size>/``, and the load measurements
+read them: refzarr loads what refzarr wrote, fsspec loads what kerchunk wrote.
+
+Usage::
+
+    python benchmarks/bench_formats.py                      # 1M and 10M, as the issue asks
+    python benchmarks/bench_formats.py --sizes 10k,100k     # a quick run
+    python benchmarks/bench_formats.py --skip-competitors   # refzarr only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+CACHE = Path(__file__).resolve().parent / ".cache"
+NFILES = 1_000
+ARRAY = "data"
+CHUNKS = (10, 100)  # 1,000 float32 per chunk: 4 KB raw, 2-4 KB compressed
+FIRST_KEY = f"{ARRAY}/0.0"
+SUFFIXES = {"k": 1_000, "M": 1_000_000}
+
+
+# -- sizes ------------------------------------------------------------------------------------
+
+
+def parse_size(text: str) -> int:
+    """``"10k"`` -> 10,000, ``"1M"`` -> 1,000,000; a multiple of the number of files."""
+    text = text.strip()
+    scale = SUFFIXES.get(text[-1:], 1)
+    number = text[:-1] if text[-1:] in SUFFIXES else text
+    try:
+        n = int(float(number) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 10k, 1M)") from None
+    if n < NFILES or n % NFILES:
+        raise argparse.ArgumentTypeError(f"size {text!r} must be a positive multiple of {NFILES}")
+    return n
+
+
+def size_label(n: int) -> str:
+    """The short form of a size: 10000 -> ``"10k"``."""
+    for suffix, scale in sorted(SUFFIXES.items(), key=lambda item: -item[1]):
+        if n % scale == 0:
+            return f"{n // scale}{suffix}"
+    return str(n)
+
+
+# -- the synthetic reference set --------------------------------------------------------------
+
+
+def synthetic_group(n: int) -> Any:
+    """One float32 array of ``n`` chunks, grid ``(n / 1000, 1000)``, over 1,000 files.
+
+    Each file holds a contiguous run of ``n / 1000`` chunks (C order) after a 16 KB header,
+    with compressed lengths of 2-4 KB, as a netCDF4 file written record by record would.
+    """
+    import numpy as np
+
+    from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
+
+    per_file = n // NFILES
+    grid = (n // 1000, 1000)
+    lengths = np.random.default_rng(0).integers(2_000, 4_000, (NFILES, per_file), dtype=np.uint64)
+    offsets = 16_384 + np.cumsum(lengths, axis=1, dtype=np.uint64) - lengths
+    path_id = np.repeat(np.arange(NFILES, dtype=np.int32), per_file)
+    paths = [f"s3://bucket/data/file_{i:04d}.nc" for i in range(NFILES)]
+    manifest = ChunkManifest.from_arrays(
+        paths, path_id.reshape(grid), offsets.reshape(grid), lengths.reshape(grid)
+    )
+    meta = ArrayMeta(
+        shape=tuple(g * c for g, c in zip(grid, CHUNKS, strict=True)),
+        chunks=CHUNKS,
+        dtype=np.dtype("<f4"),
+        fill_value=float("nan"),
+        codecs=({"id": "shuffle", "elementsize": 4}, {"id": "zlib", "level": 4}),
+        attributes={"units": "K"},
+        dimension_names=("time", "x"),
+    )
+    return RefGroup({"title": "synthetic"}, {ARRAY: RefArray(meta, manifest)})
+
+
+# -- worker side: one measurement per fresh process -------------------------------------------
+#
+# A task imports what it needs and returns {label: callable}; only the callables are timed.
+
+Task = Callable[[Path, int], dict[str, Callable[[], object]]]
+
+
+def load_refzarr_json(folder: Path, n: int) -> dict[str, Callable[[], object]]:
+    """refzarr.read of the JSON set, one chunk looked up and every manifest column loaded."""
+    import refzarr
+
+    def run() -> object:
+        manifest = refzarr.read(folder / "refzarr.json")[ARRAY].manifest
+        return manifest[0, 0], manifest.paths, manifest.path_id, manifest.offset, manifest.length
+
+    return {"refzarr": run}
+
+
+def load_refzarr_parquet(folder: Path, n: int) -> dict[str, Callable[[], object]]:
+    """refzarr.read of the Parquet set and one chunk looked up (one record file loaded)."""
+    import refzarr
+
+    return {"refzarr": lambda: refzarr.read(folder / "refzarr.parq")[ARRAY].manifest[0, 0]}
+
+
+def _reference_fs(path: Path) -> Any:
+    import fsspec
+
+    return fsspec.filesystem(
+        "reference",
+        fo=str(path),
+        remote_protocol="s3",
+        remote_options={"anon": True},
+        skip_instance_cache=True,
+    )
+
+
+def load_fsspec_json(folder: Path, n: int) -> dict[str, Callable[[], object]]:
+    """fsspec's ReferenceFileSystem on kerchunk's JSON and one key looked up."""
+    import fsspec.implementations.reference  # noqa: F401
+    import s3fs  # noqa: F401  (the remote filesystem is built inside the timed call)
+
+    return {"fsspec": lambda: _reference_fs(folder / "kerchunk.json").references[FIRST_KEY]}
+
+
+def load_fsspec_parquet(folder: Path, n: int) -> dict[str, Callable[[], object]]:
+    """fsspec's ReferenceFileSystem (LazyReferenceMapper) on kerchunk's Parquet, one key."""
+    import fastparquet  # noqa: F401  (fsspec's default engine for record files)
+    import fsspec.implementations.reference  # noqa: F401
+    import pandas  # noqa: F401
+    import s3fs  # noqa: F401
+
+    return {"fsspec": lambda: _reference_fs(folder / "kerchunk.parq").references[FIRST_KEY]}
+
+
+def write_refzarr(folder: Path, n: int) -> dict[str, Callable[[], object]]:
+    """refzarr.write as JSON (Version 0) and as Parquet, from a built RefGroup."""
+    import refzarr
+
+    group = synthetic_group(n)
+    return {
+        "json": lambda: refzarr.write(group, folder / "refzarr.json"),
+        "parquet": lambda: refzarr.write(group, folder / "refzarr.parq"),
+    }
+
+
+def write_kerchunk(folder: Path, n: int) -> dict[str, Callable[[], object]]:
+    """kerchunk's writes of the same references, from the reference dict a kerchunk scan gives."""
+    import kerchunk.df
+    import ujson
+
+    from refzarr.formats.api import DEFAULT_RECORD_SIZE
+
+    refs = synthetic_group(n).to_kerchunk()
+
+    def dump(module: Any) -> None:
+        with open(folder / "kerchunk.json", "w") as f:
+            module.dump(refs, f)
+
+    return {
+        "json": lambda: dump(json),
+        "ujson": lambda: dump(ujson),
+        "kerchunk": lambda: kerchunk.df.refs_to_dataframe(
+            refs, str(folder / "kerchunk.parq"), record_size=DEFAULT_RECORD_SIZE
+        ),
+    }
+
+
+TASKS: dict[str, Task] = {
+    "load-refzarr-json": load_refzarr_json,
+    "load-refzarr-parquet": load_refzarr_parquet,
+    "load-fsspec-json": load_fsspec_json,
+    "load-fsspec-parquet": load_fsspec_parquet,
+    "write-refzarr": write_refzarr,
+    "write-kerchunk": write_kerchunk,
+}
+
+
+def run_worker(task: str, folder: Path, n: int, repeat: int) -> None:
+    """Time each callable of ``task`` ``repeat`` times; print one JSON line with the results."""
+    results: dict[str, Any] = {}
+    try:
+        calls = TASKS[task](folder, n)
+    except Exception as exc:
+        calls, results["*"] = {}, {"error": _describe(exc)}
+    base_mb = _peak_mb()  # the interpreter and its imports (and, for writes, the input)
+    for label, call in calls.items():
+        try:
+            results[label] = {"seconds": [_timed(call) for _ in range(repeat)]}
+        except Exception as exc:  # report it in the table, go on with the others
+            results[label] = {"error": _describe(exc)}
+    print(json.dumps({"results": results, "peak_mb": _peak_mb(), "base_mb": base_mb}))
+
+
+def _timed(call: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"[:80] if text else type(exc).__name__
+
+
+def _peak_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes vs KiB
+
+
+# -- parent side: run workers, collect, report ------------------------------------------------
+
+
+@dataclass
+class Result:
+    """Median time and peak memory of one tool doing one operation at one size.
+
+    ``base_mb`` is the peak before the timed call (interpreter and imports).
+    """
+
+    seconds: float | None = None
+    peak_mb: float | None = None
+    base_mb: float | None = None
+    error: str | None = None
+
+
+Results = dict[tuple[int, str, str], Result]  # (size, operation, tool) -> result
+
+
+def spawn(task: str, folder: Path, n: int, repeat: int = 1) -> dict[str, Any]:
+    """Run ``task`` in a fresh interpreter and return its parsed report."""
+    command = [sys.executable, __file__, "--worker", task, "--dir", str(folder)]
+    command += ["--worker-size", str(n), "--repeat", str(repeat)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not done.stdout.strip():
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        return {"results": {"*": {"error": lines[-1][:80]}}, "peak_mb": None}
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+WRITES = {
+    "write-refzarr": {"json": ("write JSON", "refzarr"), "parquet": ("write Parquet", "refzarr")},
+    "write-kerchunk": {
+        "json": ("write JSON", "json.dump"),
+        "ujson": ("write JSON", "ujson.dump"),
+        "kerchunk": ("write Parquet", "kerchunk"),
+    },
+}
+
+
+def measure_writes(n: int, folder: Path, repeat: int, competitors: bool, out: Results) -> None:
+    """Write timings: one process per tool, each write repeated; medians."""
+    for task, labels in WRITES.items():
+        if not competitors and task != "write-refzarr":
+            continue
+        progress(f"{size_label(n)}: {task} (x{repeat})")
+        report = spawn(task, folder, n, repeat)
+        for label, key in labels.items():
+            found = report["results"].get(label) or report["results"].get("*") or {}
+            out[(n, *key)] = _result(found)
+
+
+LOADS = {
+    "load-refzarr-json": ("load JSON", "refzarr"),
+    "load-refzarr-parquet": ("load Parquet", "refzarr"),
+    "load-fsspec-json": ("load JSON", "fsspec"),
+    "load-fsspec-parquet": ("load Parquet", "fsspec"),
+}
+
+
+def measure_loads(n: int, folder: Path, repeat: int, competitors: bool, out: Results) -> None:
+    """Load timings: each run a fresh process; medians of time and of peak memory."""
+    tasks = [t for t in LOADS if competitors or "refzarr" in t]
+    reports: dict[str, list[dict[str, Any]]] = {task: [] for task in tasks}
+    for run in range(repeat):
+        for task in tasks:  # interleaved, so that drift in the machine hits every tool alike
+            progress(f"{size_label(n)}: {task} ({run + 1}/{repeat})")
+            reports[task].append(spawn(task, folder, n))
+    for task, runs in reports.items():
+        out[(n, *LOADS[task])] = _merge(runs)
+
+
+def _merge(runs: list[dict[str, Any]]) -> Result:
+    found = [next(iter(run["results"].values())) for run in runs]
+    errors = [f["error"] for f in found if "error" in f]
+    if errors:
+        return Result(error=errors[0])
+    seconds = [s for f in found for s in f["seconds"]]
+    peaks = [run["peak_mb"] for run in runs]
+    bases = [run["base_mb"] for run in runs]
+    return Result(statistics.median(seconds), statistics.median(peaks), statistics.median(bases))
+
+
+def _result(found: dict[str, Any]) -> Result:
+    if "seconds" not in found:
+        return Result(error=found.get("error", "not measured"))
+    return Result(statistics.median(found["seconds"]))
+
+
+def progress(text: str) -> None:
+    """A progress line on stderr (the table goes to stdout)."""
+    print(f"  ... {text}", file=sys.stderr, flush=True)
+
+
+# -- the report -------------------------------------------------------------------------------
+
+OPERATIONS = {
+    "load JSON": [("refzarr", "refzarr.read"), ("fsspec", "fsspec ReferenceFileSystem")],
+    "load Parquet": [("refzarr", "refzarr.read"), ("fsspec", "fsspec LazyReferenceMapper")],
+    "write JSON": [
+        ("refzarr", "refzarr.write"),
+        ("json.dump", "json.dump(refs)"),
+        ("ujson.dump", "ujson.dump(refs)"),
+    ],
+    "write Parquet": [("refzarr", "refzarr.write"), ("kerchunk", "kerchunk refs_to_dataframe")],
+}
+COLUMNS = ("size", "operation", "tool", "time s", "peak MB", "base MB", "time x", "peak x")
+
+
+def table(sizes: list[int], results: Results) -> str:
+    """One row per size, operation and tool; the ``x`` columns are competitor / refzarr."""
+    rows = []
+    for n in sizes:
+        for operation, tools in OPERATIONS.items():
+            base = results.get((n, operation, "refzarr"))
+            for tool, name in tools:
+                found = results.get((n, operation, tool))
+                if found is not None:
+                    rows.append([size_label(n), operation, name, *_cells(found, base)])
+    for above, row in zip(rows[-2::-1], rows[:0:-1], strict=True):  # blank repeated labels
+        for column in (1, 0):
+            if row[: column + 1] == above[: column + 1]:
+                row[column] = ""
+    return _align([list(COLUMNS), *rows])
+
+
+def _cells(found: Result, base: Result | None) -> list[str]:
+    if found.error is not None or found.seconds is None:
+        return [f"n/a: {found.error}", "", "", "", ""]
+    ratios = base is not None and base is not found and base.seconds is not None
+    return [
+        f"{found.seconds:.3f}",
+        "" if found.peak_mb is None else f"{found.peak_mb:,.0f}",
+        "" if found.base_mb is None else f"{found.base_mb:,.0f}",
+        _ratio(found.seconds, base.seconds) if ratios and base else "",
+        _ratio(found.peak_mb, base.peak_mb) if ratios and base else "",
+    ]
+
+
+def _ratio(value: float | None, reference: float | None) -> str:
+    return f"{value / reference:.1f}x" if value and reference else ""
+
+
+def _align(rows: list[list[str]]) -> str:
+    widths = [
+        max(len(row[i]) for row in rows if not row[i].startswith("n/a"))
+        for i in range(len(COLUMNS))
+    ]
+    lines = []
+    for row in rows:
+        cells = [
+            text.rjust(width) if i >= 3 and not text.startswith("n/a") else text.ljust(width)
+            for i, (text, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+# -- targets (the issue's bar, for a 2-core machine) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal on one measurement: ``value`` computes it from the results, ``goal`` judges it."""
+
+    text: str
+    size: int
+    value: Callable[[Results, int], float | None]
+    goal: Callable[[float], bool]
+    unit: str
+
+
+def _time_ratio(operation: str, tool: str) -> Callable[[Results, int], float | None]:
+    return lambda results, n: _quotient(results, n, operation, tool, "seconds")
+
+
+def _peak_ratio(operation: str, tool: str) -> Callable[[Results, int], float | None]:
+    return lambda results, n: _quotient(results, n, operation, "refzarr", "peak_mb", over=tool)
+
+
+def _quotient(
+    results: Results, n: int, operation: str, top: str, field: str, over: str = "refzarr"
+) -> float | None:
+    a, b = results.get((n, operation, top)), results.get((n, operation, over))
+    x, y = getattr(a, field, None), getattr(b, field, None)
+    return x / y if x and y else None
+
+
+def _seconds(operation: str) -> Callable[[Results, int], float | None]:
+    return lambda results, n: getattr(results.get((n, operation, "refzarr")), "seconds", None)
+
+
+TARGETS = [
+    Target(
+        "load 10M JSON >= 3x faster than fsspec",
+        size=10**7,
+        value=_time_ratio("load JSON", "fsspec"),
+        goal=lambda x: x >= 3,
+        unit="x",
+    ),
+    Target(
+        "load 10M JSON peak < 1/2 of fsspec's",
+        size=10**7,
+        value=_peak_ratio("load JSON", "fsspec"),
+        goal=lambda x: x < 0.5,
+        unit=" of fsspec's",
+    ),
+    Target("write 1M Parquet < 1 s", 10**6, _seconds("write Parquet"), lambda x: x < 1, " s"),
+    Target("write 1M JSON < 1 s", 10**6, _seconds("write JSON"), lambda x: x < 1, " s"),
+]
+
+
+def targets(results: Results) -> str:
+    """One line per target: met / NOT MET with the measured value, or why it was not judged."""
+    lines = ["targets (the issue's bar on a 2-core machine):"]
+    for target in TARGETS:
+        value = target.value(results, target.size)
+        if value is None:
+            verdict, shown = "-", f"not measured ({size_label(target.size)} not run or failed)"
+        else:
+            verdict = "met" if target.goal(value) else "NOT MET"
+            shown = f"{value:.2f}{target.unit}"
+        lines.append(f"  {verdict:<8} {target.text:<42} {shown}")
+    return "\n".join(lines)
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def header(sizes: list[int], repeats: dict[int, int]) -> str:
+    """What was measured, where, with which versions."""
+    runs = ", ".join(f"{size_label(n)}: median of {repeats[n]}" for n in sizes)
+    tools = ", ".join(f"{name} {version(name)}" for name in ("refzarr", "fsspec", "kerchunk"))
+    return (
+        f"one array, {NFILES:,} file URLs; {runs}; {os.cpu_count()} CPUs; "
+        f"Python {sys.version.split()[0]}\n{tools}\n"
+        "time x, peak x: competitor / refzarr (above 1: refzarr is faster / smaller)\n"
+        "base MB: peak memory before the timed call (interpreter and imports)\n"
+    )
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Command-line options (the --worker ones are internal)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1M,10M", help="comma-separated, e.g. 10k,100k,1M")
+    parser.add_argument("--repeat", type=int, help="runs per measurement (default 3; 1 at 10M+)")
+    parser.add_argument("--skip-competitors", action="store_true", help="measure refzarr only")
+    parser.add_argument("--worker", choices=sorted(TASKS), help=argparse.SUPPRESS)
+    parser.add_argument("--worker-size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    try:
+        args.sizes = [parse_size(part) for part in args.sizes.split(",")]
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
+    if args.repeat is not None and args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (or, with --worker, one measurement)."""
+    args = parse_args(argv)
+    if args.worker:
+        run_worker(args.worker, args.dir, args.worker_size, args.repeat or 1)
+        return 0
+    repeats = {n: args.repeat or (1 if n >= 10**7 else 3) for n in args.sizes}
+    results: Results = {}
+    for n in args.sizes:
+        folder = CACHE / size_label(n)
+        shutil.rmtree(folder, ignore_errors=True)  # loads must read this run's outputs
+        folder.mkdir(parents=True)
+        measure_writes(n, folder, repeats[n], not args.skip_competitors, results)
+        measure_loads(n, folder, repeats[n], not args.skip_competitors, results)
+    print(header(args.sizes, repeats))
+    print(table(args.sizes, results))
+    print()
+    print(targets(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

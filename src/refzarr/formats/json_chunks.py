@@ -1,0 +1,107 @@
+"""The manifest columns of one array, filled batch by batch while a JSON reference set is read."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from refzarr.formats.json_bytes import I64, U64, Unhandled
+from refzarr.model.manifest import INLINED, MISSING, ChunkManifest, ManifestBlock
+
+__all__ = ["ArrayColumns"]
+
+I32 = npt.NDArray[np.int32]
+
+
+class ArrayColumns:
+    """Path ids (URL-table ids), offsets, lengths and inlined bytes by flat C-order chunk number.
+
+    A chunk given twice is never resolved here: it raises `Unhandled`, so that the per-key
+    reader reports it exactly as it does.
+    """
+
+    def __init__(self, grid: tuple[int, ...]) -> None:
+        self.grid = grid
+        self.size = math.prod(grid)
+        self.path_id: I32 | None = None
+        self.offset: U64 = np.zeros(0, np.uint64)
+        self.length: U64 = np.zeros(0, np.uint64)
+        self.inlined: dict[int, bytes] = {}
+        self._used = np.zeros(0, np.bool_)
+
+    def _columns(self) -> I32:
+        if self.path_id is None:
+            self.path_id = np.full(self.size, MISSING, np.int32)
+            self.offset = np.zeros(self.size, np.uint64)
+            self.length = np.zeros(self.size, np.uint64)
+        return self.path_id
+
+    def put(self, flat: I64, ids: I64, offset: U64, length: U64) -> None:
+        """Add references: chunk numbers ``flat`` (each in the grid), URL ids, byte ranges."""
+        path_id = self._columns()
+        if (path_id[flat] != MISSING).any():
+            raise Unhandled("a chunk is given more than once")
+        if flat.shape[0] > 1 and not (flat[1:] > flat[:-1]).all():
+            marks = -3 - np.arange(flat.shape[0], dtype=np.int32)  # distinct, below INLINED
+            path_id[flat] = marks
+            if not np.array_equal(path_id[flat], marks):
+                raise Unhandled("a chunk is given more than once")
+        path_id[flat] = ids
+        self.offset[flat] = offset
+        self.length[flat] = length
+        if ids.shape[0]:
+            counts = np.bincount(ids)
+            if counts.shape[0] > self._used.shape[0]:
+                self._used = np.concatenate(
+                    [self._used, np.zeros(counts.shape[0] - self._used.shape[0], np.bool_)]
+                )
+            self._used[: counts.shape[0]] |= counts > 0
+
+    def put_inline(self, flat: int, data: bytes) -> None:
+        """Add one inlined chunk."""
+        path_id = self._columns()
+        if path_id[flat] != MISSING:
+            raise Unhandled("a chunk is given more than once")
+        path_id[flat] = INLINED
+        self.inlined[flat] = data
+
+    def manifest(self, urls: list[str], final_id: npt.NDArray[np.int64]) -> ChunkManifest | None:
+        """The manifest (None when nothing was written); the columns are consumed.
+
+        ``final_id`` maps URL-table ids to indices of ``urls``.
+        """
+        path_id = self.path_id
+        if path_id is None:
+            return None
+        used = np.flatnonzero(self._used)
+        finals, local = np.unique(final_id[used], return_inverse=True)
+        table = np.empty(self._used.shape[0] + 2, np.int32)
+        table[:2] = (INLINED, MISSING)
+        table[used + 2] = local
+        path_id = table[path_id + 2]  # path_id + 2 >= 0: MISSING and INLINED map to themselves
+        block = ManifestBlock(
+            start=0,
+            paths=tuple(urls[int(i)] for i in finals),
+            path_id=path_id,
+            offset=self.offset,
+            length=self.length,
+            inlined=dict(self.inlined),
+        )
+        self.path_id = None
+        self.offset = self.length = np.zeros(0, np.uint64)
+        manifest = ChunkManifest.lazy(self.grid, _Loaded(block))
+        manifest.block(0)  # check the block against the grid now, as an in-memory manifest is
+        return manifest
+
+
+class _Loaded:
+    """A manifest source that is one block already in memory."""
+
+    def __init__(self, block: ManifestBlock) -> None:
+        self.block = block
+        self.block_size = max(block.path_id.shape[0], 1)
+
+    def load_block(self, number: int) -> ManifestBlock:
+        return self.block

@@ -1,0 +1,141 @@
+"""Manifest entries -> the Arrow table of one Parquet record file, vectorised.
+
+Columns have explicit types, never Parquet null types (fastparquet reads an all-null
+null-typed ``raw`` column as NaN, which fsspec then returns as chunk data): ``path`` string
+(dictionary-encoded unless nearly every row has its own URL), ``offset`` and ``size`` int64,
+``raw`` binary. A whole-file reference is ``(path, 0, 0)``, so a zero-length reference at
+offset 0 is written as ``raw = b""`` (the same zero bytes, told apart from a whole file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from refzarr.formats.parquet_arrow import binary_array, int_array, string_array
+from refzarr.model.manifest import INLINED, WHOLE_FILE, ChunkManifest, ManifestBlock
+
+__all__ = ["RECORD_SCHEMA", "EntrySlice", "entry_slices", "record_table"]
+
+RECORD_SCHEMA = pa.schema(
+    [
+        pa.field("path", pa.string()),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("size", pa.int64(), nullable=False),
+        pa.field("raw", pa.binary()),
+    ]
+)
+"""Column names and types of a record file (``path`` may be dictionary-encoded)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EntrySlice:
+    """Manifest entries for chunk numbers ``start .. start + len(path_id)``."""
+
+    start: int
+    paths: Sequence[str]
+    path_id: npt.NDArray[np.int32]
+    offset: npt.NDArray[np.uint64]
+    length: npt.NDArray[np.uint64]
+    inlined: Mapping[int, bytes]
+
+
+def entry_slices(manifest: ChunkManifest, record_size: int) -> Iterator[EntrySlice]:
+    """The entries of each record of ``record_size`` chunks, loading blocks as reached."""
+    total, block_size = manifest.nchunks, manifest.block_size
+    for low in range(0, total, record_size):
+        high = min(total, low + record_size)
+        pieces = [
+            _piece(manifest.block(number), low, high)
+            for number in range(low // block_size, (high - 1) // block_size + 1)
+        ]
+        yield pieces[0] if len(pieces) == 1 else _merge(pieces)
+
+
+def _piece(block: ManifestBlock, low: int, high: int) -> EntrySlice:
+    first = max(low, block.start) - block.start
+    last = min(high, block.start + block.path_id.shape[0]) - block.start
+    return EntrySlice(
+        block.start + first,
+        block.paths,
+        block.path_id[first:last],
+        block.offset[first:last],
+        block.length[first:last],
+        block.inlined,
+    )
+
+
+def _merge(pieces: list[EntrySlice]) -> EntrySlice:
+    table: dict[str, int] = {}
+    ids = []
+    inlined: dict[int, bytes] = {}
+    for piece in pieces:
+        remap = np.array([table.setdefault(p, len(table)) for p in piece.paths] + [0], np.int32)
+        ids.append(np.where(piece.path_id >= 0, remap[np.maximum(piece.path_id, 0)], piece.path_id))
+        for row in np.flatnonzero(piece.path_id == INLINED).tolist():
+            inlined[piece.start + row] = piece.inlined[piece.start + row]
+    return EntrySlice(
+        pieces[0].start,
+        tuple(table),
+        np.concatenate(ids).astype(np.int32),
+        np.concatenate([p.offset for p in pieces]),
+        np.concatenate([p.length for p in pieces]),
+        inlined,
+    )
+
+
+def record_table(entries: EntrySlice) -> pa.Table:
+    """The Arrow table of one record file (one row per chunk, in C order)."""
+    ids, offset, length = entries.path_id, entries.offset, entries.length
+    present = ids >= 0
+    empty = present & (offset == 0) & (length == 0)
+    referenced = present & ~empty
+    sized = referenced & (length != WHOLE_FILE)
+    columns = [
+        _path_column(entries.paths, ids, referenced),
+        int_array(np.where(referenced, offset, 0).astype(np.int64)),
+        int_array(np.where(sized, length, 0).astype(np.int64)),
+        _raw_column(entries, empty),
+    ]
+    schema = RECORD_SCHEMA.set(0, pa.field("path", columns[0].type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _path_column(
+    paths: Sequence[str], ids: npt.NDArray[np.int32], referenced: npt.NDArray[np.bool_]
+) -> pa.Array:
+    """URLs of referenced rows (null elsewhere), with only the URLs this record uses."""
+    count = int(referenced.sum())
+    if count == 0:
+        return pa.nulls(ids.shape[0], pa.string())
+    used = np.bincount(ids[referenced], minlength=len(paths)) > 0
+    remap = (np.cumsum(used) - 1).astype(np.int32)
+    indices = np.where(referenced, remap[np.maximum(ids, 0)], 0).astype(np.int32)
+    dictionary = string_array([paths[i] for i in np.flatnonzero(used).tolist()])
+    column = pa.DictionaryArray.from_arrays(int_array(indices, referenced), dictionary)
+    if 2 * len(dictionary) > count:
+        # nearly one URL per row: a dictionary would only add the indices
+        return column.dictionary_decode()
+    return column
+
+
+def _raw_column(entries: EntrySlice, empty: npt.NDArray[np.bool_]) -> pa.Array:
+    """Inline bytes (and ``b""`` for zero-length references at offset 0), null elsewhere."""
+    n = entries.path_id.shape[0]
+    inline_rows = np.flatnonzero(entries.path_id == INLINED)
+    if inline_rows.size == 0 and not empty.any():
+        return pa.nulls(n, pa.binary())
+    values = [entries.inlined[entries.start + row] for row in inline_rows.tolist()]
+    empty_rows = np.flatnonzero(empty)
+    values.extend([b""] * empty_rows.size)
+    dense = binary_array(values)
+    positions = np.zeros(n, dtype=np.int32)
+    positions[np.concatenate([inline_rows, empty_rows])] = np.arange(len(values), dtype=np.int32)
+    valid = np.zeros(n, dtype=bool)
+    valid[inline_rows] = True
+    valid[empty_rows] = True
+    return dense.take(int_array(positions, valid))

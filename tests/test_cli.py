@@ -1,0 +1,175 @@
+"""The ``refzarr`` command: info, convert, expand, and one-line errors for user mistakes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import refzarr
+from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
+from refzarr.cli import main
+from refzarr.model import INLINED, MISSING
+
+
+def _group() -> RefGroup:
+    """Two arrays: 'temp' with referenced, inlined and missing chunks; 'sub/flag' all missing."""
+    paths = ["s3://bucket/a.nc", "s3://bucket/b.nc"]
+    path_id = np.array([[0, 1], [INLINED, MISSING]])
+    offset = np.array([[100, 200], [0, 0]])
+    length = np.array([[50, 60], [0, 0]])
+    manifest = ChunkManifest.from_arrays(
+        paths, path_id, offset, length, inlined={(1, 0): b"\x00\xff\x10"}
+    )
+    temp = RefArray(
+        ArrayMeta(
+            shape=(4, 6),
+            chunks=(2, 3),
+            dtype=np.dtype("<f4"),
+            fill_value=float("nan"),
+            codecs=({"id": "shuffle", "elementsize": 4}, {"id": "zlib", "level": 4}),
+            dimension_names=("y", "x"),
+        ),
+        manifest,
+    )
+    flag = RefArray(
+        ArrayMeta(shape=(3,), chunks=(3,), dtype=np.dtype("u1")), ChunkManifest.missing((1,))
+    )
+    return RefGroup({"title": "cli test"}, {"temp": temp, "sub": RefGroup(members={"flag": flag})})
+
+
+@pytest.fixture
+def refs_json(tmp_path: Path) -> Path:
+    path = tmp_path / "refs.json"
+    refzarr.write(_group(), path)
+    return path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_help_runs_as_installed_command() -> None:
+    command = Path(sys.executable).with_name("refzarr")
+    done = subprocess.run([command, "--help"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0
+    for name in ("info", "convert", "expand"):
+        assert name in done.stdout
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"refzarr {refzarr.__version__}"
+
+
+def test_info_counts_chunks_and_urls(capsys: pytest.CaptureFixture[str], refs_json: Path) -> None:
+    status, out, _ = _run(capsys, "info", str(refs_json))
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == f"{refs_json}: 2 group(s), 2 array(s), 2 unique URL(s)"
+    header, *rows = [re.split(r"\s{2,}", line.strip()) for line in lines[1:]]
+    assert header == [
+        "array", "shape", "chunks", "dtype", "codecs", "referenced", "inlined", "missing"
+    ]  # fmt: skip
+    assert {row[0]: row[1:] for row in rows} == {
+        "temp": ["(4, 6)", "(2, 3)", "float32", "shuffle, zlib", "2", "1", "1"],
+        "sub/flag": ["(3,)", "(3,)", "uint8", "-", "0", "0", "1"],
+    }
+
+
+def test_convert_json_to_json_v1(
+    capsys: pytest.CaptureFixture[str], refs_json: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "out.json"
+    status, out, err = _run(capsys, "convert", str(refs_json), str(target), "--version", "1")
+    assert (status, out, err) == (0, "", "")
+    assert json.loads(target.read_text())["version"] == 1
+    assert refzarr.read(target) == _group()
+
+
+def test_convert_to_parquet(
+    capsys: pytest.CaptureFixture[str], refs_json: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "out.parq"
+    status, _, err = _run(capsys, "convert", str(refs_json), str(target), "--record-size", "2")
+    assert (status, err) == (0, "")
+    assert refzarr.read(target) == _group()
+
+
+def test_convert_with_explicit_format(
+    capsys: pytest.CaptureFixture[str], refs_json: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "refs.txt"
+    status, _, _ = _run(capsys, "convert", str(refs_json), str(target), "--format", "json")
+    assert status == 0
+    assert json.loads(target.read_text())["temp/0.0"] == ["s3://bucket/a.nc", 100, 50]
+    assert refzarr.read(target) == _group()
+
+
+def test_expand_prints_v0_with_base64_bytes(
+    capsys: pytest.CaptureFixture[str], refs_json: Path
+) -> None:
+    status, out, _ = _run(capsys, "expand", str(refs_json))
+    assert status == 0
+    refs = json.loads(out)
+    assert refs["temp/0.1"] == ["s3://bucket/b.nc", 200, 60]
+    assert refs["temp/1.0"] == "base64:" + base64.b64encode(b"\x00\xff\x10").decode()
+    assert "temp/1.1" not in refs
+    assert json.loads(refs["temp/.zarray"])["shape"] == [4, 6]
+
+
+def test_expand_reference_set_that_is_not_zarr(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = tmp_path / "plain.json"
+    source.write_text(json.dumps({"version": 1, "refs": {"a": "text", "b": ["file:///x", 1, 2]}}))
+    status, out, _ = _run(capsys, "expand", str(source))
+    assert status == 0
+    assert json.loads(out) == {"a": "text", "b": ["file:///x", 1, 2]}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["info", "{tmp}/missing.json"], "missing.json: no such reference set"),
+        (["info", "{tmp}/broken.json"], "not valid JSON"),
+        (["expand", "{tmp}/broken.json"], "not valid JSON"),
+        (["convert", "{refs}", "{tmp}/out.txt"], "pass --format json or --format parquet"),
+        (["convert", "{refs}", "{tmp}/out.parq", "--version", "1"], "--version applies to JSON"),
+        (["convert", "{refs}", "{tmp}/o.json", "--record-size", "5"], "--record-size applies"),
+    ],
+)
+def test_user_errors_print_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    refs_json: Path,
+    argv: list[str],
+    message: str,
+) -> None:
+    (tmp_path / "broken.json").write_text("{not json")
+    filled = [arg.format(tmp=tmp_path, refs=refs_json) for arg in argv]
+    status, out, err = _run(capsys, *filled)
+    assert status == 2
+    assert out == ""
+    assert err.startswith("refzarr: error: ")
+    assert message in err
+    assert err.count("\n") == 1
+
+
+def test_bad_record_size_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], refs_json: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["convert", str(refs_json), str(tmp_path / "o.parq"), "--record-size", "0"])
+    assert exited.value.code == 2
+    assert "expected a positive integer, got 0" in capsys.readouterr().err
