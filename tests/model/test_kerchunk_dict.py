@@ -333,3 +333,25 @@ def test_round_trip_wrapped_in_version_1(group: RefGroup) -> None:
     # a URL holding "{{" is a template in Version 1 by definition
     assume(not any(isinstance(v, list) and "{{" in v[0] for v in refs.values()))
     assert_groups_identical(RefGroup.from_kerchunk({"version": 1, "refs": refs}), group)
+
+
+def test_chunk_index_beyond_int64_is_outside_the_grid() -> None:
+    # regression: an index >= 2**63 raised OverflowError instead of RefFormatError
+    refs = {
+        ".zgroup": '{"zarr_format":2}',
+        "x/.zarray": '{"shape":[4],"chunks":[2],"dtype":"<i4","fill_value":0,"zarr_format":2}',
+        f"x/{2**63}": ["f", 0, 1],
+    }
+    with pytest.raises(RefFormatError, match=r"lies outside the chunk grid \(2,\)"):
+        RefGroup.from_kerchunk(refs)
+
+
+def test_inline_text_with_a_lone_surrogate_is_a_format_error() -> None:
+    # regression: a lone surrogate (valid in JSON text) raised UnicodeEncodeError
+    refs = {
+        ".zgroup": '{"zarr_format":2}',
+        "x/.zarray": '{"shape":[2],"chunks":[2],"dtype":"|u1","fill_value":0,"zarr_format":2}',
+        "x/0": "\ud800",
+    }
+    with pytest.raises(RefFormatError, match=r"not valid Unicode.*base64"):
+        RefGroup.from_kerchunk(refs)

@@ -10,7 +10,6 @@ values for the per-entry path.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from refzarr.formats.json_bytes import (
     byte_flags,
     group_spans,
     nondigit_flags,
+    string_value,
     swar_value,
     tail_byte,
     top_run,
@@ -182,7 +182,7 @@ class BulkDecoder:
         by_code[-1] = _OTHER
         for code, row in enumerate(rows[first].tolist()):
             raw = self.doc.data[int(batch.start[row]) + 1 : int(batch.path_end[row])]
-            by_code[code] = _tag(_decode(b'"' + raw + b'"'), slots, final)
+            by_code[code] = _tag(string_value(b'"' + raw + b'"'), slots, final)
         tags = np.full(batch.ok.shape[0], _OTHER, np.int64)
         tags[rows] = by_code[codes]
         return tags
@@ -220,10 +220,10 @@ class BulkDecoder:
         data = self.doc.data
         key_open, key_close = int(window.opens[key]), int(window.closes[key])
         url_open, url_close = int(window.opens[key + 1]), int(window.closes[key + 1])
-        url = _decode(data[url_open : url_close + 1])
+        url = string_value(data[url_open : url_close + 1])
         length = int(window.length[key])
         value = [url] if length == int(WHOLE_FILE) else [url, int(window.offset[key]), length]
-        return key_open, _decode(data[key_open : key_close + 1]), value
+        return key_open, string_value(data[key_open : key_close + 1]), value
 
 
 def _chunk_numbers(hi: U64, lo: U64, grid: tuple[int, ...]) -> tuple[U64, Mask, Mask]:
@@ -279,17 +279,17 @@ def _groups(tags: I64) -> list[tuple[int, I64 | None]]:
 
 def _tag(path: str, slots: Mapping[str, Slot], final: bool) -> int:
     slot = slots.get(path)
-    if slot is None:
-        return _OTHER if final else _DEFER
-    return slot.number if slot.fast else _OTHER
+    if slot is not None:
+        return slot.number if slot.fast else _OTHER
+    if final or _inside_array(path, slots):
+        return _OTHER  # e.g. "a/0" of "a/0/1", a key of the "/"-separated array "a"
+    return _DEFER
 
 
-def _decode(text: bytes) -> str:
-    """A JSON string literal's value; anything invalid is left to the per-key reader."""
-    try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise Unhandled(f"invalid JSON string {text[:40]!r}") from exc
-    if not isinstance(value, str):
-        raise Unhandled("not a JSON string")
-    return value
+def _inside_array(path: str, slots: Mapping[str, Slot]) -> bool:
+    """Whether an ancestor of ``path`` is an array (so that ``path`` can never be one)."""
+    while "/" in path:
+        path = path.rpartition("/")[0]
+        if path in slots:
+            return True
+    return False

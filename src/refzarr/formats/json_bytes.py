@@ -9,19 +9,29 @@ integer operations per position (SWAR: SIMD within a register). Digits are handl
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
 __all__ = [
+    "I64",
     "MAX_DIGITS",
+    "TOP_MASK",
+    "U64",
+    "ZEROS",
     "Bytes",
+    "Mask",
     "Unhandled",
     "byte_flags",
     "group_spans",
     "match_pattern",
     "nondigit_flags",
     "parse_number",
+    "string_value",
+    "swar_value",
     "tail_byte",
     "top_run",
     "trail_number",
@@ -81,14 +91,22 @@ class Bytes:
         raw = bytes(max(0, -pos)) + self.data[max(pos, 0) : max(pos + 8, 0)]
         return int.from_bytes(raw[:8].ljust(8, b"\0"), "little")
 
-    def at(self, pos: I64) -> npt.NDArray[np.uint8]:
-        """The byte at each position; positions outside the document read as 0."""
-        if pos.shape[0] and int(pos.min()) >= 0 and int(pos.max()) < self.size:
-            return self.u8[pos]
-        inside = (pos >= 0) & (pos < self.size)
-        out = np.zeros(pos.shape, np.uint8)
-        out[inside] = self.u8[pos[inside]]
-        return out
+
+_PLAIN = re.compile(rb'"[^"\\\x00-\x1f]*"')
+"""A JSON string literal without escapes or control characters."""
+
+
+def string_value(literal: bytes) -> str:
+    """The value of a JSON string literal (quotes included); `Unhandled` when it is invalid."""
+    try:
+        if _PLAIN.fullmatch(literal):
+            return literal[1:-1].decode("utf-8", "surrogatepass")  # as json.loads(bytes)
+        value = json.loads(literal)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise Unhandled(f"invalid JSON string {literal[:40]!r}") from exc
+    if not isinstance(value, str):
+        raise Unhandled("not a JSON string")
+    return value
 
 
 # -- per-byte tests ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import numpy as np
 
 from refzarr.errors import RefFormatError
 from refzarr.formats.json_bulk import BulkDecoder, Slot, UrlTable
-from refzarr.formats.json_bytes import I64, Bytes, Unhandled
+from refzarr.formats.json_bytes import I64, Bytes, Unhandled, string_value
 from refzarr.formats.json_walk import REFS, TOP, DuplicateKeyError, Walker, strict_object
 from refzarr.formats.json_window import Window
 from refzarr.model.group import RefGroup
@@ -87,7 +87,7 @@ def group_from_json(data: bytes, *, target: str | None, where: str) -> RefGroup:
         return fast_group_from_json(data, target=target, where=where)
     except Unhandled:
         pass  # leave the handler first, so that the fast reader's memory is released
-    return _per_key(data, target=target, where=where)
+    return _read_per_key(data, target=target, where=where)
 
 
 def fast_group_from_json(
@@ -106,7 +106,8 @@ def fast_group_from_json(
     return _with_file(where, lambda: collector.assemble(target=target, where=where))
 
 
-def _per_key(data: bytes, *, target: str | None, where: str) -> RefGroup:
+def _read_per_key(data: bytes, *, target: str | None, where: str) -> RefGroup:
+    """The per-key reader on the whole document: ``json.loads``, then `group_from_kerchunk`."""
     refs = load_json(data, where=where)
     if not isinstance(refs, Mapping):
         raise RefFormatError(f"{where}: a reference set must be a JSON object")
@@ -186,8 +187,8 @@ class _Collector:
         path = key.rpartition("/")[0]
         try:
             meta = ArrayMeta.from_zarr_v2(parse_metadata_value(key, value))
-        except (RefFormatError, TypeError):
-            return  # parse_hierarchy reports it
+        except Exception:  # any failure: parse_hierarchy reports it, in the per-key order
+            return
         self._add_slot(path, meta)
 
     def _add_slot(self, path: str, meta: ArrayMeta) -> None:
@@ -343,9 +344,14 @@ class _Collector:
 
     def _flat(self, path: str, index: tuple[int, ...]) -> int:
         grid = self.slots[path].grid
-        if len(index) != len(grid) or not all(0 <= i < s for i, s in zip(index, grid, strict=True)):
-            raise Unhandled("a chunk lies outside the grid")
-        return int(np.ravel_multi_index(index, grid)) if grid else 0
+        if len(index) != len(grid):
+            raise Unhandled("a chunk index of the wrong length")
+        flat = 0
+        for i, side in zip(index, grid, strict=True):
+            if not 0 <= i < side:
+                raise Unhandled("a chunk lies outside the grid")
+            flat = flat * side + i
+        return flat
 
     def _put_refs(self, path: str, found: list[tuple[tuple[int, ...], int, int, int]]) -> None:
         flat = np.asarray([self._flat(path, index) for index, _, _, _ in found], np.int64)
@@ -375,22 +381,21 @@ def _merge_gen(entries: dict[str, _Entry], gen: Any, templates: dict[str, str], 
 
 def _json_text(raw: bytes) -> str:
     """The value of the JSON string whose bytes between the quotes are ``raw``."""
-    try:
-        value = json.loads(b'"' + raw + b'"')
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise Unhandled(f"invalid JSON string {raw[:40]!r}") from exc
-    assert isinstance(value, str)
-    return value
+    return string_value(b'"' + raw + b'"')
 
 
 def normalise_v0(refs: Mapping[str, Any], *, target: str | None, where: str) -> dict[str, Any]:
-    """Validate an expanded Version 0 dict; ``base64:`` values decoded to bytes."""
+    """Validate an expanded Version 0 dict; ``base64:`` values decoded to bytes.
+
+    As in `group_from_kerchunk`, an in-memory dict may hold references as tuples and
+    ``base64:`` data as bytes.
+    """
     out: dict[str, Any] = {}
     for key, value in refs.items():
-        if isinstance(value, list):
+        if isinstance(value, list | tuple):
             url, offset, length = parse_reference(key, value, target=target, where=where)
             out[key] = [url] if length is None else [url, offset, length]
-        elif isinstance(value, str) and value.startswith("base64:"):
+        elif _is_base64(value):
             out[key] = decode_inline(key, value, where=where)
         elif isinstance(value, str | bytes | dict):
             out[key] = value
@@ -400,3 +405,9 @@ def normalise_v0(refs: Mapping[str, Any], *, target: str | None, where: str) -> 
                 f"got {type(value).__name__}"
             )
     return out
+
+
+def _is_base64(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.startswith("base64:")
+    return isinstance(value, bytes) and value.startswith(b"base64:")

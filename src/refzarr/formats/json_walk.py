@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from refzarr.formats.json_bytes import I64, Bytes, Unhandled
+from refzarr.formats.json_bytes import I64, Bytes, Unhandled, string_value
 from refzarr.formats.json_window import Window
 
 __all__ = [
@@ -30,6 +30,7 @@ TOP, REFS = "top", "refs"
 """Containers of entries: the document's object, and the Version 1 ``refs`` object."""
 
 _WS = re.compile(rb"[ \t\n\r]*")
+_WS_BYTES = b" \t\n\r"
 _QUOTE, _COLON, _COMMA, _OPEN, _CLOSE = 0x22, 0x3A, 0x2C, 0x7B, 0x7D
 _FIRST_READ = 256
 
@@ -83,6 +84,7 @@ class Walker:
         self.window_bytes = window_bytes
         self.window: Window | None = None
         self._pending: dict[str, list[I64]] = {}
+        self._next = 0  # the string most likely asked for next (the one after the last)
 
     def walk(self) -> None:
         """Walk the whole document."""
@@ -122,7 +124,7 @@ class Walker:
 
     def _member(self, pos: int, key_close: int, container: str) -> int:
         """Walk one ``"key": value`` member; return the position after the value."""
-        key = _string_value(self.data[pos : key_close + 1])
+        key = string_value(self.data[pos : key_close + 1])
         at = self._ws(key_close + 1)
         if self._byte(at) != _COLON:
             raise Unhandled(f"expected ':' at byte {at}")
@@ -138,7 +140,7 @@ class Walker:
         if self._byte(pos) == _QUOTE:
             si, window = self._string(pos)
             close = int(window.closes[si])
-            return _string_value(self.data[pos : close + 1]), close + 1
+            return string_value(self.data[pos : close + 1]), close + 1
         return self._raw_value(pos)
 
     def _raw_value(self, pos: int) -> tuple[Any, int]:
@@ -149,7 +151,7 @@ class Walker:
             while stop < total and self.data[stop] & 0xC0 == 0x80:
                 stop -= 1  # do not cut a UTF-8 sequence
             try:
-                text = self.data[pos:stop].decode("utf-8")
+                text = self.data[pos:stop].decode("utf-8", "surrogatepass")
                 value, end = _DECODER.raw_decode(text)
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 if stop == total:
@@ -161,22 +163,28 @@ class Walker:
             if end == len(text) and stop < total:
                 size *= 4  # a number may go on past what was read
                 continue
-            used = end if len(text) == stop - pos else len(text[:end].encode("utf-8"))
+            used = (
+                end if len(text) == stop - pos else len(text[:end].encode("utf-8", "surrogatepass"))
+            )
             return value, pos + used
 
     def _string(self, pos: int) -> tuple[int, Window]:
         """The string opening at ``pos`` as (number, window), moving the window if needed."""
         window = self.window
         if window is not None:
-            si = window.index_of(pos)
-            if si is not None:
-                return si, window
+            hint = self._next
+            found = hint if hint < window.resolved and int(window.opens[hint]) == pos else None
+            found = window.index_of(pos) if found is None else found
+            if found is not None:
+                self._next = found + 1
+                return found, window
         self._flush()
         window = self.window = Window(self.doc, pos, self.window_bytes)
-        si = window.index_of(pos)
-        if si is None:
+        found = window.index_of(pos)
+        if found is None:
             raise Unhandled(f"expected a string at byte {pos}")
-        return si, window
+        self._next = found + 1
+        return found, window
 
     def _flush(self) -> None:
         """Hand the runs of regular entries found in the current window to the sink."""
@@ -186,19 +194,10 @@ class Walker:
         self._pending = {}
 
     def _ws(self, pos: int) -> int:
+        if pos >= self.doc.size or self.data[pos] not in _WS_BYTES:
+            return pos
         found = _WS.match(self.data, pos)
         return found.end() if found else pos
 
     def _byte(self, pos: int) -> int:
         return self.data[pos] if pos < self.doc.size else -1
-
-
-def _string_value(literal: bytes) -> str:
-    """The value of a JSON string literal (quotes included)."""
-    try:
-        value = json.loads(literal)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise Unhandled(f"invalid JSON string {literal[:40]!r}") from exc
-    if not isinstance(value, str):
-        raise Unhandled("not a JSON string")
-    return value

@@ -25,7 +25,7 @@ from refzarr.formats.json_bytes import (
 )
 from refzarr.model.manifest import MAX_OFFSET, WHOLE_FILE
 
-__all__ = ["Window", "scan_window"]
+__all__ = ["Window"]
 
 _WS = rb"[ \t\n\r]*"
 _NUMBER = rb"(?:0|[1-9][0-9]*)"
@@ -107,11 +107,6 @@ class Window:
             self.length[rows] = WHOLE_FILE
 
 
-def scan_window(doc: Bytes, start: int, size: int) -> Window:
-    """Analyse the strings of ``doc`` from ``start`` (outside any string) for ``size`` bytes."""
-    return Window(doc, start, size)
-
-
 def _strings(doc: Bytes, start: int, size: int) -> tuple[I64, I64, bool]:
     """Open and close quote positions of the strings starting from ``start``.
 
@@ -132,19 +127,17 @@ def _strings(doc: Bytes, start: int, size: int) -> tuple[I64, I64, bool]:
 
 def _unescaped(doc: Bytes, quotes: I64) -> I64:
     """Drop quotes escaped by an odd run of backslashes."""
-    before = doc.u8[np.maximum(quotes - 1, 0)]
-    suspects = np.flatnonzero((quotes > 0) & (before == _BACKSLASH))
+    suspects = quotes[(quotes > 0) & (doc.u8[np.maximum(quotes - 1, 0)] == _BACKSLASH)]
     if suspects.shape[0] == 0:
         return quotes
-    keep = np.ones(quotes.shape[0], np.bool_)
-    data = doc.data
-    for row in suspects.tolist():
-        pos = int(quotes[row]) - 1
-        run = 0
-        while pos >= 0 and data[pos] == _BACKSLASH:
-            run, pos = run + 1, pos - 1
-        keep[row] = run % 2 == 0
-    return quotes[keep]
+    run = np.ones(suspects.shape[0], np.int64)
+    growing = np.ones(suspects.shape[0], np.bool_)
+    while growing.any():
+        before = suspects - run - 1
+        growing &= (before >= 0) & (doc.u8[np.maximum(before, 0)] == _BACKSLASH)
+        run += growing
+    escaped = suspects[run % 2 == 1]
+    return quotes[~np.isin(quotes, escaped)]
 
 
 def _probe(

@@ -89,7 +89,13 @@ def decode_inline(key: str, value: Any, *, where: str = "") -> bytes:
                 return base64.b64decode(value[7:], validate=True)
             except binascii.Error as exc:
                 raise RefFormatError(f"{_at(where, key)}: invalid base64 data ({exc})") from exc
-        return value.encode("utf-8")
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise RefFormatError(
+                f"{_at(where, key)}: inline text is not valid Unicode ({exc.reason}); "
+                "store binary data with a 'base64:' prefix"
+            ) from exc
     if isinstance(value, Mapping | list):
         return json.dumps(value).encode("utf-8")
     raise RefFormatError(f"{_at(where, key)}: unsupported value type {type(value).__name__}")
@@ -161,6 +167,12 @@ def group_from_kerchunk(
                 "use refzarr.expand_references for reference sets that are not Zarr hierarchies"
             )
         path, index = owner
+        grid = hierarchy.arrays[path].grid_shape
+        if not all(i < s for i, s in zip(index, grid, strict=True)):
+            raise RefFormatError(
+                f"{_at(where, path)}: chunk {key.rpartition('/')[2]} lies outside the chunk "
+                f"grid {grid}"
+            )
         found = entries[path]
         if isinstance(value, list | tuple):  # in-memory dicts may hold tuples, as fsspec allows
             url, offset, length = parse_reference(key, value, target=target, where=where)

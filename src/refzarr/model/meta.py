@@ -150,7 +150,8 @@ class ArrayMeta:
             return cls._from_zarr_v2(zarray, dict(zattrs or {}))
         except RefFormatError as exc:
             raise RefFormatError(f"{prefix}{exc}") from exc
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, SyntaxError) as exc:
+            # SyntaxError: numpy parses comma-separated dtype strings ("08") with literal_eval
             raise RefFormatError(f"{prefix}invalid Zarr v2 array metadata: {exc!r}") from exc
 
     @classmethod
