@@ -306,14 +306,7 @@ class _Collector:
                 break
             if is_metadata_key(key):
                 continue
-            owner = hierarchy.split_chunk_key(key)
-            if owner is None:
-                raise RefFormatError(
-                    f"{_at(where, key)}: not Zarr metadata and not a chunk key of any array; "
-                    "use refzarr.expand_references for reference sets that are not Zarr "
-                    "hierarchies"
-                )
-            path, index = owner
+            path, index = hierarchy.locate_chunk(key, where=where)
             if isinstance(e.value, list):
                 url, offset, length = parse_reference(key, e.value, target=target, where=where)
                 whole = -1 if length is None else length

@@ -189,18 +189,8 @@ def _chunks_in_metadata(zmeta: ZMetadata, hierarchy: Hierarchy) -> dict[str, dic
     for key, value in zmeta.metadata.items():
         if is_metadata_key(key):
             continue
-        owner = hierarchy.split_chunk_key(key)
-        if owner is None:
-            raise RefFormatError(
-                f"{zmeta.where}: key {key!r} is neither Zarr metadata nor a chunk key of any "
-                "array; use refzarr.expand_references for reference sets that are not Zarr"
-            )
-        path, index = owner
+        path, index = hierarchy.locate_chunk(key, where=zmeta.where)
         grid = hierarchy.arrays[path].grid_shape
-        if not all(i < s for i, s in zip(index, grid, strict=True)):
-            raise RefFormatError(
-                f"{zmeta.where}: key {key!r} lies outside the chunk grid {grid} of {path!r}"
-            )
         number = int(np.ravel_multi_index(index, grid)) if grid else 0
         found.setdefault(path, {})[number] = metadata_text(value).encode("utf-8")
     return found

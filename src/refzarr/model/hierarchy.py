@@ -83,6 +83,27 @@ class Hierarchy:
                     return array_path, index
         return None
 
+    def locate_chunk(self, key: str, *, where: str = "") -> tuple[str, tuple[int, ...]]:
+        """``(array path, chunk index)`` of a chunk key inside its array's chunk grid.
+
+        Raises RefFormatError (naming ``where`` and the key) when no array owns the key or the
+        chunk lies outside the grid.
+        """
+        owner = self.split_chunk_key(key)
+        if owner is None:
+            raise RefFormatError(
+                f"{_where(where, key)}: not Zarr metadata and not a chunk key of any array; "
+                "use refzarr.expand_references for reference sets that are not Zarr hierarchies"
+            )
+        path, index = owner
+        grid = self.arrays[path].grid_shape
+        if not all(i < s for i, s in zip(index, grid, strict=True)):
+            raise RefFormatError(
+                f"{_where(where, path)}: chunk {key.rpartition('/')[2]} lies outside the chunk "
+                f"grid {grid}"
+            )
+        return path, index
+
 
 def _parse_index(text: str, separator: str, ndim: int) -> tuple[int, ...] | None:
     parts = text.split(separator)

@@ -160,19 +160,7 @@ def group_from_kerchunk(
     for key, value in flat.items():
         if key in metadata:
             continue
-        owner = hierarchy.split_chunk_key(key)
-        if owner is None:
-            raise RefFormatError(
-                f"{_at(where, key)}: not Zarr metadata and not a chunk key of any array; "
-                "use refzarr.expand_references for reference sets that are not Zarr hierarchies"
-            )
-        path, index = owner
-        grid = hierarchy.arrays[path].grid_shape
-        if not all(i < s for i, s in zip(index, grid, strict=True)):
-            raise RefFormatError(
-                f"{_at(where, path)}: chunk {key.rpartition('/')[2]} lies outside the chunk "
-                f"grid {grid}"
-            )
+        path, index = hierarchy.locate_chunk(key, where=where)
         found = entries[path]
         if isinstance(value, list | tuple):  # in-memory dicts may hold tuples, as fsspec allows
             url, offset, length = parse_reference(key, value, target=target, where=where)
