@@ -14,10 +14,13 @@ import numpy as np
 
 from refzarr import __version__
 from refzarr.errors import RefFormatError, RefzarrError
-from refzarr.formats.api import DEFAULT_RECORD_SIZE, expand_references, read, write
-
-# the suffix rule of refzarr.write, so that a bad DST fails before a long read of SRC
-from refzarr.formats.api import _format_from_suffix as format_from_suffix
+from refzarr.formats.api import (  # format_from_suffix: a bad DST fails before reading SRC
+    DEFAULT_RECORD_SIZE,
+    expand_references,
+    format_from_suffix,
+    read,
+    write,
+)
 from refzarr.model import INLINED, MISSING, RefArray
 
 __all__ = ["main"]

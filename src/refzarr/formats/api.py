@@ -20,7 +20,7 @@ from refzarr.formats.source import (
 from refzarr.model.group import RefGroup
 from refzarr.model.kerchunk import expand_dict, group_from_kerchunk
 
-__all__ = ["DEFAULT_RECORD_SIZE", "expand_references", "read", "write"]
+__all__ = ["DEFAULT_RECORD_SIZE", "expand_references", "format_from_suffix", "read", "write"]
 
 DEFAULT_RECORD_SIZE = 100_000
 """References per Parquet record file (fsspec's default is 10,000; larger files mean fewer
@@ -131,7 +131,7 @@ def write(
     if not isinstance(group, RefGroup):
         raise TypeError(f"write() takes a RefGroup, got {type(group).__name__}")
     location = locate(target, storage_options)
-    chosen = format or _format_from_suffix(location.path)
+    chosen = format or format_from_suffix(location.path)
     if chosen == "parquet":
         if record_size < 1:
             raise ValueError(f"record_size must be positive, got {record_size}")
@@ -155,7 +155,8 @@ def _json_compression(path: str, compression: object) -> Compression:
     raise ValueError(f"compression must be 'zstd', 'gzip', None or 'infer', got {compression!r}")
 
 
-def _format_from_suffix(path: str) -> Literal["json", "parquet"]:
+def format_from_suffix(path: str) -> Literal["json", "parquet"]:
+    """The reference format a target's suffix names; RefFormatError when it names none."""
     lowered = path.lower().rstrip("/")
     if lowered.endswith((".parq", ".parquet")):
         return "parquet"
