@@ -25,7 +25,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --hypothesis-profile=ci
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_formats.py
