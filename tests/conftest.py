@@ -3,11 +3,6 @@
 pytest's default ("prepend") import mode puts this directory on ``sys.path`` when it loads this
 file, so test modules anywhere below ``tests/`` import the kit as ``from strategies import ...``
 and ``from roundtrip import ...`` (there are no ``__init__.py`` files under ``tests/``).
-
-
-# `make test` (and so CI) runs with --hypothesis-profile=ci: the same examples on every run,
-# so a submission cannot fail on a newly drawn example; plain `pytest` explores at random.
-settings.register_profile("ci", derandomize=True, database=None)
 """
 
 from __future__ import annotations
@@ -19,6 +14,11 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# `make test` (and so CI) runs with --hypothesis-profile=ci: the same examples on every run,
+# so a submission cannot fail on a newly drawn example; plain `pytest` explores at random.
+settings.register_profile("ci", derandomize=True, database=None)
 
 # Asserts inside the kit report their operands like asserts in test modules do.
 pytest.register_assert_rewrite("roundtrip", "strategies")
