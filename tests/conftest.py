@@ -7,7 +7,15 @@ and ``from roundtrip import ...`` (there are no ``__init__.py`` files under ``te
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +189,151 @@ def kerchunk_case(request: pytest.FixtureRequest, netcdf_file: Path) -> Kerchunk
     """The standard file and kerchunk's references for it, without and with inlining."""
     threshold = request.param
     return KerchunkCase(netcdf_file, kerchunk_hdf5_refs(netcdf_file, threshold), threshold)
+
+
+# -- S3 (moto_server) -------------------------------------------------------------------------
+
+S3_HOST = "127.0.0.1"
+"""The only address the test S3 server listens on (team rule: never another address)."""
+
+S3_START_TIMEOUT = 15.0
+"""Seconds `s3_server` waits for moto_server to answer before failing the tests that need it."""
+
+S3_CREDENTIALS = {"key": "testing", "secret": "testing"}
+"""moto accepts any credentials; these fake ones are passed explicitly, never through env."""
+
+_AWS_ENV_PREFIXES = ("AWS_", "BOTO_")
+_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+def _free_port() -> int:
+    """A TCP port free on `S3_HOST` right now (the OS picks it for a socket bound to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((S3_HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _server_env(config_dir: Path) -> dict[str, str]:
+    """The developer's environment without AWS settings or proxies, plus moto's fake ones."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(_AWS_ENV_PREFIXES) and name not in _PROXY_ENV
+    }
+    env.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_CONFIG_FILE=str(config_dir / "aws-config"),
+        AWS_SHARED_CREDENTIALS_FILE=str(config_dir / "aws-credentials"),
+    )
+    return env
+
+
+def _moto_command(port: int) -> list[str]:
+    script = Path(sys.executable).with_name("moto_server")
+    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "moto.server"]
+    return [*launcher, "-H", S3_HOST, "-p", str(port)]
+
+
+def _wait_until_answering(process: subprocess.Popen[bytes], endpoint: str, log: Path) -> None:
+    """Return once ``endpoint`` answers HTTP; fail with the server's log otherwise."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxies
+    deadline = time.monotonic() + S3_START_TIMEOUT
+    while True:
+        if process.poll() is not None:
+            pytest.fail(
+                f"moto_server exited with code {process.returncode} before answering on "
+                f"{endpoint}; its output:\n{log.read_text(errors='replace')}",
+                pytrace=False,
+            )
+        try:
+            with opener.open(endpoint, timeout=1):
+                return
+        except urllib.error.HTTPError:
+            return  # an HTTP error status is an answer too
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"moto_server did not answer on {endpoint} within {S3_START_TIMEOUT:.0f} s; "
+                f"its output:\n{log.read_text(errors='replace')}",
+                pytrace=False,
+            )
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A moto S3 server for the whole session; yields its endpoint URL ``http://127.0.0.1:<port>``.
+
+    The server is ``moto_server`` (from this interpreter's environment) listening on
+    127.0.0.1 only, on a port the OS reported free. It runs with the developer's AWS and
+    proxy environment variables removed and fake credentials set, so nothing of a real AWS
+    setup reaches it. Startup waits at most `S3_START_TIMEOUT` seconds and fails with the
+    server's output; the process is terminated (killed if need be) when the session ends,
+    also after failures. Tests normally want the `s3` fixture, which builds on this one.
+    """
+    workdir = tmp_path_factory.mktemp("moto")
+    log = workdir / "moto_server.log"
+    port = _free_port()
+    endpoint = f"http://{S3_HOST}:{port}"
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            _moto_command(port),
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=_server_env(workdir),
+        )
+    try:
+        _wait_until_answering(process, endpoint, log)
+        yield endpoint
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def s3(
+    s3_server: str, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A fresh, empty bucket on `s3_server`: yields ``(bucket, storage_options)``.
+
+    ``storage_options`` are s3fs options (key, secret, ``client_kwargs`` with the endpoint
+    and region) to pass wherever fsspec options go: ``refzarr.read/write(...,
+    storage_options=...)``, ``fsspec.filesystem("s3", **storage_options)``, or
+    ``remote_options`` of a ReferenceFileSystem over ``s3://`` data. URLs are
+    ``s3://<bucket>/<key>``; the bucket name is unique per test.
+
+    For the test's duration AWS_* / BOTO_* and proxy variables of the developer's environment
+    are removed (config and credentials files point at nothing), and s3fs's instance cache is
+    cleared before and after, so no test sees another's filesystem or stale listings.
+    """
+    import s3fs
+
+    for name in list(os.environ):
+        if name.startswith(_AWS_ENV_PREFIXES) or name in _PROXY_ENV:
+            monkeypatch.delenv(name)
+    nowhere = tmp_path_factory.mktemp("aws-config")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(nowhere / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(nowhere / "credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    options: dict[str, Any] = {
+        **S3_CREDENTIALS,
+        "client_kwargs": {"endpoint_url": s3_server, "region_name": "us-east-1"},
+    }
+    bucket = f"refzarr-test-{uuid.uuid4().hex[:16]}"
+    s3fs.S3FileSystem.clear_instance_cache()
+    fs = s3fs.S3FileSystem(**options)  # cached: the test's own s3fs calls reuse its client
+    # us-east-1 takes no LocationConstraint, which s3fs's mkdir would send
+    fs.call_s3("create_bucket", Bucket=bucket)
+    try:
+        yield bucket, options
+    finally:
+        s3fs.S3FileSystem.clear_instance_cache()

@@ -13,6 +13,7 @@ from refzarr.errors import (
 )
 from refzarr.formats.api import expand_references, read, write
 from refzarr.model import ArrayMeta, ChunkManifest, ChunkRef, RefArray, RefGroup
+from refzarr.scan import scan
 
 __version__ = "0.1.0.dev0"
 
@@ -31,5 +32,6 @@ __all__ = [
     "__version__",
     "expand_references",
     "read",
+    "scan",
     "write",
 ]

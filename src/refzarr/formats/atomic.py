@@ -3,8 +3,10 @@
 A failed write leaves no partial output and no temporary behind, and keeps an older file or
 directory intact. On the local disk the new file's bytes are flushed (``fsync``) before the
 rename and the rename itself after it, so even a crash cannot leave a truncated file where
-the old one stood. On other filesystems (object stores, memory) the rename is fsspec's
-``mv``; a file is moved straight over the old one, never deleted first.
+the old one stood. On other filesystems (object stores, memory) a file is moved with fsspec's
+``mv`` straight over the old one, never deleted first; a directory is moved file by file
+(every file copied, then the originals deleted), as fsspec's recursive ``mv`` also tries to
+copy an object store's pseudo-directories and fails with "no such key".
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def _replace(location: Location, temporary: str, *, directory: bool) -> None:
                 temporary,
                 target,
                 exists=fs.exists,
-                rename=lambda a, b: fs.mv(a, b, recursive=True),
+                rename=lambda a, b: _move_tree(fs, a, b),
                 remove=lambda path: fs.rm(path, recursive=True),
             )
         else:
@@ -114,9 +116,26 @@ def _swap_directory(
     try:
         rename(temporary, target)
     except BaseException:
+        if exists(target):  # half moved (an object store moves file by file)
+            remove(target)
         rename(backup, target)
         raise
     remove(backup)
+
+
+def _move_tree(fs: Any, source: str, destination: str) -> None:
+    """Move the files below ``source`` to the same places below ``destination`` (fsspec).
+
+    Every file is copied before any is deleted, so a failure leaves ``source`` complete.
+    """
+    prefix = source.rstrip("/") + "/"
+    files = [path for path in fs.find(source) if path.startswith(prefix)]
+    targets = [destination.rstrip("/") + "/" + path[len(prefix) :] for path in files]
+    if files:
+        fs.copy(files, targets)  # lists: copied as given, nothing expanded
+        fs.rm(files)
+    if fs.exists(source):  # pseudo-directories of filesystems that keep them (memory)
+        fs.rm(source, recursive=True)
 
 
 def _discard(location: Location, temporary: str) -> None:

@@ -1,0 +1,208 @@
+"""The HDF5 / netCDF4 scanner: every dataset of a file as a `RefArray`, every group a `RefGroup`.
+
+`Hdf5Scanner` is a configured callable (options in the constructor, no state between calls,
+picklable), so scanning many files is ``executor.map(Hdf5Scanner(...), urls)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal, TypeVar
+
+import h5py
+
+from refzarr.codecs.hdf5_filters import Hdf5Filter, filters_to_codecs
+from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
+from refzarr.model import ArrayMeta, RefArray, RefGroup
+from refzarr.scan.hdf5_attrs import read_attributes
+from refzarr.scan.hdf5_dims import (
+    PhonyDimensions,
+    dimension_names,
+    is_dimension_only,
+    variable_name,
+)
+from refzarr.scan.hdf5_layout import chunk_shape, manifest_for
+from refzarr.scan.hdf5_source import OpenSource, open_source
+from refzarr.scan.hdf5_types import ENUM_ATTR, enum_mapping, fill_value, storage_dtype
+from refzarr.scan.result import ScannedGroup, Skipped
+
+__all__ = ["Hdf5Scanner"]
+
+OnUnsupported = Literal["raise", "skip"]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Hdf5Scanner:
+    """Scan HDF5 and netCDF4 files into reference groups.
+
+    Parameters
+    ----------
+    inline_threshold
+        Chunks stored in fewer bytes than this are read and held in the reference set instead
+        of referenced (0: only compact datasets, which have no byte range of their own).
+    on_unsupported
+        ``"raise"`` (default): a dataset, attribute or link refzarr cannot reference raises
+        `UnsupportedFeatureError` naming the file, the object and the feature. ``"skip"``:
+        it is left out and listed in the result's ``skipped``.
+
+    Examples
+    --------
+    >>> scanner = Hdf5Scanner(on_unsupported="skip")  # doctest: +SKIP
+    >>> groups = list(executor.map(scanner, urls))  # doctest: +SKIP
+    """
+
+    inline_threshold: int = 0
+    on_unsupported: OnUnsupported = "raise"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.inline_threshold, bool) or not isinstance(self.inline_threshold, int):
+            raise TypeError(f"inline_threshold must be an int, got {self.inline_threshold!r}")
+        if self.inline_threshold < 0:
+            raise ValueError(f"inline_threshold must be >= 0, got {self.inline_threshold}")
+        if self.on_unsupported not in ("raise", "skip"):
+            raise ValueError(
+                f"on_unsupported must be 'raise' or 'skip', not {self.on_unsupported!r}"
+            )
+
+    def __call__(self, url: str, storage_options: Mapping[str, Any] | None = None) -> ScannedGroup:
+        """Scan one file (a local path or an fsspec URL).
+
+        Returns
+        -------
+        ScannedGroup
+            The root group; ``skipped`` lists what ``on_unsupported="skip"`` left out.
+        """
+        with open_source(str(url), storage_options) as source:
+            walk = _Walk(self, source)
+            try:
+                root = walk.group(source.h5, frozenset())
+            except RefzarrError:
+                raise
+            except OSError as exc:  # h5py reading a damaged object header, B-tree, ...
+                raise ScanError(f"{source.url}: reading the HDF5 structure failed: {exc}") from exc
+        return ScannedGroup(root.attributes, root.members, tuple(walk.skipped))
+
+
+@dataclass
+class _Walk:
+    """The state of one scan: what was skipped, arrays seen (hard links), phony dimensions."""
+
+    options: Hdf5Scanner
+    source: OpenSource
+    skipped: list[Skipped] = field(default_factory=list)
+    arrays: dict[Any, RefArray] = field(default_factory=dict)
+    phony: PhonyDimensions = field(default_factory=PhonyDimensions)
+
+    def where(self, path: str, kind: str = "dataset") -> str:
+        return f"{self.source.url}: {kind} {path!r}"
+
+    def guarded(self, path: str, build: Callable[[], T]) -> T | None:
+        """``build()``, or None after recording the skip when unsupported and skipping."""
+        try:
+            return build()
+        except UnsupportedFeatureError as exc:
+            if self.options.on_unsupported == "raise":
+                raise
+            self.skipped.append(Skipped(path, str(exc)))
+            return None
+
+    def skip_attribute(self, path: str) -> Callable[[str, str], None] | None:
+        if self.options.on_unsupported == "raise":
+            return None
+        return lambda name, reason: self.skipped.append(Skipped(f"{path}@{name}", reason))
+
+    def group(self, group: h5py.Group, ancestors: frozenset[Any]) -> RefGroup:
+        """A group and everything below it."""
+        inside = ancestors | {group.id}
+        members: dict[str, RefArray | RefGroup] = {}
+        for name in group:
+            path = _join(group.name, name)
+            member = self.guarded(path, partial(self.member, group, name, inside))
+            if member is not None:
+                members[variable_name(name, group)] = member
+        attrs = read_attributes(
+            group, self.where(group.name, "group"), self.skip_attribute(group.name)
+        )
+        return RefGroup(attrs, members)
+
+    def member(
+        self, group: h5py.Group, name: str, ancestors: frozenset[Any]
+    ) -> RefArray | RefGroup | None:
+        """One link of a group: a subgroup, an array, or None (named datatypes, dimensions)."""
+        path = _join(group.name, name)
+        link = group.get(name, getlink=True)
+        if isinstance(link, h5py.ExternalLink):
+            raise UnsupportedFeatureError(
+                f"{self.where(path, 'link')}: external links (to {link.filename!r}) "
+                "are not supported yet"
+            )
+        item = group.get(name)
+        if item is None:
+            raise UnsupportedFeatureError(f"{self.where(path, 'link')}: dangling soft link")
+        if isinstance(item, h5py.Group):
+            if item.id in ancestors:
+                raise UnsupportedFeatureError(
+                    f"{self.where(path, 'group')}: links back to its parent"
+                )
+            return self.group(item, ancestors)
+        if isinstance(item, h5py.Dataset) and not is_dimension_only(item):
+            return self.array(item, path)
+        return None
+
+    def array(self, ds: h5py.Dataset, path: str) -> RefArray:
+        """A dataset as an array; one seen before under another name is not scanned again."""
+        seen = self.arrays.get(ds.id)
+        if seen is None:
+            seen = self.arrays[ds.id] = self.build_array(ds, path)
+        return seen
+
+    def build_array(self, ds: h5py.Dataset, path: str) -> RefArray:
+        where = self.where(path)
+        if ds.shape is None:
+            raise UnsupportedFeatureError(
+                f"{where}: datasets with a null dataspace are not supported"
+            )
+        dtype = storage_dtype(ds, where)
+        # codecs before the chunk index: an unsupported filter fails before any chunk is read
+        codecs = filters_to_codecs(_filters(ds), dtype.itemsize, where=where)
+        manifest = manifest_for(
+            ds,
+            dtype,
+            url=self.source.url,
+            read_range=self.source.read_range,
+            inline_threshold=self.options.inline_threshold,
+            where=where,
+        )
+        meta = ArrayMeta(
+            shape=ds.shape,
+            chunks=chunk_shape(ds),
+            dtype=dtype,
+            fill_value=fill_value(ds, dtype),
+            codecs=codecs,
+            attributes=self.array_attributes(ds, path, where),
+            dimension_names=dimension_names(ds, self.phony),
+        )
+        return RefArray(meta, manifest)
+
+    def array_attributes(self, ds: h5py.Dataset, path: str, where: str) -> dict[str, Any]:
+        attrs = read_attributes(ds, where, self.skip_attribute(path))
+        mapping = enum_mapping(ds)
+        if mapping is not None:
+            attrs[ENUM_ATTR] = mapping
+        return attrs
+
+
+def _filters(ds: h5py.Dataset) -> list[Hdf5Filter]:
+    dcpl = ds.id.get_create_plist()
+    stages = []
+    for index in range(dcpl.get_nfilters()):
+        code, _flags, values, name = dcpl.get_filter(index)
+        stages.append(Hdf5Filter(int(code), name.decode("utf-8", "replace"), tuple(values)))
+    return stages
+
+
+def _join(group: str, name: str) -> str:
+    return f"{group.rstrip('/')}/{name}"

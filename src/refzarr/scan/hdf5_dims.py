@@ -1,0 +1,98 @@
+"""Dimension names of HDF5 datasets: attached dimension scales, netCDF dimensions, phony names.
+
+A dimension is named by its scale's own name, never path-qualified (a scale in a parent group
+is named by its short name, as netCDF does). A variable netCDF stored as ``_nc4_non_coord_<x>``
+(its name is also a dimension's, but it is not that dimension's coordinate) is named ``<x>``.
+An axis without a scale gets a phony name, ``phony_dim_<n>``, like netCDF-C and h5netcdf:
+within a group, one per distinct length, but never the same one twice in one dataset; ``n``
+counts across the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import h5py
+from h5py import h5ds
+
+__all__ = [
+    "NETCDF_DIMENSION_ONLY",
+    "PhonyDimensions",
+    "dimension_names",
+    "is_dimension_only",
+    "variable_name",
+]
+
+NETCDF_DIMENSION_ONLY = b"This is a netCDF dimension but not a netCDF variable"
+"""Start of the ``NAME`` attribute netCDF-C gives a dimension that has no coordinate variable."""
+
+_NON_COORD_PREFIX = "_nc4_non_coord_"
+
+
+@dataclass
+class PhonyDimensions:
+    """Phony dimension names handed out so far in one file, per group."""
+
+    by_group: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    count: int = 0
+
+    def name(self, group: str, length: int, taken: list[str]) -> str:
+        """A phony name for an axis of ``length`` in ``group``, not one of ``taken``."""
+        known = self.by_group.setdefault(group, [])
+        for name, size in known:
+            if size == length and name not in taken:
+                return name
+        name = f"phony_dim_{self.count}"
+        self.count += 1
+        known.append((name, length))
+        return name
+
+
+def is_dimension_only(ds: h5py.Dataset) -> bool:
+    """Whether a dataset is a netCDF dimension without a variable (not an array to show)."""
+    try:
+        value = ds.attrs.get("NAME")
+    except (OSError, TypeError):
+        return False
+    return isinstance(value, bytes) and value.startswith(NETCDF_DIMENSION_ONLY)
+
+
+def short_name(path: str) -> str:
+    """A dataset's name without its group path."""
+    return path.rpartition("/")[2]
+
+
+def variable_name(name: str, group: h5py.Group) -> str:
+    """The netCDF variable name of a link: ``_nc4_non_coord_x`` is ``x`` unless ``x`` is a
+    variable too (then the link's own name is kept)."""
+    stripped = name.removeprefix(_NON_COORD_PREFIX)
+    if stripped == name:
+        return name
+    other = group.get(stripped)
+    return stripped if other is None or is_dimension_only(other) else name
+
+
+def dimension_names(ds: h5py.Dataset, phony: PhonyDimensions) -> tuple[str, ...]:
+    """One name per axis of ``ds`` (empty for a scalar)."""
+    names: list[str] = []
+    own_scale = h5ds.is_scale(ds.id)
+    group = ds.name.rpartition("/")[0]
+    for axis, length in enumerate(ds.shape):
+        name = short_name(ds.name) if own_scale and axis == 0 else _scale_name(ds, axis)
+        if name is None or name in names:
+            name = phony.name(group, length, names)
+        names.append(name)
+    return tuple(names)
+
+
+def _scale_name(ds: h5py.Dataset, axis: int) -> str | None:
+    if h5ds.get_num_scales(ds.id, axis) == 0:
+        return None
+    found: list[str] = []
+
+    def first(scale: h5py.h5d.DatasetID) -> int:
+        found.append(h5py.h5i.get_name(scale).decode("utf-8"))
+        return 1  # stop at the first scale, as netCDF does
+
+    h5ds.iterate(ds.id, axis, first)
+    return short_name(found[0]) if found else None

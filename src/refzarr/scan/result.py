@@ -1,0 +1,37 @@
+"""What a scan returns: the `RefGroup`, plus the list of what was skipped and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from refzarr.model import RefGroup
+
+__all__ = ["ScannedGroup", "Skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """Something a scan with ``on_unsupported="skip"`` left out.
+
+    Parameters
+    ----------
+    path
+        Path of the dataset, group or link in the file (``/grp/var``); an attribute is named
+        ``/grp/var@name``.
+    reason
+        The message the `UnsupportedFeatureError` would have carried.
+    """
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScannedGroup(RefGroup):
+    """A scanned file's root group, with ``skipped``: what was left out, in scan order.
+
+    Equal to any `RefGroup` with the same attributes and members (``skipped`` is a report on
+    the scan, not part of the reference set).
+    """
+
+    skipped: tuple[Skipped, ...] = ()

@@ -1,0 +1,573 @@
+"""refzarr.scan on HDF5 / netCDF4: every array read back through fsspec + zarr equals h5py's.
+
+Each case writes a small file with h5py into tmp_path, scans it, writes the references as
+kerchunk JSON, opens them with fsspec's ReferenceFileSystem + zarr-python 3 (never refzarr's
+reader) and compares every array with what h5py reads: equal dtype (byte order included),
+identical values (NaN where NaN).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import h5py
+import numpy as np
+import pytest
+import zarr
+
+import refzarr
+from refzarr import RefArray, UnsupportedFeatureError
+from refzarr.codecs.hdf5_filters import Hdf5Filter, filter_to_codec
+from refzarr.model import INLINED, MISSING
+from refzarr.scan import ScannedGroup
+from refzarr.scan.hdf5 import Hdf5Scanner
+from refzarr.scan.hdf5_dims import is_dimension_only
+from refzarr.scan.hdf5_types import ENUM_ATTR
+from roundtrip import assert_xarray_matches_netcdf, open_zarr_group
+
+Writer = Callable[[h5py.File], None]
+
+# -- the kit ------------------------------------------------------------------------------------
+
+
+def write_h5(path: Path, writer: Writer, **kwargs: Any) -> Path:
+    """An HDF5 file written by ``writer`` (h5py.File keyword arguments passed on)."""
+    with h5py.File(path, "w", **kwargs) as f:
+        writer(f)
+    return path
+
+
+def assert_matches_h5(got: np.ndarray, expected: np.ndarray, path: str) -> None:
+    """Equal dtypes and identical values; a padded compound's padding is Zarr v2's own fields."""
+    if expected.dtype.names is not None and got.dtype != expected.dtype:
+        # Zarr v2 cannot give field offsets: padding becomes unnamed void fields (f1, ...)
+        assert got.dtype.itemsize == expected.dtype.itemsize, path
+        for name in expected.dtype.names:
+            assert got.dtype[name] == expected.dtype[name], f"{path}.{name}"
+            np.testing.assert_array_equal(got[name], expected[name], strict=True, err_msg=path)
+        return
+    assert got.dtype == expected.dtype, f"{path}: dtype {got.dtype} != {expected.dtype}"
+    np.testing.assert_array_equal(got, expected, strict=True, err_msg=path)
+
+
+def source_path(f: h5py.File, path: str) -> str:
+    """The HDF5 path of an array: netCDF stores variable ``x`` as ``_nc4_non_coord_x`` when
+    ``x`` is also a dimension it is not the coordinate of."""
+    item = f.get(path)
+    if isinstance(item, h5py.Dataset) and not is_dimension_only(item):
+        return path
+    parent, _, name = path.rpartition("/")
+    return f"{parent}/_nc4_non_coord_{name}" if parent else f"_nc4_non_coord_{name}"
+
+
+def roundtrip(h5_path: Path, tmp_path: Path, **options: Any) -> ScannedGroup:
+    """Scan, write JSON, read every array through fsspec + zarr, compare with h5py."""
+    group = refzarr.scan(str(h5_path), **options)
+    assert isinstance(group, ScannedGroup)
+    json_path = tmp_path / f"{h5_path.stem}.json"
+    refzarr.write(group, json_path)
+    root = open_zarr_group(json_path)
+    with h5py.File(h5_path, "r") as f:
+        for path, _ in group.arrays():
+            array = root[path]
+            assert isinstance(array, zarr.Array)
+            expected = np.asarray(f[source_path(f, path)][()])
+            assert_matches_h5(np.asarray(array[...]), expected, path)
+    return group
+
+
+def array(group: refzarr.RefGroup, path: str) -> RefArray:
+    node = group[path]
+    assert isinstance(node, RefArray)
+    return node
+
+
+# -- layouts and chunk indexes ------------------------------------------------------------------
+
+
+def _chunked(f: h5py.File) -> None:
+    data = np.arange(7 * 9, dtype="f4").reshape(7, 9) / 3
+    f.create_dataset("gzip_shuffle", data=data, chunks=(3, 4), compression="gzip", shuffle=True)
+    f.create_dataset("fletcher", data=data, chunks=(2, 5), fletcher32=True, compression=5)
+    f.create_dataset("plain", data=data.astype(">i8"), chunks=(4, 4))
+    f.create_dataset("one_chunk", data=data, chunks=(7, 9), compression="gzip")
+    f.create_dataset("overhang", data=data, chunks=(5, 20), maxshape=(None, None))
+
+
+def _chunk_indexes(f: h5py.File) -> None:
+    data = np.arange(6 * 8, dtype="i4").reshape(6, 8)
+    f.create_dataset("fixed_array", data=data, chunks=(2, 3), compression="gzip")
+    f.create_dataset("extensible", data=data, chunks=(2, 3), maxshape=(None, 8))
+    f.create_dataset("btree_v2", data=data, chunks=(2, 3), maxshape=(None, None), shuffle=True)
+    f.create_dataset("single", data=data, chunks=(6, 8), compression="gzip")
+
+
+@pytest.mark.parametrize("libver", ["earliest", "latest"])
+@pytest.mark.parametrize("writer", [_chunked, _chunk_indexes], ids=["filters", "indexes"])
+def test_chunked_layouts(tmp_path: Path, writer: Writer, libver: str) -> None:
+    group = roundtrip(write_h5(tmp_path / "c.h5", writer, libver=libver), tmp_path)
+    for _, arr in group.arrays():
+        assert (arr.manifest.path_id == 0).all()
+
+
+def test_filters_become_codecs_in_encoding_order(tmp_path: Path) -> None:
+    group = roundtrip(write_h5(tmp_path / "c.h5", _chunked), tmp_path)
+    assert [c["id"] for c in array(group, "gzip_shuffle").meta.codecs] == ["shuffle", "zlib"]
+    assert array(group, "gzip_shuffle").meta.codecs[0]["elementsize"] == 4
+    assert [c["id"] for c in array(group, "fletcher").meta.codecs] == ["zlib", "fletcher32"]
+    assert array(group, "fletcher").meta.codecs[0]["level"] == 5
+
+
+def _sparse(f: h5py.File) -> None:
+    ds = f.create_dataset("sparse", shape=(10, 4), chunks=(3, 4), dtype="f8", fillvalue=np.nan)
+    ds[3:6] = 1.5
+    f.create_dataset("never", shape=(5,), chunks=(2,), dtype="i2", fillvalue=-7)
+    f.create_dataset("unallocated", shape=(5,), dtype="u1", fillvalue=3)
+    f.create_dataset("default_fill", shape=(5,), chunks=(2,), dtype="f4")[:2] = 1.0
+
+
+def test_never_written_chunks_are_missing_and_read_as_fill(tmp_path: Path) -> None:
+    group = roundtrip(write_h5(tmp_path / "s.h5", _sparse), tmp_path)
+    ids = array(group, "sparse").manifest.path_id.ravel().tolist()
+    assert ids == [MISSING, 0, MISSING, MISSING]
+    assert np.isnan(array(group, "sparse").meta.fill_value)
+    assert (array(group, "never").manifest.path_id == MISSING).all()
+    assert array(group, "never").meta.fill_value == -7
+    assert (array(group, "unallocated").manifest.path_id == MISSING).all()
+    assert array(group, "unallocated").meta.fill_value == 3
+    assert array(group, "default_fill").meta.fill_value is None  # HDF5 reads zeros, so does zarr
+
+
+def _contiguous_and_compact(f: h5py.File) -> None:
+    f.create_dataset("contiguous", data=np.arange(20, dtype=">u2").reshape(4, 5))
+    space = h5py.h5s.create_simple((3, 2))
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_layout(h5py.h5d.COMPACT)
+    h5py.h5d.create(f.id, b"compact", h5py.h5t.IEEE_F64BE, space, dcpl=dcpl)
+    f["compact"][...] = np.arange(6.0).reshape(3, 2) - 2.5
+
+
+def test_contiguous_is_one_whole_chunk_and_compact_is_inlined(tmp_path: Path) -> None:
+    path = write_h5(tmp_path / "l.h5", _contiguous_and_compact)
+    group = roundtrip(path, tmp_path)
+    contiguous = array(group, "contiguous")
+    assert contiguous.meta.chunks == (4, 5)
+    ref = contiguous.manifest[0, 0]
+    with h5py.File(path) as f:
+        assert ref == (str(path.resolve()), f["contiguous"].id.get_offset(), 40)
+    assert array(group, "compact").manifest.path_id.ravel().tolist() == [INLINED]
+
+
+def test_inline_threshold_inlines_small_chunks(tmp_path: Path) -> None:
+    path = write_h5(tmp_path / "c.h5", _chunked)
+    group = roundtrip(path, tmp_path, inline_threshold=40)
+    ids = array(group, "fletcher").manifest.path_id
+    assert (ids == INLINED).any()
+    assert (ids == 0).any()
+
+
+# -- datatypes ----------------------------------------------------------------------------------
+
+NUMERIC = [f"{order}{kind}{size}" for order in "<>" for kind in "iu" for size in (1, 2, 4, 8)]
+NUMERIC += [f"{order}f{size}" for order in "<>" for size in (2, 4, 8)]
+NUMERIC += ["<c8", ">c8", "<c16", ">c16"]
+
+
+def _numeric(f: h5py.File) -> None:
+    for code in NUMERIC:
+        dtype = np.dtype(code)
+        values = (np.arange(12) - 3).astype(dtype) if dtype.kind != "u" else np.arange(12)
+        values = np.asarray(values, dtype=dtype).reshape(3, 4)
+        f.create_dataset(f"contiguous_{code}", data=values)
+        f.create_dataset(f"chunked_{code}", data=values, chunks=(2, 3), compression="gzip")
+
+
+def test_numeric_types_keep_their_byte_order(tmp_path: Path) -> None:
+    group = roundtrip(write_h5(tmp_path / "n.h5", _numeric), tmp_path)
+    for code in NUMERIC:
+        assert array(group, f"chunked_{code}").meta.dtype == np.dtype(code)
+
+
+def _other_types(f: h5py.File) -> None:
+    f.create_dataset("bool", data=np.array([[True, False], [False, True]]))
+    f.create_dataset("fixed_string", data=np.array([b"a", b"abcd", b""], dtype="S4"))
+    f.create_dataset("char", data=np.array([b"x", b"y"], dtype="S1"), chunks=(1,))
+    packed = np.dtype([("a", "<i2"), ("b", ">f8"), ("c", "S3")])
+    f.create_dataset("packed_compound", data=np.array([(1, 2.5, b"xy"), (-3, 0, b"")], packed))
+    padded = np.dtype({"names": ["x", "y"], "formats": ["u1", "<f4"], "offsets": [0, 4]})
+    f.create_dataset("padded", data=np.array([(1, 2.5), (2, -1)], padded), chunks=(1,))
+    colours = h5py.enum_dtype({"RED": 0, "GREEN": 1, "BLUE": 7}, basetype=">i2")
+    f.create_dataset("enum", data=np.array([0, 7, 1], ">i2"), dtype=colours)
+
+
+def test_bool_strings_compound_enum(tmp_path: Path) -> None:
+    group = roundtrip(write_h5(tmp_path / "t.h5", _other_types), tmp_path)
+    assert array(group, "fixed_string").meta.dtype == np.dtype("S4")
+    assert array(group, "padded").meta.dtype.itemsize == 8
+    enum = array(group, "enum")
+    assert enum.meta.dtype == np.dtype(">i2")
+    assert enum.meta.attributes[ENUM_ATTR] == {"RED": 0, "GREEN": 1, "BLUE": 7}
+
+
+def _scalar_and_empty(f: h5py.File) -> None:
+    f.create_dataset("scalar", data=np.float32(2.5))
+    f.create_dataset("scalar_int", data=np.int64(-4))
+    f.create_dataset("empty", shape=(0, 3), dtype="f8")
+    f.create_dataset("empty_chunked", shape=(0,), maxshape=(None,), chunks=(4,), dtype="i4")
+
+
+def test_scalar_and_empty_datasets(tmp_path: Path) -> None:
+    group = roundtrip(write_h5(tmp_path / "s.h5", _scalar_and_empty), tmp_path)
+    assert array(group, "scalar").meta.shape == ()
+    assert array(group, "scalar").meta.dimension_names == ()
+    assert array(group, "empty").meta.shape == (0, 3)
+
+
+# -- structure: groups, links -------------------------------------------------------------------
+
+
+def _structure(f: h5py.File) -> None:
+    inner = f.create_group("a/b")
+    inner.attrs["level"] = 2
+    inner.create_dataset("x", data=np.arange(5), chunks=(2,))
+    f["a"].create_dataset("y", data=np.ones((2, 2)))
+    f["hard"] = inner["x"]
+    f["soft"] = h5py.SoftLink("/a/y")
+    f.create_group("empty_group")
+
+
+def test_nested_groups_and_links(tmp_path: Path) -> None:
+    group = roundtrip(write_h5(tmp_path / "g.h5", _structure), tmp_path)
+    assert group["a/b"].attributes == {"level": 2}
+    assert array(group, "hard").manifest == array(group, "a/b/x").manifest
+    assert array(group, "soft").manifest == array(group, "a/y").manifest
+    assert "empty_group" in group
+
+
+def test_external_link_raises_or_is_skipped(tmp_path: Path) -> None:
+    write_h5(tmp_path / "other.h5", lambda f: f.create_dataset("v", data=[1, 2]))
+
+    def writer(f: h5py.File) -> None:
+        f["ext"] = h5py.ExternalLink("other.h5", "/v")
+        f.create_dataset("kept", data=[3, 4])
+
+    path = write_h5(tmp_path / "e.h5", writer)
+    with pytest.raises(UnsupportedFeatureError, match=r"e\.h5.*'/ext'.*external link"):
+        refzarr.scan(str(path))
+    group = roundtrip(path, tmp_path, on_unsupported="skip")
+    assert [s.path for s in group.skipped] == ["/ext"]
+    assert "kept" in group
+
+
+# -- dimensions ---------------------------------------------------------------------------------
+
+
+def _dimensions(f: h5py.File) -> None:
+    time = f.create_dataset("time", data=np.arange(4.0))
+    time.make_scale("time")
+    x = f.create_dataset("x", shape=(3,), dtype="f4")
+    x.make_scale("This is a netCDF dimension but not a netCDF variable.         3")
+    var = f.create_dataset("var", data=np.zeros((4, 3)))
+    var.dims[0].attach_scale(time)
+    var.dims[1].attach_scale(x)
+    sub = f.create_group("sub")
+    nested = sub.create_dataset("nested", data=np.zeros((4, 2, 2)))
+    nested.dims[0].attach_scale(time)
+    f.create_dataset("no_scales", data=np.zeros((5, 5, 6)))
+    f.create_dataset("same_length", data=np.zeros(6))
+
+
+def test_dimension_names(tmp_path: Path) -> None:
+    group = roundtrip(write_h5(tmp_path / "d.h5", _dimensions), tmp_path)
+    assert "x" not in group  # a netCDF dimension, not a variable
+    assert array(group, "time").meta.dimension_names == ("time",)
+    assert array(group, "var").meta.dimension_names == ("time", "x")
+    no_scales = array(group, "no_scales").meta.dimension_names
+    assert no_scales == ("phony_dim_0", "phony_dim_1", "phony_dim_2")  # 5 and 5: two names
+    assert array(group, "same_length").meta.dimension_names == ("phony_dim_2",)
+    nested = array(group, "sub/nested").meta.dimension_names
+    assert nested == ("time", "phony_dim_3", "phony_dim_4")  # a group of its own
+    assert "CLASS" not in array(group, "time").meta.attributes
+    assert "DIMENSION_LIST" not in array(group, "var").meta.attributes
+
+
+def test_netcdf_file_through_xarray(netcdf_file: Path, tmp_path: Path) -> None:
+    group = roundtrip(netcdf_file, tmp_path)
+    refs = tmp_path / "nc.json"
+    refzarr.write(group, refs)
+    assert_xarray_matches_netcdf(refs, netcdf_file, check_dims=True)
+    assert array(group, "forecast/pressure").meta.dimension_names == ("step", "lat")
+
+
+def test_netcdf_non_coordinate_variable_named_like_a_dimension(tmp_path: Path) -> None:
+    h5netcdf = pytest.importorskip("h5netcdf")
+    path = tmp_path / "nc.nc"
+    with h5netcdf.File(path, "w") as f:
+        f.dimensions = {"x": 3, "y": 2}
+        f.create_variable("x", ("y",), "f4", data=np.array([1, 2], "f4"))
+        f.create_variable("data", ("y", "x"), "i2", data=np.arange(6, dtype="i2").reshape(2, 3))
+        f.create_group("sub").create_variable("inner", ("x",), "f8", data=np.arange(3.0))
+    group = roundtrip(path, tmp_path)
+    assert sorted(name for name, _ in group.arrays()) == ["data", "sub/inner", "x"]
+    assert array(group, "x").meta.dimension_names == ("y",)
+    assert array(group, "sub/inner").meta.dimension_names == ("x",)
+    refs = tmp_path / "nc.json"
+    refzarr.write(group, refs)
+    assert_xarray_matches_netcdf(refs, path)
+    assert_xarray_matches_netcdf(refs, path, group="sub")
+
+
+# -- attributes ---------------------------------------------------------------------------------
+
+
+def _attributes(f: h5py.File) -> None:
+    ds = f.create_dataset("v", data=np.arange(3, dtype="i2"), fillvalue=-1)
+    ds.attrs["_FillValue"] = np.int16(-1)
+    ds.attrs["scale_factor"] = np.float32(0.5)
+    ds.attrs["valid_range"] = np.array([0, 10], dtype="i2")
+    ds.attrs["one_element"] = np.array([3.25])
+    ds.attrs["units"] = b"m s-1"
+    ds.attrs["text"] = "héllo"
+    ds.attrs["binary"] = np.bytes_(b"\xff\x00\x01")
+    ds.attrs["names"] = np.array([b"ab", b"c"])
+    ds.attrs["flag"] = np.bool_(True)
+    ds.attrs["matrix"] = np.arange(4).reshape(2, 2)
+    ds.attrs["_Netcdf4Dimid"] = np.int32(0)
+    f.attrs["title"] = "root"
+    f.attrs["_NCProperties"] = b"version=2"
+
+
+def test_attributes_keep_their_types(tmp_path: Path) -> None:
+    group = roundtrip(write_h5(tmp_path / "a.h5", _attributes), tmp_path)
+    attrs = array(group, "v").meta.attributes
+    assert dict(attrs) == {
+        "_FillValue": -1,
+        "scale_factor": 0.5,
+        "valid_range": (0, 10),
+        "one_element": 3.25,
+        "units": "m s-1",
+        "text": "héllo",
+        "binary": "base64:/wAB",
+        "names": ("ab", "c"),
+        "flag": True,
+        "matrix": ((0, 1), (2, 3)),
+    }
+    assert array(group, "v").meta.fill_value == -1
+    assert dict(group.attributes) == {"title": "root"}
+
+
+# -- unsupported features -----------------------------------------------------------------------
+
+
+def _unsupported(f: h5py.File) -> None:
+    f.create_dataset("vlen_str", data=["a", "bc"], dtype=h5py.string_dtype())
+    f.create_dataset("lzf", data=np.arange(10), chunks=(5,), compression="lzf")
+    f.create_dataset("scaleoffset", data=np.arange(10), chunks=(5,), scaleoffset=0)
+    f.create_dataset("fine", data=np.arange(3))
+    f["fine"].attrs["ref"] = f["fine"].ref
+    f["fine"].attrs["ok"] = 1
+
+
+def test_unsupported_raises_naming_file_dataset_feature(tmp_path: Path) -> None:
+    path = write_h5(tmp_path / "u.h5", _unsupported)
+    with pytest.raises(UnsupportedFeatureError, match=r"u\.h5: dataset '/fine'.*'ref'.*Reference"):
+        Hdf5Scanner()(str(path))
+    lzf = write_h5(
+        tmp_path / "lzf.h5", lambda f: f.create_dataset("z", (4,), "i4", compression="lzf")
+    )
+    with pytest.raises(UnsupportedFeatureError, match=r"lzf\.h5: dataset '/z'.*LZF.*32000"):
+        Hdf5Scanner()(str(lzf))
+
+
+def test_skip_lists_what_was_left_out_and_why(tmp_path: Path) -> None:
+    group = roundtrip(write_h5(tmp_path / "u.h5", _unsupported), tmp_path, on_unsupported="skip")
+    reasons = {s.path: s.reason for s in group.skipped}
+    assert sorted(reasons) == ["/fine@ref", "/lzf", "/scaleoffset", "/vlen_str"]
+    assert "variable-length strings" in reasons["/vlen_str"]
+    assert "HDF5 filter 32000" in reasons["/lzf"]
+    assert "scale-offset" in reasons["/scaleoffset"]
+    assert list(group.members) == ["fine"]
+    assert dict(array(group, "fine").meta.attributes) == {"ok": 1}
+
+
+def test_chunk_that_skipped_a_filter_is_unsupported(tmp_path: Path) -> None:
+    def writer(f: h5py.File) -> None:
+        ds = f.create_dataset("partly", shape=(8,), chunks=(4,), dtype="i4", compression="gzip")
+        ds[:4] = 1
+        raw = np.arange(4, dtype="i4").tobytes()
+        ds.id.write_direct_chunk((4,), raw, filter_mask=1)  # stored without deflate
+
+    path = write_h5(tmp_path / "m.h5", writer)
+    with pytest.raises(UnsupportedFeatureError, match=r"'/partly'.*chunk \(1,\).*mask 0x1"):
+        refzarr.scan(path)
+
+
+def test_unknown_filter_is_unsupported() -> None:
+    with pytest.raises(UnsupportedFeatureError, match=r"f\.h5: dataset 'v'.*filter 999"):
+        filter_to_codec(Hdf5Filter(999, "mystery"), 4, where="f.h5: dataset 'v'")
+
+
+def test_blosc_and_zstd_configs() -> None:
+    blosc = filter_to_codec(Hdf5Filter(32001, "blosc", (2, 2, 4, 800, 9, 2, 1)), 4)
+    assert blosc == {"id": "blosc", "cname": "lz4", "clevel": 9, "shuffle": 2, "blocksize": 0}
+    assert filter_to_codec(Hdf5Filter(32015, "zstd", (7,)), 4) == {"id": "zstd", "level": 7}
+
+
+# -- sources and options ------------------------------------------------------------------------
+
+
+def test_userblock_is_detected(tmp_path: Path) -> None:
+    roundtrip(write_h5(tmp_path / "u.bin", _chunked, userblock_size=1024), tmp_path)
+
+
+def test_not_hdf5_names_file_and_formats(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    with pytest.raises(UnsupportedFeatureError, match=r"notes\.txt.*supported formats: HDF5"):
+        refzarr.scan(str(text))
+    classic = tmp_path / "classic.nc"
+    classic.write_bytes(b"CDF\x01" + bytes(40))
+    with pytest.raises(UnsupportedFeatureError, match=r"classic\.nc.*netCDF3"):
+        refzarr.scan(str(classic))
+
+
+def test_scan_takes_paths_and_rejects_unknown_options(tmp_path: Path) -> None:
+    path = write_h5(tmp_path / "c.h5", _chunked)
+    assert refzarr.scan(path) == refzarr.scan(str(path))
+    with pytest.raises(TypeError, match=r"unknown options \['inline'\].*inline_threshold"):
+        refzarr.scan(path, inline=3)
+
+
+def test_scanned_group_pickles_with_its_skipped_list(tmp_path: Path) -> None:
+    group = refzarr.scan(write_h5(tmp_path / "u.h5", _unsupported), on_unsupported="skip")
+    copy = pickle.loads(pickle.dumps(group))
+    assert copy == group
+    assert copy.skipped == group.skipped
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(refzarr.SourceNotFoundError, match=r"nope\.h5"):
+        refzarr.scan(str(tmp_path / "nope.h5"))
+
+
+def test_fsspec_url_references_the_url_given(tmp_path: Path) -> None:
+    path = write_h5(tmp_path / "c.h5", _chunked)
+    memory = fsspec.filesystem("memory")
+    memory.pipe("/scan-test/c.h5", path.read_bytes())
+    try:
+        remote = refzarr.scan("memory://scan-test/c.h5")
+    finally:
+        memory.rm("/scan-test", recursive=True)
+    local = refzarr.scan(str(path))
+    for name, arr in local.arrays():
+        other = array(remote, name)
+        assert other.manifest.paths == ("memory://scan-test/c.h5",)
+        np.testing.assert_array_equal(other.manifest.offset, arr.manifest.offset)
+        assert other.meta == arr.meta
+
+
+def test_s3_url_with_storage_options(
+    s3: tuple[str, dict[str, Any]], netcdf_file: Path, tmp_path: Path
+) -> None:
+    bucket, options = s3
+    url = f"s3://{bucket}/data/file.nc"
+    fsspec.filesystem("s3", **options).put_file(str(netcdf_file), url)
+    remote = refzarr.scan(url, storage_options=options)
+    local = refzarr.scan(netcdf_file)
+    for name, arr in local.arrays():
+        other = array(remote, name)
+        assert other.manifest.paths in ((), (url,))
+        np.testing.assert_array_equal(other.manifest.offset, arr.manifest.offset)
+        assert other.meta == arr.meta
+    assert remote.attributes == local.attributes
+
+
+def test_fsspec_url_inlines_through_fsspec(tmp_path: Path) -> None:
+    path = write_h5(tmp_path / "c.h5", _chunked)
+    memory = fsspec.filesystem("memory")
+    memory.pipe("/scan-inline/c.h5", path.read_bytes())
+    try:
+        remote = refzarr.scan("memory://scan-inline/c.h5", inline_threshold=10**6)
+    finally:
+        memory.rm("/scan-inline", recursive=True)
+    local = refzarr.scan(path, inline_threshold=10**6)
+    for name, arr in local.arrays():
+        assert (arr.manifest.path_id == INLINED).all()
+        assert array(remote, name).manifest == arr.manifest
+
+
+def test_corrupt_file_is_a_scan_error(tmp_path: Path) -> None:
+    path = write_h5(tmp_path / "c.h5", _chunked)
+    truncated = tmp_path / "truncated.h5"
+    truncated.write_bytes(path.read_bytes()[:600])
+    with pytest.raises(refzarr.ScanError, match=r"truncated\.h5"):
+        refzarr.scan(truncated)
+
+
+def test_scanner_is_picklable_and_validates_options() -> None:
+    scanner = Hdf5Scanner(inline_threshold=100, on_unsupported="skip")
+    assert pickle.loads(pickle.dumps(scanner)) == scanner
+    with pytest.raises(ValueError, match="on_unsupported"):
+        Hdf5Scanner(on_unsupported="warn")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="inline_threshold"):
+        Hdf5Scanner(inline_threshold=-1)
+
+
+# -- the real-file corpus -----------------------------------------------------------------------
+
+CORPUS = (Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files").resolve()
+CORPUS_FILES = sorted(
+    path
+    for kind in ("hdf5", "netcdf4")
+    if (CORPUS / kind).is_dir()
+    for path in (CORPUS / kind).iterdir()
+    if path.is_file()
+)
+
+
+PREFIX_END = "': "
+
+
+def _h5py_values(f: h5py.File, path: str) -> np.ndarray | None:
+    """What h5py reads, or None when h5py itself cannot decode it (a filter plugin missing)."""
+    try:
+        return np.asarray(f[path][()])
+    except OSError as exc:
+        if "plugin" in str(exc) or "filter" in str(exc):
+            return None
+        raise
+
+
+def _corpus_report(path: Path, tmp_path: Path) -> tuple[int, int, list[str]]:
+    """(arrays equal to h5py's, arrays h5py cannot read, skipped with reasons) of one file."""
+    group = refzarr.scan(str(path), on_unsupported="skip")
+    json_path = tmp_path / "corpus.json"
+    refzarr.write(group, json_path)
+    root = open_zarr_group(json_path)
+    ok = unverified = 0
+    with h5py.File(path, "r") as f:
+        for name, _ in group.arrays():
+            got = np.asarray(root[name][...])  # must read, even where h5py cannot
+            expected = _h5py_values(f, source_path(f, name))
+            if expected is None:
+                unverified += 1
+                continue
+            assert_matches_h5(got, expected, f"{path.name}:{name}")
+            ok += 1
+    # each reason without its "<file>: dataset '<path>': " prefix
+    reasons = [f"{s.path}: {s.reason.split(PREFIX_END, 1)[-1]}" for s in group.skipped]
+    return ok, unverified, reasons
+
+
+@pytest.mark.skipif(not CORPUS_FILES, reason=f"no HDF5 / netCDF4 corpus under {CORPUS}")
+def test_corpus_arrays_read_back_identical(tmp_path: Path) -> None:
+    lines = [f"{'file':<48} {'ok':>4} {'unverified':>10} {'skipped':>7}"]
+    for path in CORPUS_FILES:
+        ok, unverified, skipped = _corpus_report(path, tmp_path)
+        lines.append(f"{path.name[:48]:<48} {ok:>4} {unverified:>10} {len(skipped):>7}")
+        lines += sorted({f"    skipped {reason}" for reason in skipped})
+    print("\n".join(lines))
