@@ -3,8 +3,8 @@
 Run with ``make demo``. The demo writes three small HDF5 files shaped like netCDF4 (dimension
 scales, gzip+shuffle chunks, a contiguous variable, a partly written variable whose missing
 chunks read as the NaN fill value, attributes, a subgroup with phony dimension names) into
-``demo-output/``, references every array, writes each reference set as kerchunk JSON and as
-Parquet, reads them back with `refzarr.read`, and opens them with fsspec's
+``demo-output/``, references every array with `refzarr.scan`, writes each reference set as
+kerchunk JSON and as Parquet, reads them back with `refzarr.read`, and opens them with fsspec's
 ``ReferenceFileSystem`` + xarray to compare every value with what h5py reads from the source.
 It exits non-zero on any mismatch.
 """
@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 
 import refzarr
-from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
+from refzarr import RefGroup
 
 OUTPUT = Path(__file__).resolve().parent.parent / "demo-output"
 FORMATS = {"json": ".json", "parquet": ".parq"}
@@ -78,80 +78,11 @@ def _variable(
     return ds
 
 
-# -- 2. references (a stand-in: until refzarr.scan lands) ------------------------------------
+# -- 2. references: refzarr.scan reads each file's chunk index ---------------------------------
 #
-# This minimal HDF5 walker shows the model API. It handles what the sample files hold:
-# chunked datasets with gzip and shuffle, contiguous datasets, attributes, dimension scales.
+# The helpers below describe the source the way h5py sees it, to check what the references say.
 
 HDF5_INTERNAL_ATTRS = {"CLASS", "NAME", "DIMENSION_LIST", "REFERENCE_LIST", "_Netcdf4Dimid"}
-
-
-def references_for(path: Path) -> RefGroup:
-    """The `RefGroup` of an HDF5 file (every dataset, every group)."""
-    url = path.resolve().as_posix()
-    with h5py.File(path, "r") as f:
-        return _group(f, url)
-
-
-def _group(group: h5py.Group, url: str) -> RefGroup:
-    members: dict[str, RefArray | RefGroup] = {}
-    for name, item in group.items():
-        if isinstance(item, h5py.Group):
-            members[name] = _group(item, url)
-        else:
-            members[name] = RefArray(_meta(item), _manifest(item, url))
-    return RefGroup(_attributes(group.attrs), members)
-
-
-def _meta(ds: h5py.Dataset) -> ArrayMeta:
-    return ArrayMeta(
-        shape=ds.shape,
-        chunks=ds.chunks or ds.shape,
-        dtype=ds.dtype,
-        fill_value=ds.fillvalue,
-        codecs=_codecs(ds),
-        attributes=_attributes(ds.attrs),
-        dimension_names=_dimension_names(ds),
-    )
-
-
-def _codecs(ds: h5py.Dataset) -> list[dict[str, Any]]:
-    """numcodecs configs in HDF5's encoding order: shuffle, then deflate."""
-    if ds.compression not in (None, "gzip") or ds.fletcher32 or ds.scaleoffset:
-        raise refzarr.UnsupportedFeatureError(f"{ds.name}: only gzip and shuffle in this demo")
-    codecs: list[dict[str, Any]] = []
-    if ds.shuffle:
-        codecs.append({"id": "shuffle", "elementsize": ds.dtype.itemsize})
-    if ds.compression == "gzip":
-        codecs.append({"id": "zlib", "level": ds.compression_opts})
-    return codecs
-
-
-def _manifest(ds: h5py.Dataset, url: str) -> ChunkManifest:
-    if ds.chunks is None:  # contiguous: one chunk, the whole array
-        grid = (1,) * ds.ndim
-        offset = ds.id.get_offset()
-        if offset is None:  # never written
-            return ChunkManifest.missing(grid)
-        return ChunkManifest.from_arrays(
-            [url],
-            np.zeros(grid, int),
-            np.full(grid, offset),
-            np.full(grid, ds.id.get_storage_size()),
-        )
-    stored: list[Any] = []
-    ds.id.chunk_iter(stored.append)  # allocated chunks only: the rest are missing
-    if any(info.filter_mask for info in stored):
-        raise refzarr.UnsupportedFeatureError(f"{ds.name}: a chunk skips one of its filters")
-    grid = tuple(-(-size // chunk) for size, chunk in zip(ds.shape, ds.chunks, strict=True))
-    return ChunkManifest.from_entries(
-        grid,
-        coords=np.array([info.chunk_offset for info in stored]) // np.array(ds.chunks),
-        urls=[url],
-        url_ids=np.zeros(len(stored), int),
-        offsets=[info.byte_offset for info in stored],
-        lengths=[info.size for info in stored],
-    )
 
 
 def _dimension_names(ds: h5py.Dataset) -> list[str]:
@@ -232,7 +163,7 @@ def run_checks(output: Path) -> Iterator[bool]:
     """Write, read and check every sample in every format, printing one line per check."""
     for number in range(3):
         source = write_sample(output / f"sample_{number}.nc", number)
-        group = references_for(source)
+        group = refzarr.scan(source)
         for format_, suffix in FORMATS.items():
             refs = output / f"{source.stem}{suffix}"
             label = f"  {source.name}  {format_:<8}"
