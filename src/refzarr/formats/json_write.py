@@ -25,8 +25,8 @@ import zstandard
 from refzarr.formats.json_write_lines import BlockLines, ChunkKeys, quote, quote_all
 from refzarr.formats.json_write_templates import TemplatePlan, plan_templates
 from refzarr.formats.source import Compression
-from refzarr.model.frozen import thaw_json
 from refzarr.model.group import RefArray, RefGroup
+from refzarr.model.hierarchy import array_metadata, group_metadata
 from refzarr.model.kerchunk import metadata_text
 from refzarr.model.manifest import ManifestBlock
 
@@ -93,16 +93,13 @@ def _line(key: str, text: str) -> bytes:
 
 
 def _group_lines(group: RefGroup) -> Iterator[bytes]:
-    for path, sub in group.groups():
-        prefix = f"{path}/" if path else ""
-        yield _line(f"{prefix}.zgroup", metadata_text({"zarr_format": 2}))
-        yield _line(f"{prefix}.zattrs", metadata_text(thaw_json(sub.attributes)))
+    for key, document in group_metadata(group):
+        yield _line(key, metadata_text(document))
 
 
 def _array_pieces(path: str, array: RefArray, plan: TemplatePlan | None) -> Iterator[Piece]:
-    zarray, zattrs = array.meta.to_zarr_v2()
-    yield _line(f"{path}/.zarray", metadata_text(zarray))
-    yield _line(f"{path}/.zattrs", metadata_text(zattrs))
+    for key, document in array_metadata(path, array):
+        yield _line(key, metadata_text(document))
     keys = ChunkKeys(path, array.manifest.grid_shape, array.meta.dimension_separator)
     for block in array.manifest.iter_blocks():
         urls = block.paths if plan is None else plan.url_forms(block.paths)

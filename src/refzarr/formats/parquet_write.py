@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 
 from refzarr.formats.parquet_source import COMPLETE_KEY, record_file_name
 from refzarr.formats.parquet_tables import entry_slices, record_table
-from refzarr.model.frozen import thaw_json
 from refzarr.model.group import RefArray, RefGroup
+from refzarr.model.hierarchy import array_metadata, group_metadata
 
 __all__ = ["encode_record", "write_parquet", "zmetadata_document"]
 
@@ -89,16 +89,10 @@ def encode_record(table: pa.Table) -> bytes:
 def zmetadata_document(group: RefGroup, record_size: int) -> bytes:
     """The ``.zmetadata`` JSON: every metadata key as a JSON object, ``record_size``, and the
     `COMPLETE_KEY` marker."""
-    metadata: dict[str, Any] = {}
-    for path, sub in group.groups():
-        prefix = f"{path}/" if path else ""
-        metadata[f"{prefix}.zgroup"] = {"zarr_format": 2}
-        metadata[f"{prefix}.zattrs"] = thaw_json(sub.attributes)
+    metadata: dict[str, Any] = dict(group_metadata(group))
     for path, array in group.arrays():
-        zarray, zattrs = array.meta.to_zarr_v2()
-        zarray["dimension_separator"] = "."
-        metadata[f"{path}/.zarray"] = zarray
-        metadata[f"{path}/.zattrs"] = zattrs
+        metadata.update(array_metadata(path, array))
+        metadata[f"{path}/.zarray"]["dimension_separator"] = "."  # see the module docstring
     # Every record file of every array is written, so a reader can tell a lost record file
     # from one fsspec never wrote (fsspec ignores keys it does not know).
     document = {"metadata": metadata, "record_size": record_size, COMPLETE_KEY: True}

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from refzarr.errors import RefFormatError
-from refzarr.model.frozen import freeze_json
+from refzarr.model.frozen import freeze_json, thaw_json
 from refzarr.model.group import Node, RefArray, RefGroup
 from refzarr.model.manifest import ChunkManifest
 from refzarr.model.meta import ArrayMeta
@@ -16,8 +16,10 @@ from refzarr.model.meta import ArrayMeta
 __all__ = [
     "METADATA_NAMES",
     "Hierarchy",
+    "array_metadata",
     "assemble_group",
     "chunk_key",
+    "group_metadata",
     "is_metadata_key",
     "parse_hierarchy",
     "parse_metadata_value",
@@ -199,3 +201,18 @@ def _make_group(attrs: dict[str, Any], members: dict[str, Node], where: str, pat
         return RefGroup(attributes=freeze_json(attrs), members=dict(sorted(members.items())))
     except (RefFormatError, TypeError) as exc:
         raise RefFormatError(f"{_where(where, path or '/')}: {exc}") from exc
+
+
+def group_metadata(group: RefGroup) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(key, document)`` of every group's ``.zgroup`` and ``.zattrs`` (the inverse of
+    `parse_hierarchy` for groups), root first."""
+    for path, sub in group.groups():
+        prefix = f"{path}/" if path else ""
+        yield f"{prefix}.zgroup", {"zarr_format": 2}
+        yield f"{prefix}.zattrs", thaw_json(sub.attributes)
+
+
+def array_metadata(path: str, array: RefArray) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """``(key, document)`` of an array's ``.zarray`` and ``.zattrs``."""
+    zarray, zattrs = array.meta.to_zarr_v2()
+    return (f"{path}/.zarray", zarray), (f"{path}/.zattrs", zattrs)

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from refzarr.errors import RefFormatError
-from refzarr.model.frozen import thaw_json
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import (
+    array_metadata,
     assemble_group,
     chunk_key,
+    group_metadata,
     is_metadata_key,
     parse_hierarchy,
 )
@@ -191,15 +192,9 @@ def group_from_kerchunk(
 
 def group_to_kerchunk(group: RefGroup) -> dict[str, Any]:
     """A Version 0 dict: metadata as compact JSON text, refs as lists, inline data as text."""
-    out: dict[str, Any] = {}
-    for path, sub in group.groups():
-        prefix = f"{path}/" if path else ""
-        out[f"{prefix}.zgroup"] = metadata_text({"zarr_format": 2})
-        out[f"{prefix}.zattrs"] = metadata_text(thaw_json(sub.attributes))
+    out: dict[str, Any] = {key: metadata_text(doc) for key, doc in group_metadata(group)}
     for path, array in group.arrays():
-        zarray, zattrs = array.meta.to_zarr_v2()
-        out[f"{path}/.zarray"] = metadata_text(zarray)
-        out[f"{path}/.zattrs"] = metadata_text(zattrs)
+        out.update((key, metadata_text(doc)) for key, doc in array_metadata(path, array))
         manifest, sep = array.manifest, array.meta.dimension_separator
         paths = manifest.paths
         ids, offsets, lengths = manifest.path_id, manifest.offset, manifest.length
