@@ -94,19 +94,25 @@ class ChunkColumns:
 
     __slots__ = ("coords", "count", "masks", "offsets", "sizes")
 
-    def __init__(self, nchunks: int, ndim: int) -> None:
-        self.coords = np.zeros((nchunks, ndim), dtype=np.int64)
-        self.offsets = np.zeros(nchunks, dtype=np.uint64)
-        self.sizes = np.zeros(nchunks, dtype=np.uint64)
-        self.masks = np.zeros(nchunks, dtype=np.uint32)
-        self.count = 0
+    def __init__(
+        self,
+        coords: np.ndarray[Any, np.dtype[np.int64]],
+        offsets: np.ndarray[Any, np.dtype[np.uint64]],
+        sizes: np.ndarray[Any, np.dtype[np.uint64]],
+        masks: np.ndarray[Any, np.dtype[np.uint32]],
+    ) -> None:
+        self.coords, self.offsets, self.sizes, self.masks = coords, offsets, sizes, masks
+        self.count = len(offsets)
 
     @classmethod
     def single(cls, offset: int, size: int, ndim: int) -> ChunkColumns:
         """The one chunk of a contiguous dataset."""
-        columns = cls(1, ndim)
-        columns.offsets[0], columns.sizes[0], columns.count = offset, size, 1
-        return columns
+        return cls(
+            np.zeros((1, ndim), dtype=np.int64),
+            np.array([offset], dtype=np.uint64),
+            np.array([size], dtype=np.uint64),
+            np.zeros(1, dtype=np.uint32),
+        )
 
     @classmethod
     def collect(cls, ds: h5py.Dataset, where: str) -> ChunkColumns:
@@ -114,27 +120,43 @@ class ChunkColumns:
 
         Raises `UnsupportedFeatureError` when a chunk skipped filters of the pipeline.
         """
-        nchunks = ds.id.get_num_chunks()
-        columns = cls(nchunks, ds.ndim)
-        if nchunks and hasattr(ds.id, "chunk_iter"):
-            ds.id.chunk_iter(columns._add)
+        # The callback only appends ints to flat lists: ints are not tracked by the garbage
+        # collector, so a million chunks cost no collections (tuples would, and double the time).
+        coords: list[int] = []
+        offsets: list[int] = []
+        sizes: list[int] = []
+        masks: list[int] = []
+        add_coords, add_offset, add_size, add_mask = (
+            coords.extend,
+            offsets.append,
+            sizes.append,
+            masks.append,
+        )
+
+        def add(info: Any) -> None:
+            add_coords(info.chunk_offset)
+            add_offset(info.byte_offset)
+            add_size(info.size)
+            add_mask(info.filter_mask)
+
+        if hasattr(ds.id, "chunk_iter"):
+            if ds.id.get_num_chunks():
+                ds.id.chunk_iter(add)
         else:  # h5py built on HDF5 < 1.12.3 / 1.10.10: one call per chunk, slower
-            for index in range(nchunks):
-                columns._add(ds.id.get_chunk_info(index))
+            for index in range(ds.id.get_num_chunks()):
+                add(ds.id.get_chunk_info(index))
+        columns = cls(
+            np.array(coords, dtype=np.int64).reshape(len(offsets), ds.ndim),
+            np.array(offsets, dtype=np.uint64),
+            np.array(sizes, dtype=np.uint64),
+            np.array(masks, dtype=np.uint32),
+        )
         columns.coords //= np.asarray(ds.chunks, dtype=np.int64)
         columns._check_masks(where)
         return columns
 
-    def _add(self, info: Any) -> None:
-        k = self.count
-        self.coords[k] = info.chunk_offset
-        self.offsets[k] = info.byte_offset
-        self.sizes[k] = info.size
-        self.masks[k] = info.filter_mask
-        self.count = k + 1
-
     def _check_masks(self, where: str) -> None:
-        skipped = np.flatnonzero(self.masks[: self.count])
+        skipped = np.flatnonzero(self.masks)
         if skipped.size:
             first = tuple(int(c) for c in self.coords[skipped[0]])
             raise UnsupportedFeatureError(
