@@ -28,6 +28,7 @@ unit: $(STAMP)
 	$(BIN)/pytest -q --hypothesis-profile=ci
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/bench_formats.py
 
 clean:
