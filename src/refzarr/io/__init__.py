@@ -1,1 +1,14 @@
-"""Placeholder: filled by a later issue (see DESIGN.md)."""
+"""Byte access: many (url, offset, length) ranges read at once, merged, concurrent, retried."""
+
+from refzarr.io.fetch import LOCAL_POLICY, REMOTE_POLICY, FetchPolicy, RangeReader
+from refzarr.io.plan import Block, ReadPlan, plan_reads
+
+__all__ = [
+    "LOCAL_POLICY",
+    "REMOTE_POLICY",
+    "Block",
+    "FetchPolicy",
+    "RangeReader",
+    "ReadPlan",
+    "plan_reads",
+]
