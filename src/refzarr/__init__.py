@@ -4,6 +4,7 @@ The public API is what ``__all__`` lists; everything else is private.
 """
 
 from refzarr.errors import (
+    ChunkDecodeError,
     ChunkFetchError,
     RefFormatError,
     RefzarrError,
@@ -19,6 +20,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ArrayMeta",
+    "ChunkDecodeError",
     "ChunkFetchError",
     "ChunkManifest",
     "ChunkRef",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ChunkDecodeError",
     "ChunkFetchError",
     "RefFormatError",
     "RefzarrError",
@@ -33,6 +34,10 @@ class ScanError(RefzarrError, ValueError):
 
 class ChunkFetchError(RefzarrError, OSError):
     """The bytes of a chunk could not be fetched (names url, offset, length and key)."""
+
+
+class ChunkDecodeError(RefzarrError, ValueError):
+    """A chunk's bytes could not be decoded into the array's chunk (names the chunk key)."""
 
 
 class SourceNotFoundError(RefzarrError, FileNotFoundError):

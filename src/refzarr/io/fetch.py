@@ -150,6 +150,22 @@ class RangeReader:
             if chosen:
                 yield from self._read_group(chosen, urls, offsets, lengths, keys, is_local)
 
+    def size(self, url: str) -> int:
+        """The size in bytes of the file at ``url`` (for whole-file references).
+
+        Raises
+        ------
+        ChunkFetchError
+            When the file cannot be found or asked.
+        """
+        fs, _ = self._filesystem(url)
+        try:
+            return int(fs.size(_remote_path(fs, url)))
+        except Exception as exc:
+            raise ChunkFetchError(
+                f"{url}: cannot get its size: {type(exc).__name__}: {exc}"
+            ) from exc
+
     def _read_group(
         self,
         chosen: list[int],

@@ -1,0 +1,228 @@
+"""Reading a selection of a referenced array: the chunks it needs fetched in one batch, decoded in
+parallel, placed into one output array.
+
+This is the fast path behind `refzarr.open_dataset`: no zarr in between, one `RangeReader` call
+per selection (so neighbouring chunks become one request), decoding on a thread pool while later
+blocks are still arriving. A chunk the source never wrote reads as the fill value; a chunk that
+cannot be fetched or decoded raises.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from refzarr.io import RangeReader
+from refzarr.model import INLINED, MISSING, WHOLE_FILE, RefArray
+from refzarr.reader.decode import ChunkDecoder
+from refzarr.reader.select import Axis, normalize_selection
+
+__all__ = ["ArrayReader"]
+
+_BACKLOG_PER_THREAD = 4
+"""Decoding batches allowed to wait per thread before fetching pauses (bounds memory)."""
+
+_BATCH_BYTES = 1 << 20
+_BATCH_CHUNKS = 256
+"""A decoding task takes chunks until it holds this many stored bytes or chunks."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Entries:
+    """The manifest entries of the chunks a selection needs, column-wise."""
+
+    coords: np.ndarray[Any, np.dtype[np.int64]]  # (n, ndim) chunk coordinates
+    path_id: np.ndarray[Any, np.dtype[np.int32]]
+    urls: list[str | None]
+    offsets: np.ndarray[Any, np.dtype[np.int64]]
+    lengths: np.ndarray[Any, np.dtype[np.int64]]
+    inlined: dict[int, bytes]  # row -> bytes
+
+
+class ArrayReader:
+    """Reads selections of one referenced array.
+
+    Parameters
+    ----------
+    array
+        The array (metadata and chunk manifest).
+    name
+        Its path in the hierarchy, used in chunk keys of error messages.
+    reader
+        The byte-range reader (shared by every array of a dataset).
+    threads
+        Decoding threads (default: the machine's CPU count).
+    """
+
+    def __init__(
+        self, array: RefArray, name: str, reader: RangeReader, *, threads: int | None = None
+    ) -> None:
+        self.array = array
+        self.name = name
+        self.reader = reader
+        self.threads = threads or os.cpu_count() or 1
+        self.decoder = ChunkDecoder(array.meta, name)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The array's shape."""
+        return self.array.meta.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The array's dtype."""
+        return self.array.meta.dtype
+
+    def __getitem__(self, selection: Any) -> np.ndarray[Any, Any]:
+        """The values of a basic selection (integers, slices of any step, ``...``)."""
+        return self.read(selection)
+
+    def read(self, selection: Any = ...) -> np.ndarray[Any, Any]:
+        """The values of a basic selection (integers, slices of any step, ``...``).
+
+        Raises
+        ------
+        ChunkFetchError, ChunkDecodeError
+            When a needed chunk cannot be read; never fill values in its place.
+        """
+        meta = self.array.meta
+        axes = normalize_selection(selection, meta.shape, meta.chunks)
+        out = np.empty(tuple(axis.size for axis in axes), dtype=meta.dtype)
+        if out.size:
+            entries = self._entries(axes)
+            self._fill_missing(out, axes, entries)
+            self._read_stored(out, axes, entries)
+        result = out[tuple(axis.finish for axis in axes)]
+        return np.asarray(result)
+
+    # -- which chunks ----------------------------------------------------------------------
+
+    def _entries(self, axes: Sequence[Axis]) -> _Entries:
+        manifest = self.array.manifest
+        if axes:
+            grids = np.meshgrid(*[axis.chunk_ids for axis in axes], indexing="ij")
+            coords = np.stack([g.reshape(-1) for g in grids], axis=1).astype(np.int64)
+        else:  # a scalar: one chunk
+            coords = np.zeros((1, 0), dtype=np.int64)
+        grid = manifest.grid_shape
+        numbers = (
+            np.ravel_multi_index(tuple(coords.T), grid) if grid else np.zeros(1, dtype=np.int64)
+        )
+        count = len(numbers)
+        path_id = np.empty(count, dtype=np.int32)
+        offsets = np.empty(count, dtype=np.int64)
+        lengths = np.empty(count, dtype=np.int64)
+        urls: list[str | None] = [None] * count
+        inlined: dict[int, bytes] = {}
+        size = manifest.block_size
+        block_numbers = numbers // size if size else np.zeros(count, dtype=np.int64)
+        for block_number in np.unique(block_numbers):
+            rows = np.flatnonzero(block_numbers == block_number)
+            block = manifest.block(int(block_number))
+            local = numbers[rows] - block.start
+            ids = block.path_id[local]
+            path_id[rows] = ids
+            offsets[rows] = block.offset[local].astype(np.int64)
+            raw_lengths = block.length[local]
+            lengths[rows] = np.where(raw_lengths == WHOLE_FILE, -1, raw_lengths).astype(np.int64)
+            for row, pid, number in zip(
+                rows.tolist(), ids.tolist(), numbers[rows].tolist(), strict=True
+            ):
+                if pid >= 0:
+                    urls[row] = block.paths[pid]
+                elif pid == INLINED:
+                    inlined[row] = block.inlined[number]
+        return _Entries(coords, path_id, urls, offsets, lengths, inlined)
+
+    def _key(self, coords: Sequence[int] | np.ndarray[Any, Any]) -> str:
+        index = ".".join(str(int(c)) for c in coords) or "0"
+        return f"{self.name}/{index}"
+
+    # -- filling the output ----------------------------------------------------------------
+
+    def _fill_missing(
+        self, out: np.ndarray[Any, Any], axes: Sequence[Axis], entries: _Entries
+    ) -> None:
+        missing = np.flatnonzero(entries.path_id == MISSING)
+        if not missing.size:
+            return
+        fill = self.array.meta.fill_value
+        value = np.zeros((), dtype=out.dtype) if fill is None else fill
+        if missing.size == len(entries.path_id):
+            out[...] = value
+            return
+        for row in missing.tolist():
+            out[_out_region(axes, entries.coords[row].tolist())] = value
+
+    def _read_stored(
+        self, out: np.ndarray[Any, Any], axes: Sequence[Axis], entries: _Entries
+    ) -> None:
+        referenced = np.flatnonzero(entries.path_id >= 0).tolist()
+        if not referenced and not entries.inlined:
+            return
+        with ThreadPoolExecutor(self.threads) as pool:
+            pending: set[Future[None]] = set()
+            batch: list[tuple[int, bytes | memoryview]] = []
+            batch_bytes = 0
+
+            def flush() -> None:
+                nonlocal batch, batch_bytes
+                if batch:
+                    pending.add(pool.submit(self._place_many, out, axes, entries, batch))
+                    batch, batch_bytes = [], 0
+                if len(pending) >= self.threads * _BACKLOG_PER_THREAD:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        pending.discard(future)
+                        future.result()
+
+            def add(row: int, data: bytes | memoryview) -> None:
+                nonlocal batch_bytes
+                batch.append((row, data))
+                batch_bytes += len(data)
+                if batch_bytes >= _BATCH_BYTES or len(batch) >= _BATCH_CHUNKS:
+                    flush()
+
+            for row, inline in entries.inlined.items():
+                add(row, inline)
+            if referenced:
+                urls, offsets, lengths = self._ranges(entries, referenced)
+                keys = [self._key(entries.coords[row]) for row in referenced]
+                for index, data in self.reader.iter_read(urls, offsets, lengths, keys):
+                    add(referenced[index], data)
+            flush()
+            for future in pending:
+                future.result()
+
+    def _ranges(
+        self, entries: _Entries, rows: list[int]
+    ) -> tuple[list[str], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        urls = [entries.urls[row] or "" for row in rows]
+        offsets = entries.offsets[rows]
+        lengths = entries.lengths[rows].copy()
+        whole = np.flatnonzero(lengths < 0)
+        for k in whole.tolist():  # a whole-file reference: its length is the file's size
+            lengths[k] = self.reader.size(urls[k]) - offsets[k]
+        return urls, offsets, lengths
+
+    def _place_many(
+        self,
+        out: np.ndarray[Any, Any],
+        axes: Sequence[Axis],
+        entries: _Entries,
+        batch: list[tuple[int, bytes | memoryview]],
+    ) -> None:
+        for row, data in batch:
+            coords = entries.coords[row].tolist()
+            chunk = self.decoder.decode(data, self._key(coords))
+            source = tuple(axis.in_chunk(c) for axis, c in zip(axes, coords, strict=True))
+            out[_out_region(axes, coords)] = chunk[source]
+
+
+def _out_region(axes: Sequence[Axis], coords: Sequence[int]) -> tuple[slice, ...]:
+    return tuple(axis.in_output(c) for axis, c in zip(axes, coords, strict=True))

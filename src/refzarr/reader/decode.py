@@ -1,0 +1,70 @@
+"""Decoding one stored chunk into a numpy array of the chunk's shape with the array's codecs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numcodecs
+import numpy as np
+
+from refzarr.errors import ChunkDecodeError
+from refzarr.model import ArrayMeta
+
+__all__ = ["ChunkDecoder"]
+
+
+class ChunkDecoder:
+    """Decodes stored chunks of one array (codecs applied last-first, as Zarr v2 does).
+
+    Parameters
+    ----------
+    meta
+        The array's metadata: codecs, chunk shape, dtype and memory order.
+    name
+        The array's path, named in errors.
+    """
+
+    def __init__(self, meta: ArrayMeta, name: str) -> None:
+        self.name = name
+        self.dtype = meta.dtype
+        self.chunks = meta.chunks
+        self.order = meta.order
+        self.count = int(np.prod(meta.chunks, dtype=np.int64))
+        try:
+            self.codecs = [numcodecs.get_codec(dict(config)) for config in meta.codecs]
+        except (ValueError, KeyError, TypeError) as exc:
+            ids = [config.get("id") for config in meta.codecs]
+            raise ChunkDecodeError(
+                f"{name}: no decoder for codecs {ids} ({exc}); install the package that "
+                "provides it (refzarr[codecs] for imagecodecs' HDF5 filters)"
+            ) from exc
+
+    def decode(self, data: bytes | memoryview, key: str) -> np.ndarray[Any, Any]:
+        """The chunk stored as ``data``, shaped like a whole chunk.
+
+        Raises
+        ------
+        ChunkDecodeError
+            When a codec fails or the decoded size is not one chunk's (names the key).
+        """
+        buffer: Any = data
+        try:
+            for codec in reversed(self.codecs):
+                buffer = codec.decode(buffer)
+        except Exception as exc:  # any codec failure means the bytes are not this chunk
+            raise ChunkDecodeError(f"{key}: decoding failed: {type(exc).__name__}: {exc}") from exc
+        if isinstance(buffer, np.ndarray) and buffer.dtype == object:
+            values = buffer
+        else:
+            raw = np.frombuffer(memoryview(buffer).cast("B"), dtype=np.uint8)
+            if raw.size != self.count * self.dtype.itemsize:
+                raise ChunkDecodeError(
+                    f"{key}: decoded to {raw.size} bytes, a chunk of {self.chunks} "
+                    f"{self.dtype} needs {self.count * self.dtype.itemsize}"
+                )
+            values = raw.view(self.dtype)
+        if values.size != self.count:
+            raise ChunkDecodeError(
+                f"{key}: decoded to {values.size} values, a chunk holds {self.count}"
+            )
+        return values.reshape(self.chunks, order=self.order)

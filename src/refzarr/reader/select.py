@@ -1,0 +1,104 @@
+"""Basic selections (integers, slices of any step, ``...``) mapped onto a regular chunk grid."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Axis", "normalize_selection"]
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """One dimension of a selection mapped onto the chunk grid.
+
+    Attributes
+    ----------
+    size
+        Number of selected positions.
+    chunk_ids
+        The chunks that hold selected positions, ascending.
+    regions
+        For each of those chunks: (where its selected positions go in the output, which of its
+        positions are selected).
+    finish
+        Applied to the assembled output: ``slice(None)``, ``slice(None, None, -1)`` for a
+        negative step, or ``0`` for an integer index (the axis is dropped).
+    """
+
+    size: int
+    chunk_ids: np.ndarray[Any, np.dtype[np.int64]]
+    regions: dict[int, tuple[slice, slice]]
+    finish: slice | int
+
+    @classmethod
+    def of(
+        cls,
+        indices: np.ndarray[Any, np.dtype[np.int64]],
+        step: int,
+        chunk: int,
+        finish: slice | int,
+    ) -> Axis:
+        """The axis selecting ascending ``indices`` (spaced ``step``) on chunks of ``chunk``."""
+        ids = np.unique(indices // chunk)
+        lows = np.searchsorted(indices, ids * chunk).tolist()
+        highs = np.searchsorted(indices, (ids + 1) * chunk).tolist()
+        regions = {}
+        for chunk_id, low, high in zip(ids.tolist(), lows, highs, strict=True):
+            base = chunk_id * chunk
+            first = int(indices[low]) - base
+            last = int(indices[high - 1]) - base
+            regions[chunk_id] = (slice(low, high), slice(first, last + 1, step))
+        return cls(len(indices), ids, regions, finish)
+
+    def in_output(self, chunk_id: int) -> slice:
+        """Where the selected positions of chunk ``chunk_id`` go in the output."""
+        return self.regions[chunk_id][0]
+
+    def in_chunk(self, chunk_id: int) -> slice:
+        """Which positions of chunk ``chunk_id`` are selected."""
+        return self.regions[chunk_id][1]
+
+
+def normalize_selection(
+    selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]
+) -> list[Axis]:
+    """One `Axis` per dimension of an array for a basic numpy selection.
+
+    Raises
+    ------
+    IndexError
+        For indices out of range, too many indices, or advanced (array) indexing.
+    """
+    items = list(selection) if isinstance(selection, tuple) else [selection]
+    if sum(item is Ellipsis for item in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at : at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
+    if len(items) > len(shape):
+        raise IndexError(f"too many indices: {len(items)} for an array of {len(shape)} dims")
+    items += [slice(None)] * (len(shape) - len(items))
+    return [_axis(item, n, c) for item, n, c in zip(items, shape, chunks, strict=True)]
+
+
+def _axis(item: Any, size: int, chunk: int) -> Axis:
+    if isinstance(item, slice):
+        start, stop, step = item.indices(size)
+        if step > 0:
+            return Axis.of(np.arange(start, stop, step, dtype=np.int64), step, chunk, slice(None))
+        ascending = np.arange(start, stop, step, dtype=np.int64)[::-1].copy()
+        return Axis.of(ascending, -step, chunk, slice(None, None, -1))
+    try:
+        index = operator.index(item)
+    except TypeError:
+        raise IndexError(
+            f"only integers, slices and '...' select from a referenced array, not {item!r}"
+        ) from None
+    if not -size <= index < size:
+        raise IndexError(f"index {index} is out of bounds for an axis of size {size}")
+    index %= size
+    return Axis.of(np.array([index], dtype=np.int64), 1, chunk, 0)
