@@ -1,0 +1,156 @@
+"""ArrayReader: any basic selection equals what h5py reads; missing chunks are fill values;
+unreadable chunks raise, never fill values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import refzarr
+from refzarr import ChunkDecodeError, ChunkFetchError, RefArray
+from refzarr.io import FetchPolicy, RangeReader
+from refzarr.model import ChunkManifest
+from refzarr.reader import ArrayReader
+from roundtrip import kerchunk_hdf5_refs
+
+SHAPE, CHUNKS = (13, 10, 7), (4, 3, 7)
+
+
+def _write(path: Path) -> Path:
+    rng = np.random.default_rng(1)
+    with h5py.File(path, "w") as f:
+        f.create_dataset(
+            "gz",
+            data=rng.normal(size=SHAPE).astype(">f4"),
+            chunks=CHUNKS,
+            compression="gzip",
+            shuffle=True,
+        )
+        sparse = f.create_dataset("sparse", shape=(20, 20), chunks=(5, 5), dtype="i2", fillvalue=-7)
+        sparse[0:5, 0:5] = 1
+        sparse[12, 19] = 3
+        f.create_dataset("plain", data=np.arange(50, dtype="u8").reshape(5, 10))
+        f.create_dataset("scalar", data=np.float64(2.5))
+        f.create_dataset("tiny", data=np.arange(6, dtype="i1"), chunks=(4,))
+    return path
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, refzarr.RefGroup]:
+    path = _write(tmp_path_factory.mktemp("reader") / "data.h5")
+    return path, refzarr.read(kerchunk_hdf5_refs(path, inline_threshold=40))
+
+
+def _reader(group: refzarr.RefGroup, name: str) -> ArrayReader:
+    array = group[name]
+    assert isinstance(array, RefArray)
+    return ArrayReader(array, name, RangeReader(), threads=2)
+
+
+def _expected(path: Path, name: str, selection: Any) -> np.ndarray:
+    with h5py.File(path, "r") as f:
+        return np.asarray(f[name][()])[selection]
+
+
+def _assert_same(got: np.ndarray, expected: np.ndarray) -> None:
+    assert got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected, strict=True)
+
+
+@pytest.mark.parametrize("name", ["gz", "sparse", "plain", "scalar", "tiny"])
+def test_whole_arrays_equal_h5py(source: tuple[Path, refzarr.RefGroup], name: str) -> None:
+    path, group = source
+    _assert_same(_reader(group, name)[...], _expected(path, name, ...))
+
+
+def _slices(size: int) -> st.SearchStrategy[Any]:
+    bound = st.integers(-size - 2, size + 2) | st.none()
+    step = st.integers(-4, 4).filter(lambda s: s != 0) | st.none()
+    index = st.integers(-size, size - 1) if size else st.nothing()
+    return st.builds(slice, bound, bound, step) | index
+
+
+selections = st.tuples(*[_slices(n) for n in SHAPE]).flatmap(
+    lambda full: st.integers(0, 3).map(lambda k: full[:k])
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(selection=selections, ellipsis=st.booleans())
+def test_basic_selections_equal_numpy(
+    source: tuple[Path, refzarr.RefGroup], selection: tuple[Any, ...], ellipsis: bool
+) -> None:
+    path, group = source
+    chosen: Any = (*selection, ...) if ellipsis else selection
+    _assert_same(_reader(group, "gz")[chosen], _expected(path, "gz", chosen))
+
+
+def test_sparse_selection_reads_fill_value_only_for_unwritten(
+    source: tuple[Path, refzarr.RefGroup],
+) -> None:
+    path, group = source
+    got = _reader(group, "sparse")[3:13, 2:20:4]
+    _assert_same(got, _expected(path, "sparse", (slice(3, 13), slice(2, 20, 4))))
+    assert (got == -7).any()
+    assert (got == 1).any()
+
+
+def test_bad_indices_raise(source: tuple[Path, refzarr.RefGroup]) -> None:
+    reader = _reader(source[1], "gz")
+    with pytest.raises(IndexError, match="out of bounds"):
+        reader[13]
+    with pytest.raises(IndexError, match="too many indices"):
+        reader[0, 0, 0, 0]
+    with pytest.raises(IndexError, match="only integers, slices"):
+        reader[[0, 1]]
+
+
+def _with_manifest(array: RefArray, manifest: ChunkManifest) -> RefArray:
+    return RefArray(array.meta, manifest)
+
+
+def test_unreachable_chunk_raises_never_fill(
+    source: tuple[Path, refzarr.RefGroup], tmp_path: Path
+) -> None:
+    _, group = source
+    array = group["gz"]
+    assert isinstance(array, RefArray)
+    m = array.manifest
+    gone = ChunkManifest.from_arrays(
+        [str(tmp_path / "gone.h5")], np.zeros_like(m.path_id), m.offset, m.length, {}
+    )
+    reader = ArrayReader(_with_manifest(array, gone), "gz", RangeReader())
+    with pytest.raises(ChunkFetchError, match=r"gone\.h5.*gz/0\.0\.0"):
+        reader[0]
+
+
+def test_wrong_bytes_raise_a_decode_error_naming_the_key(
+    source: tuple[Path, refzarr.RefGroup],
+) -> None:
+    _, group = source
+    array = group["gz"]
+    assert isinstance(array, RefArray)
+    m = array.manifest
+    shifted = ChunkManifest.from_arrays(m.paths, m.path_id, m.offset + np.uint64(1), m.length, {})
+    reader = ArrayReader(_with_manifest(array, shifted), "gz", RangeReader())
+    with pytest.raises(ChunkDecodeError, match=r"gz/\d+\.\d+\.\d+"):
+        reader[...]
+
+
+def test_merged_reads_use_few_blocks(source: tuple[Path, refzarr.RefGroup]) -> None:
+    path, group = source
+    array = group["gz"]
+    assert isinstance(array, RefArray)
+    # no merging at all still reads correctly
+    policy = FetchPolicy(max_gap=0, max_block=1, concurrency=1, attempts=1)
+    reader = ArrayReader(array, "gz", RangeReader(local_policy=policy), threads=1)
+    _assert_same(reader[...], _expected(path, "gz", ...))
