@@ -3,9 +3,13 @@
 The public API is what ``__all__`` lists; everything else is private.
 """
 
+import importlib
+from typing import Any
+
 from refzarr.errors import (
     ChunkDecodeError,
     ChunkFetchError,
+    ForbiddenURLError,
     RefFormatError,
     RefzarrError,
     ScanError,
@@ -18,21 +22,40 @@ from refzarr.scan import scan
 
 __version__ = "0.1.0.dev0"
 
+_LAZY = {
+    "ReferenceStore": "refzarr.reader.store",
+    "open_dataset": "refzarr.reader.xarray_backend",
+    "open_datatree": "refzarr.reader.xarray_backend",
+}
+"""Public names whose modules import zarr's Store API or xarray: loaded on first use."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'refzarr' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "ArrayMeta",
     "ChunkDecodeError",
     "ChunkFetchError",
     "ChunkManifest",
     "ChunkRef",
+    "ForbiddenURLError",
     "RefArray",
     "RefFormatError",
     "RefGroup",
+    "ReferenceStore",
     "RefzarrError",
     "ScanError",
     "SourceNotFoundError",
     "UnsupportedFeatureError",
     "__version__",
     "expand_references",
+    "open_dataset",
+    "open_datatree",
     "read",
     "scan",
     "write",

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "ChunkDecodeError",
     "ChunkFetchError",
+    "ForbiddenURLError",
     "RefFormatError",
     "RefzarrError",
     "ScanError",
@@ -38,6 +39,10 @@ class ChunkFetchError(RefzarrError, OSError):
 
 class ChunkDecodeError(RefzarrError, ValueError):
     """A chunk's bytes could not be decoded into the array's chunk (names the chunk key)."""
+
+
+class ForbiddenURLError(RefzarrError, PermissionError):
+    """A reference points outside the protocols or URL prefixes the caller allowed."""
 
 
 class SourceNotFoundError(RefzarrError, FileNotFoundError):

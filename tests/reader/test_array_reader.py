@@ -54,8 +54,12 @@ def _reader(group: refzarr.RefGroup, name: str) -> ArrayReader:
 
 
 def _expected(path: Path, name: str, selection: Any) -> np.ndarray:
+    """numpy's answer; a trailing ``...`` keeps 0-d results arrays (as the reader returns)."""
+    chosen = selection if isinstance(selection, tuple) else (selection,)
+    if Ellipsis not in chosen:
+        chosen = (*chosen, ...)
     with h5py.File(path, "r") as f:
-        return np.asarray(f[name][()])[selection]
+        return np.asarray(f[name][()])[chosen]
 
 
 def _assert_same(got: np.ndarray, expected: np.ndarray) -> None:

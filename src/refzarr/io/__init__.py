@@ -1,5 +1,6 @@
 """Byte access: many (url, offset, length) ranges read at once, merged, concurrent, retried."""
 
+from refzarr.io.allow import URLPolicy, normalize_url
 from refzarr.io.fetch import LOCAL_POLICY, REMOTE_POLICY, FetchPolicy, RangeReader
 from refzarr.io.plan import Block, ReadPlan, plan_reads
 
@@ -10,5 +11,7 @@ __all__ = [
     "FetchPolicy",
     "RangeReader",
     "ReadPlan",
+    "URLPolicy",
+    "normalize_url",
     "plan_reads",
 ]

@@ -25,6 +25,7 @@ import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ChunkFetchError
+from refzarr.io.allow import URLPolicy
 from refzarr.io.plan import Block, ReadPlan, plan_reads
 
 __all__ = ["LOCAL_POLICY", "REMOTE_POLICY", "FetchPolicy", "RangeReader"]
@@ -92,6 +93,10 @@ class RangeReader:
         fsspec options for the filesystems of remote URLs (``{"anon": True}``, ...).
     local_policy, remote_policy
         Merging, concurrency and retry settings for local files and for everything else.
+    allowed
+        Protocols (``"s3"``) and URL prefixes (``"s3://bucket/data/"``) that may be read; a
+        request for any other URL raises `ForbiddenURLError` before any byte is requested.
+        None (default) allows everything.
 
     Examples
     --------
@@ -102,8 +107,21 @@ class RangeReader:
     storage_options: Mapping[str, Any] | None = None
     local_policy: FetchPolicy = LOCAL_POLICY
     remote_policy: FetchPolicy = REMOTE_POLICY
+    allowed: Sequence[str] | None = None
     _filesystems: dict[str, tuple[Any, bool]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # filesystems and the lock stay behind: a copy (a dask worker) makes its own
+        return {
+            "storage_options": self.storage_options,
+            "local_policy": self.local_policy,
+            "remote_policy": self.remote_policy,
+            "allowed": self.allowed,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
 
     def read(
         self,
@@ -143,7 +161,9 @@ class RangeReader:
         At most ``concurrency`` blocks are in flight; a block's buffers are yielded as soon as
         it arrives. Stopping the iteration early cancels the blocks not yet started.
         """
-        is_local_url = {url: self._filesystem(url)[1] for url in dict.fromkeys(urls)}
+        distinct = list(dict.fromkeys(urls))
+        URLPolicy(self.allowed).check(distinct)
+        is_local_url = {url: self._filesystem(url)[1] for url in distinct}
         local = [is_local_url[url] for url in urls]
         for is_local in (True, False):
             chosen = [i for i, flag in enumerate(local) if flag is is_local]
@@ -158,6 +178,7 @@ class RangeReader:
         ChunkFetchError
             When the file cannot be found or asked.
         """
+        URLPolicy(self.allowed).check([url])
         fs, _ = self._filesystem(url)
         try:
             return int(fs.size(_remote_path(fs, url)))

@@ -97,8 +97,9 @@ class ArrayReader:
             entries = self._entries(axes)
             self._fill_missing(out, axes, entries)
             self._read_stored(out, axes, entries)
-        result = out[tuple(axis.finish for axis in axes)]
-        return np.asarray(result)
+        # the trailing ... keeps a 0-d array (and its byte order) when every axis is an integer
+        result: np.ndarray[Any, Any] = out[(*(axis.finish for axis in axes), ...)]
+        return result
 
     # -- which chunks ----------------------------------------------------------------------
 
