@@ -152,8 +152,7 @@ class ArrayReader:
         missing = np.flatnonzero(entries.path_id == MISSING)
         if not missing.size:
             return
-        fill = self.array.meta.fill_value
-        value = np.zeros((), dtype=out.dtype) if fill is None else fill
+        value = _fill(self.array.meta.fill_value, out.dtype, self.array.meta.codecs)
         if missing.size == len(entries.path_id):
             out[...] = value
             return
@@ -223,6 +222,17 @@ class ArrayReader:
             chunk = self.decoder.decode(data, self._key(coords))
             source = tuple(axis.in_chunk(c) for axis, c in zip(axes, coords, strict=True))
             out[_out_region(axes, coords)] = chunk[source]
+
+
+def _fill(fill_value: Any, dtype: np.dtype[Any], codecs: Sequence[Any]) -> Any:
+    """What an unwritten chunk holds: the fill value; with none, zeros (as Zarr v2 reads), and
+    for object arrays of strings or bytes the empty value of their codec."""
+    if fill_value is not None:
+        return fill_value
+    if dtype.kind == "O":
+        ids = {codec.get("id") for codec in codecs}
+        return b"" if "vlen-bytes" in ids else "" if "vlen-utf8" in ids else None
+    return np.zeros((), dtype=dtype)
 
 
 def _out_region(axes: Sequence[Axis], coords: Sequence[int]) -> tuple[slice, ...]:
