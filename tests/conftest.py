@@ -337,3 +337,23 @@ def s3(
         yield bucket, options
     finally:
         s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture
+def s3_proxy(
+    s3: tuple[str, dict[str, Any]], s3_server: str
+) -> Iterator[tuple[str, dict[str, Any], Any]]:
+    """A fresh bucket reached through a counting proxy: yields ``(bucket, options, proxy)``.
+
+    ``options`` are s3fs storage options whose endpoint is a `s3proxy.CountingProxy` in front
+    of `s3_server` (on 127.0.0.1, a free port): every request through them is recorded, and
+    ``proxy.fail(...)`` makes chosen requests fail. The `s3` fixture's own options still reach
+    moto directly (uploads that should not be counted). The proxy stops after the test.
+    """
+    from s3proxy import CountingProxy
+
+    bucket, direct = s3
+    with CountingProxy(s3_server) as proxy:
+        options = {**direct, "client_kwargs": {**direct["client_kwargs"]}}
+        options["client_kwargs"]["endpoint_url"] = proxy.endpoint
+        yield bucket, options, proxy

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from refzarr.model import RefGroup
-from refzarr.scan.detect import detect_format
 from refzarr.scan.result import ScannedGroup, Skipped
 
 __all__ = ["ScannedGroup", "Skipped", "scan"]
@@ -43,7 +42,9 @@ def scan(url: str, *, storage_options: Mapping[str, Any] | None = None, **option
         When the file is corrupt or not what its signature says.
     """
     url = os.fspath(url)
-    detect_format(url, storage_options)  # HDF5 is the only format so far
+    # HDF5 is the only format so far: its scanner detects the format (`identify`) on the file
+    # object it opens anyway, so a remote file costs no extra request for detection. With a
+    # second format, open once here, identify, and hand the open file to that format's scanner.
     from refzarr.scan.hdf5 import Hdf5Scanner
 
     known = {f.name for f in dataclasses.fields(Hdf5Scanner)}

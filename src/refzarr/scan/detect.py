@@ -9,7 +9,14 @@ import fsspec
 
 from refzarr.errors import SourceNotFoundError, UnsupportedFeatureError
 
-__all__ = ["HDF5_MAGIC", "SUPPORTED_FORMATS", "Format", "detect_format"]
+__all__ = [
+    "HDF5_MAGIC",
+    "SUPPORTED_FORMATS",
+    "Format",
+    "detect_format",
+    "hdf5_signature_offset",
+    "identify",
+]
 
 Format = Literal["hdf5"]
 
@@ -40,9 +47,15 @@ _OTHER_MAGIC = {
 
 _MAX_USERBLOCK_STEPS = 40
 
+_DETECT_BLOCK = 2**16
+"""Bytes `detect_format` reads at a time from remote files."""
+
 
 def detect_format(url: str, storage_options: Mapping[str, Any] | None = None) -> Format:
     """The format of the file at ``url`` (a local path or an fsspec URL).
+
+    Opens the file for this question alone; a scanner that opens the file anyway asks
+    `identify` on its own handle instead, which costs no extra request.
 
     Raises
     ------
@@ -54,14 +67,29 @@ def detect_format(url: str, storage_options: Mapping[str, Any] | None = None) ->
     """
     fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     try:
-        with fs.open(path, "rb") as f:
-            size = int(fs.size(path))
-            if _has_hdf5_signature(f, size):
-                return "hdf5"
-            head = f.read(8) if f.seek(0) == 0 else b""
+        # a small first block: s3fs would otherwise fetch 50 MiB to read 8 bytes
+        with fs.open(path, "rb", block_size=_DETECT_BLOCK) as f:
+            size = getattr(f, "size", None)
+            return identify(f, int(fs.size(path) if size is None else size), url)
     except FileNotFoundError as exc:
         raise SourceNotFoundError(f"{url}: no such file") from exc
-    seen = _known_other(head)
+
+
+def identify(f: BinaryIO, size: int, url: str) -> Format:
+    """The format of the open file ``f`` of ``size`` bytes (``url`` names it in errors).
+
+    Reads a few bytes at the start (and at 512, 1024, ... when HDF5 hides behind a user
+    block); through a caching fsspec file these come out of the first block read.
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        When the file is in no format refzarr scans.
+    """
+    if hdf5_signature_offset(f, size) is not None:
+        return "hdf5"
+    f.seek(0)
+    seen = _known_other(f.read(8))
     if seen is not None:
         raise UnsupportedFeatureError(
             f"{url}: looks like {seen}, which refzarr cannot scan yet; "
@@ -70,17 +98,20 @@ def detect_format(url: str, storage_options: Mapping[str, Any] | None = None) ->
     return _from_suffix(url)
 
 
-def _has_hdf5_signature(f: BinaryIO, size: int) -> bool:
-    """HDF5's signature at 0, 512, 1024, 2048, ... (user block sizes are powers of two)."""
+def hdf5_signature_offset(f: BinaryIO, size: int) -> int | None:
+    """Where HDF5's signature is: 0, 512, 1024, 2048, ... (user blocks are powers of two).
+
+    None when it is at none of these offsets within the file's ``size`` bytes.
+    """
     offset = 0
     for _ in range(_MAX_USERBLOCK_STEPS):
         if offset + len(HDF5_MAGIC) > size:
-            return False
+            return None
         f.seek(offset)
         if f.read(len(HDF5_MAGIC)) == HDF5_MAGIC:
-            return True
+            return offset
         offset = 512 if offset == 0 else offset * 2
-    return False
+    return None
 
 
 def _known_other(head: bytes) -> str | None:

@@ -15,17 +15,22 @@ import h5py
 
 from refzarr.codecs.hdf5_filters import Hdf5Filter, filters_to_codecs
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
-from refzarr.model import ArrayMeta, RefArray, RefGroup
+from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
+from refzarr.scan.hdf5_array_type import unfold_array_type
 from refzarr.scan.hdf5_attrs import read_attributes
+from refzarr.scan.hdf5_contiguous import check_chunk_bytes
 from refzarr.scan.hdf5_dims import (
     PhonyDimensions,
     dimension_names,
     is_dimension_only,
     variable_name,
 )
-from refzarr.scan.hdf5_layout import chunk_shape, manifest_for
+from refzarr.scan.hdf5_layout import manifest_for
+from refzarr.scan.hdf5_links import follow_external_link
 from refzarr.scan.hdf5_source import OpenSource, open_source
-from refzarr.scan.hdf5_types import ENUM_ATTR, enum_mapping, fill_value, storage_dtype
+from refzarr.scan.hdf5_types import fill_value, storage_dtype, type_attributes
+from refzarr.scan.hdf5_unlimited import NetcdfExtents, extend_to
+from refzarr.scan.hdf5_vlen import decoded_array, needs_decoding
 from refzarr.scan.result import ScannedGroup, Skipped
 
 __all__ = ["Hdf5Scanner"]
@@ -47,6 +52,11 @@ class Hdf5Scanner:
         ``"raise"`` (default): a dataset, attribute or link refzarr cannot reference raises
         `UnsupportedFeatureError` naming the file, the object and the feature. ``"skip"``:
         it is left out and listed in the result's ``skipped``.
+    contiguous_chunk_bytes
+        None (default): a contiguous (unchunked) dataset is one chunk. An int: it is cut into
+        chunks of at most about this many bytes (whole rows of its leading axes, sizes that
+        divide the axis where possible), so that reading a slice fetches only what it needs.
+        External raw data files are cut the same way.
 
     Examples
     --------
@@ -56,8 +66,10 @@ class Hdf5Scanner:
 
     inline_threshold: int = 0
     on_unsupported: OnUnsupported = "raise"
+    contiguous_chunk_bytes: int | None = None
 
     def __post_init__(self) -> None:
+        check_chunk_bytes(self.contiguous_chunk_bytes)
         if isinstance(self.inline_threshold, bool) or not isinstance(self.inline_threshold, int):
             raise TypeError(f"inline_threshold must be an int, got {self.inline_threshold!r}")
         if self.inline_threshold < 0:
@@ -95,6 +107,7 @@ class _Walk:
     skipped: list[Skipped] = field(default_factory=list)
     arrays: dict[Any, RefArray] = field(default_factory=dict)
     phony: PhonyDimensions = field(default_factory=PhonyDimensions)
+    netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
 
     def where(self, path: str, kind: str = "dataset") -> str:
         return f"{self.source.url}: {kind} {path!r}"
@@ -135,13 +148,22 @@ class _Walk:
         path = _join(group.name, name)
         link = group.get(name, getlink=True)
         if isinstance(link, h5py.ExternalLink):
-            raise UnsupportedFeatureError(
-                f"{self.where(path, 'link')}: external links (to {link.filename!r}) "
-                "are not supported yet"
+            return follow_external_link(
+                link,
+                path,
+                ancestors,
+                self.source,
+                lambda source: _Walk(self.options, source, phony=self.phony),
+                self.skipped,
             )
         item = group.get(name)
         if item is None:
             raise UnsupportedFeatureError(f"{self.where(path, 'link')}: dangling soft link")
+        if item.id.fileno != group.id.fileno:  # a soft link through an external link
+            raise UnsupportedFeatureError(
+                f"{self.where(path, 'link')}: soft link into another file through an external "
+                "link; link to the object with an external link instead"
+            )
         if isinstance(item, h5py.Group):
             if item.id in ancestors:
                 raise UnsupportedFeatureError(
@@ -156,7 +178,18 @@ class _Walk:
         """A dataset as an array; one seen before under another name is not scanned again."""
         seen = self.arrays.get(ds.id)
         if seen is None:
-            seen = self.arrays[ds.id] = self.build_array(ds, path)
+            try:
+                seen = self.build_array(ds, path)
+            except RefzarrError:
+                raise
+            except (OSError, RuntimeError) as exc:  # h5py reading damaged metadata
+                raise ScanError(
+                    f"{self.where(path)}: reading its HDF5 metadata failed (damaged file?): {exc}"
+                ) from exc
+            # chunks of one HDF5 chunk index never share bytes; cut contiguous data may
+            contiguous = ds.chunks is None
+            self.source.check_within_file(seen.manifest, self.where(path), overlaps=contiguous)
+            self.arrays[ds.id] = seen
         return seen
 
     def build_array(self, ds: h5py.Dataset, path: str) -> RefArray:
@@ -165,22 +198,44 @@ class _Walk:
             raise UnsupportedFeatureError(
                 f"{where}: datasets with a null dataspace are not supported"
             )
+        if needs_decoding(ds):  # vlen strings, object references: decoded and inlined
+            attrs, dims = self.array_attributes(ds, path, where), dimension_names(ds, self.phony)
+            return decoded_array(ds, where, attrs, dims)
         dtype = storage_dtype(ds, where)
         # codecs before the chunk index: an unsupported filter fails before any chunk is read
-        codecs = filters_to_codecs(_filters(ds), dtype.itemsize, where=where)
-        manifest = manifest_for(
+        codecs = filters_to_codecs(_filters(ds), dtype, where=where, type_id=ds.id.get_type())
+        chunks, manifest, codecs = manifest_for(  # a virtual dataset has its sources' codecs
             ds,
             dtype,
             url=self.source.url,
             read_range=self.source.read_range,
             inline_threshold=self.options.inline_threshold,
             where=where,
+            codecs=codecs,
+            contiguous_chunk_bytes=self.options.contiguous_chunk_bytes,
+            fs=getattr(self.source.raw, "fs", None),
         )
+        if dtype.subdtype is not None:  # an HDF5 array type: its axes become trailing axes
+            attrs, dims = self.array_attributes(ds, path, where), dimension_names(ds, self.phony)
+            return unfold_array_type(
+                ds,
+                dtype,
+                codecs,
+                chunks,
+                manifest,
+                attributes=attrs,
+                dimension_names=dims,
+                phony=self.phony,
+                where=where,
+            )
+        shape = self.netcdf.shape(ds)  # unlimited dimensions at their netCDF length
+        manifest = extend_to(ds, shape, chunks, manifest, where)
+        complete = not bool((manifest.path_id == MISSING).any())
         meta = ArrayMeta(
-            shape=ds.shape,
-            chunks=chunk_shape(ds),
+            shape=shape,
+            chunks=chunks,
             dtype=dtype,
-            fill_value=fill_value(ds, dtype),
+            fill_value=fill_value(ds, dtype, all_chunks_written=complete),
             codecs=codecs,
             attributes=self.array_attributes(ds, path, where),
             dimension_names=dimension_names(ds, self.phony),
@@ -189,9 +244,7 @@ class _Walk:
 
     def array_attributes(self, ds: h5py.Dataset, path: str, where: str) -> dict[str, Any]:
         attrs = read_attributes(ds, where, self.skip_attribute(path))
-        mapping = enum_mapping(ds)
-        if mapping is not None:
-            attrs[ENUM_ATTR] = mapping
+        attrs.update(type_attributes(ds))  # enum mapping, opaque tag
         return attrs
 
 

@@ -3,9 +3,12 @@
 A dimension is named by its scale's own name, never path-qualified (a scale in a parent group
 is named by its short name, as netCDF does). A variable netCDF stored as ``_nc4_non_coord_<x>``
 (its name is also a dimension's, but it is not that dimension's coordinate) is named ``<x>``.
-An axis without a scale gets a phony name, ``phony_dim_<n>``, like netCDF-C and h5netcdf:
-within a group, one per distinct length, but never the same one twice in one dataset; ``n``
-counts across the file.
+A scale attached to several axes names each of them (netCDF allows a dimension twice in one
+variable). The axes of a netCDF coordinate variable of several dimensions (a scale itself, so
+HDF5 attaches nothing to it) are named by its ``_Netcdf4Coordinates`` dimension ids. An axis
+without a scale gets a phony name, ``phony_dim_<n>``, like netCDF-C and h5netcdf: within a
+group, one per distinct length, but never the same one twice in one dataset; ``n`` counts
+across the file.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import h5py
+import numpy as np
 from h5py import h5ds
 
 __all__ = [
@@ -75,12 +79,20 @@ def variable_name(name: str, group: h5py.Group) -> str:
 def dimension_names(ds: h5py.Dataset, phony: PhonyDimensions) -> tuple[str, ...]:
     """One name per axis of ``ds`` (empty for a scalar)."""
     names: list[str] = []
+    phonies: list[str] = []
     own_scale = h5ds.is_scale(ds.id)
+    netcdf = _netcdf_dimension_names(ds) if own_scale and ds.ndim > 1 else None
     group = ds.name.rpartition("/")[0]
     for axis, length in enumerate(ds.shape):
-        name = short_name(ds.name) if own_scale and axis == 0 else _scale_name(ds, axis)
-        if name is None or name in names:
+        if own_scale and axis == 0:
+            name: str | None = short_name(ds.name)
+        elif netcdf is not None:
+            name = netcdf[axis]
+        else:
+            name = _scale_name(ds, axis)
+        if name is None or name in phonies:
             name = phony.name(group, length, names)
+            phonies.append(name)
         names.append(name)
     return tuple(names)
 
@@ -96,3 +108,42 @@ def _scale_name(ds: h5py.Dataset, axis: int) -> str | None:
 
     h5ds.iterate(ds.id, axis, first)
     return short_name(found[0]) if found else None
+
+
+def _netcdf_dimension_names(ds: h5py.Dataset) -> list[str | None] | None:
+    """The names of the dimensions netCDF's ``_Netcdf4Coordinates`` lists for ``ds`` (None
+    where an id is not a dimension of its group or an enclosing one), or None without them."""
+    try:
+        ids = ds.attrs.get("_Netcdf4Coordinates")
+    except (OSError, TypeError):
+        return None
+    if ids is None or np.size(ids) != ds.ndim:
+        return None
+    known = _netcdf_dimensions(ds.parent)
+    return [known.get(int(dimid)) for dimid in np.ravel(ids)]
+
+
+def _netcdf_dimensions(group: h5py.Group) -> dict[int, str]:
+    """``{dimension id: name}`` of the dimension scales in ``group`` and the groups above it
+    (an inner group's dimension hides an outer one of the same id)."""
+    found: dict[int, str] = {}
+    while True:
+        for name in group:
+            dimid = _dimension_id(group, name)
+            if dimid is not None:
+                found.setdefault(dimid, name)
+        if group.name == "/":
+            return found
+        group = group.parent
+
+
+def _dimension_id(group: h5py.Group, name: str) -> int | None:
+    """The ``_Netcdf4Dimid`` of a dimension scale, or None (not a scale, no id, unreadable)."""
+    try:
+        item = group.get(name)
+        if not isinstance(item, h5py.Dataset) or not h5ds.is_scale(item.id):
+            return None
+        dimid = item.attrs.get("_Netcdf4Dimid")
+    except (KeyError, OSError, TypeError):  # a broken link, an unreadable attribute
+        return None
+    return None if dimid is None else int(dimid)

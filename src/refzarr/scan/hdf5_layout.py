@@ -1,25 +1,52 @@
 """Where a dataset's bytes are: contiguous, chunked (any chunk index) or compact, as a manifest.
 
 Chunk locations come from h5py's ``DatasetID.chunk_iter`` straight into preallocated numpy
-columns; a chunk the file never allocated is MISSING (it reads as the fill value).
+columns; a chunk the file never allocated is MISSING (it reads as the fill value). A chunk
+that skipped filters is re-encoded and inlined (`refzarr.scan.hdf5_masks`); contiguous data,
+in the file or in external raw files, may be cut into several chunks
+(`refzarr.scan.hdf5_contiguous`); a virtual dataset references its sources' chunks
+(`refzarr.scan.hdf5_virtual`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from functools import partial
+from typing import Any, NamedTuple
 
+import fsspec
 import h5py
 import numpy as np
+from fsspec import AbstractFileSystem
 from h5py import h5d
 
-from refzarr.errors import ScanError, UnsupportedFeatureError
+from refzarr.codecs.hdf5_filters import Hdf5Filter, filter_to_codec, filters_to_codecs
+from refzarr.errors import ScanError, SourceNotFoundError, UnsupportedFeatureError
 from refzarr.model import INLINED, ChunkManifest
+from refzarr.scan.hdf5_contiguous import ReadAt, Segment, contiguous_manifest
+from refzarr.scan.hdf5_external import external_segments, find_sibling
+from refzarr.scan.hdf5_masks import Recoder, recoder
+from refzarr.scan.hdf5_source import open_source
+from refzarr.scan.hdf5_types import storage_dtype
+from refzarr.scan.hdf5_virtual import SourceFile, SourceLayout, virtual_layout
 
-__all__ = ["ChunkColumns", "chunk_shape", "manifest_for"]
+__all__ = ["ChunkColumns", "Layout", "chunk_shape", "dataset_filters", "manifest_for"]
 
 ReadRange = Callable[[int, int], bytes]
+
+
+class Layout(NamedTuple):
+    """The Zarr chunk shape of a dataset, its chunk manifest and codecs.
+
+    The codecs are the ones passed to `manifest_for`, except for a virtual dataset: there
+    they are its sources'.
+    """
+
+    chunks: tuple[int, ...]
+    manifest: ChunkManifest
+    codecs: list[dict[str, Any]]
 
 
 def chunk_shape(ds: h5py.Dataset) -> tuple[int, ...]:
@@ -37,20 +64,100 @@ def manifest_for(
     read_range: ReadRange,
     inline_threshold: int,
     where: str,
-) -> ChunkManifest:
-    """The chunk manifest of a dataset (chunks smaller than ``inline_threshold`` inlined)."""
+    codecs: Sequence[dict[str, Any]] = (),
+    contiguous_chunk_bytes: int | None = None,
+    fs: AbstractFileSystem | None = None,
+) -> Layout:
+    """The chunk shape and manifest of a dataset (chunks under ``inline_threshold`` inlined).
+
+    ``codecs`` (the pipeline, one config per HDF5 filter) re-encode chunks that skipped
+    filters; ``contiguous_chunk_bytes`` cuts contiguous data into chunks of at most that many
+    bytes; ``fs`` (the file's filesystem, derived from ``url`` when None) finds external files.
+    """
     layout = ds.id.get_create_plist().get_layout()
-    grid = _grid(ds.shape, chunk_shape(ds))
+    chunks = chunk_shape(ds)
+    grid = _grid(ds.shape, chunks)
+    codecs = list(codecs)
     if layout == h5d.COMPACT:
-        return _compact(ds, dtype, grid)
-    if layout == h5d.CONTIGUOUS:
-        return _contiguous(ds, dtype, grid, url, read_range, inline_threshold, where)
+        return Layout(chunks, _compact(ds, dtype, grid), codecs)
     if layout == h5d.CHUNKED:
-        columns = ChunkColumns.collect(ds, where)
-        return columns.manifest(grid, url, read_range, inline_threshold)
+        columns = ChunkColumns.collect(ds)
+        recode = _recoder(ds, dtype, columns, codecs, where)
+        manifest = columns.manifest(grid, url, read_range, inline_threshold, recode)
+        return Layout(chunks, manifest, codecs)
+    place = _Place(url, read_range, fs or fsspec.core.url_to_fs(url)[0], inline_threshold, where)
+    if layout == h5d.CONTIGUOUS:
+        return Layout(*_contiguous(ds, dtype, chunks, grid, place, contiguous_chunk_bytes), codecs)
     if layout == h5d.VIRTUAL:
-        raise UnsupportedFeatureError(f"{where}: virtual datasets (VDS) are not supported yet")
+        open_file = partial(_open_file, ds, place)
+        layout_of = partial(_source_layout, inline_threshold=inline_threshold)
+        chunks, manifest, source_codecs = virtual_layout(ds, dtype, where, open_file, layout_of)
+        return Layout(chunks, manifest, list(source_codecs))
     raise UnsupportedFeatureError(f"{where}: unknown storage layout {layout}")
+
+
+def dataset_filters(ds: h5py.Dataset) -> list[Hdf5Filter]:
+    """The stages of a dataset's filter pipeline, in HDF5's order."""
+    dcpl = ds.id.get_create_plist()
+    stages = []
+    for index in range(dcpl.get_nfilters()):
+        code, _flags, values, name = dcpl.get_filter(index)
+        stages.append(Hdf5Filter(int(code), name.decode("utf-8", "replace"), tuple(values)))
+    return stages
+
+
+@contextmanager
+def _open_file(ds: h5py.Dataset, place: _Place, name: str) -> Iterator[SourceFile]:
+    """The file a VDS names as a source (``"."``: its own)."""
+    if name == ".":
+        yield SourceFile(ds.file, place.url, place.read_range, place.fs)
+        return
+    url = find_sibling(place.fs, place.url, name, f"{place.where}: virtual source")
+    with ExitStack() as stack:
+        try:
+            opened = stack.enter_context(
+                open_source(url, getattr(place.fs, "storage_options", None))
+            )
+        except SourceNotFoundError as exc:  # removed since find_sibling saw it
+            raise UnsupportedFeatureError(f"{place.where}: source {url!r} not found") from exc
+        fs = getattr(opened.raw, "fs", place.fs)
+        yield SourceFile(opened.h5, opened.url, opened.read_range, fs)
+
+
+def _source_layout(
+    src: h5py.Dataset, source: SourceFile, where: str, *, inline_threshold: int
+) -> SourceLayout:
+    """Chunk shape, manifest, codecs and dtype of a VDS's source dataset."""
+    dtype = storage_dtype(src, where)
+    codecs = filters_to_codecs(dataset_filters(src), dtype, where=where, type_id=src.id.get_type())
+    layout = manifest_for(
+        src,
+        dtype,
+        url=source.url,
+        read_range=source.read_range,
+        inline_threshold=inline_threshold,
+        where=where,
+        codecs=codecs,
+        fs=source.fs,
+    )
+    return layout.chunks, layout.manifest, tuple(layout.codecs), dtype
+
+
+def _recoder(
+    ds: h5py.Dataset,
+    dtype: np.dtype[Any],
+    columns: ChunkColumns,
+    codecs: Sequence[dict[str, Any]],
+    where: str,
+) -> Recoder | None:
+    """Re-encoding of chunks that skipped filters; None when every chunk applied them all."""
+    filters = dataset_filters(ds)
+    columns.masks &= np.uint32((1 << len(filters)) - 1)  # HDF5 ignores bits past the pipeline
+    if not columns.masks.any():
+        return None
+    stages = [filter_to_codec(stage, dtype, where=where) for stage in filters]
+    nbytes = dtype.itemsize * math.prod(chunk_shape(ds))
+    return recoder(stages, codecs, nbytes, where)
 
 
 def _grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ...]:
@@ -67,26 +174,65 @@ def _compact(ds: h5py.Dataset, dtype: np.dtype[Any], grid: tuple[int, ...]) -> C
     return ChunkManifest.from_arrays((), ids, zeros, zeros, {(0,) * len(grid): data})
 
 
+class _Place:
+    """Where a contiguous dataset's data is read from: the file, its filesystem, options."""
+
+    __slots__ = ("fs", "inline_threshold", "read_range", "url", "where")
+
+    def __init__(
+        self,
+        url: str,
+        read_range: ReadRange,
+        fs: AbstractFileSystem,
+        inline_threshold: int,
+        where: str,
+    ) -> None:
+        self.url, self.read_range, self.fs = url, read_range, fs
+        self.inline_threshold, self.where = inline_threshold, where
+
+    def read_at(self, url: str, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` of this file or of an external one."""
+        if url == self.url:
+            return self.read_range(offset, length)
+        data = bytes(self.fs.cat_file(url, start=offset, end=offset + length))
+        if len(data) != length:
+            raise ScanError(f"{self.where}: {url} ends before byte {offset + length}")
+        return data
+
+
 def _contiguous(
     ds: h5py.Dataset,
     dtype: np.dtype[Any],
+    chunks: tuple[int, ...],
     grid: tuple[int, ...],
-    url: str,
-    read_range: ReadRange,
-    inline_threshold: int,
-    where: str,
-) -> ChunkManifest:
-    """One chunk: the dataset's whole byte range (missing when never allocated)."""
-    if ds.id.get_create_plist().get_external_count() > 0:
-        raise UnsupportedFeatureError(f"{where}: external raw data files are not supported yet")
-    offset, size = ds.id.get_offset(), ds.id.get_storage_size()
-    if math.prod(grid) == 0 or offset is None or size == 0:
-        return ChunkManifest.missing(grid)
+    place: _Place,
+    chunk_bytes: int | None,
+) -> tuple[tuple[int, ...], ChunkManifest]:
+    """The dataset's byte range(s): missing when never allocated, else cut into chunks."""
     expected = dtype.itemsize * math.prod(ds.shape)
-    if size != expected:
-        raise ScanError(f"{where}: contiguous storage of {size} bytes, expected {expected}")
-    columns = ChunkColumns.single(int(offset), int(size), len(grid))
-    return columns.manifest(grid, url, read_range, inline_threshold)
+    if ds.id.get_create_plist().get_external_count() > 0:
+        if expected == 0:
+            return chunks, ChunkManifest.missing(grid)
+        segments = external_segments(ds, expected, place.fs, place.url, place.where)
+    else:
+        offset, size = ds.id.get_offset(), ds.id.get_storage_size()
+        if math.prod(grid) == 0 or offset is None or size == 0:
+            return chunks, ChunkManifest.missing(grid)
+        if size != expected:
+            raise ScanError(
+                f"{place.where}: contiguous storage of {size} bytes, expected {expected}"
+            )
+        segments = [Segment(place.url, int(offset), int(size))]
+    read_at: ReadAt = place.read_at
+    return contiguous_manifest(
+        tuple(int(s) for s in ds.shape),
+        dtype.itemsize,
+        segments,
+        chunk_bytes=chunk_bytes,
+        read_at=read_at,
+        inline_threshold=place.inline_threshold,
+        where=place.where,
+    )
 
 
 class ChunkColumns:
@@ -105,21 +251,8 @@ class ChunkColumns:
         self.count = len(offsets)
 
     @classmethod
-    def single(cls, offset: int, size: int, ndim: int) -> ChunkColumns:
-        """The one chunk of a contiguous dataset."""
-        return cls(
-            np.zeros((1, ndim), dtype=np.int64),
-            np.array([offset], dtype=np.uint64),
-            np.array([size], dtype=np.uint64),
-            np.zeros(1, dtype=np.uint32),
-        )
-
-    @classmethod
-    def collect(cls, ds: h5py.Dataset, where: str) -> ChunkColumns:
-        """Every allocated chunk of a chunked dataset, in chunk-index order.
-
-        Raises `UnsupportedFeatureError` when a chunk skipped filters of the pipeline.
-        """
+    def collect(cls, ds: h5py.Dataset) -> ChunkColumns:
+        """Every allocated chunk of a chunked dataset, in chunk-index order (with filter masks)."""
         # The callback only appends ints to flat lists: ints are not tracked by the garbage
         # collector, so a million chunks cost no collections (tuples would, and double the time).
         coords: list[int] = []
@@ -152,31 +285,32 @@ class ChunkColumns:
             np.array(masks, dtype=np.uint32),
         )
         columns.coords //= np.asarray(ds.chunks, dtype=np.int64)
-        columns._check_masks(where)
         return columns
 
-    def _check_masks(self, where: str) -> None:
-        skipped = np.flatnonzero(self.masks)
-        if skipped.size:
-            first = tuple(int(c) for c in self.coords[skipped[0]])
-            raise UnsupportedFeatureError(
-                f"{where}: {skipped.size} chunks skipped some of their filters (chunk {first}: "
-                f"filter mask {int(self.masks[skipped[0]]):#x}); not supported yet"
-            )
-
     def manifest(
-        self, grid: tuple[int, ...], url: str, read_range: ReadRange, inline_threshold: int
+        self,
+        grid: tuple[int, ...],
+        url: str,
+        read_range: ReadRange,
+        inline_threshold: int,
+        recode: Recoder | None = None,
     ) -> ChunkManifest:
-        """The manifest, chunks of fewer than ``inline_threshold`` bytes read and inlined."""
+        """The manifest, chunks of fewer than ``inline_threshold`` bytes read and inlined.
+
+        Chunks with a non-zero filter mask are read, passed through ``recode`` and inlined.
+        """
         n = self.count
-        small = self.sizes[:n] < np.uint64(inline_threshold)
-        keep = ~small
-        inlined = {
-            tuple(int(c) for c in self.coords[k]): read_range(
-                int(self.offsets[k]), int(self.sizes[k])
-            )
-            for k in np.flatnonzero(small)
-        }
+        masked = self.masks[:n] != 0
+        if recode is None and masked.any():  # referenced as stored they would decode wrongly
+            raise UnsupportedFeatureError(f"{url}: chunks skipped filters, nothing re-encodes them")
+        inline = masked | (self.sizes[:n] < np.uint64(inline_threshold))
+        keep = ~inline
+        inlined = {}
+        for k in np.flatnonzero(inline):
+            index = tuple(int(c) for c in self.coords[k])
+            data = read_range(int(self.offsets[k]), int(self.sizes[k]))
+            mask = int(self.masks[k])
+            inlined[index] = recode(index, mask, data) if recode and mask else data
         return ChunkManifest.from_entries(
             grid,
             self.coords[:n][keep],

@@ -1,4 +1,11 @@
-"""Opening an HDF5 file for scanning: h5py by path when local, through fsspec otherwise."""
+"""Opening an HDF5 file for scanning: one open for format detection and h5py, few requests.
+
+Local files are opened by h5py itself (by path); any other fsspec URL is read through one
+fsspec file object with a block cache, so that HDF5's many small, scattered metadata reads
+(superblock, object headers, B-tree nodes, chunk index blocks) cost one request per
+`BLOCK_SIZE` block touched, each block fetched once, never the whole file up front.
+`check_within_file` rejects chunk addresses a damaged chunk index gives without complaint.
+"""
 
 from __future__ import annotations
 
@@ -10,26 +17,48 @@ from typing import Any, BinaryIO
 
 import fsspec
 import h5py
+import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
+from refzarr.model import WHOLE_FILE, ChunkManifest
+from refzarr.scan.detect import hdf5_signature_offset, identify
 
-__all__ = ["BLOCK_SIZE", "OpenSource", "open_source"]
+__all__ = [
+    "BLOCK_SIZE",
+    "CACHE_TYPE",
+    "MAX_BLOCKS",
+    "OpenSource",
+    "check_within_file",
+    "open_source",
+]
 
-BLOCK_SIZE = 8 * 2**20
-"""Read-ahead of remote files: HDF5 metadata is scattered, so fetch generously."""
+BLOCK_SIZE = 2 * 2**20
+"""Bytes per request on remote files: HDF5 metadata clusters, so one block serves many reads."""
+
+CACHE_TYPE = "blockcache"
+"""fsspec cache of remote files: each block fetched at most once, whatever the read order."""
+
+MAX_BLOCKS = 32
+"""Blocks the cache keeps (``BLOCK_SIZE * MAX_BLOCKS`` bytes of memory at most per scan)."""
 
 
 @dataclass(frozen=True, slots=True)
 class OpenSource:
-    """An open file: h5py's view, the URL references carry, and raw byte access."""
+    """An open file: h5py's view, the URL references carry, raw byte access and its size."""
 
     h5: h5py.File
     url: str
     raw: BinaryIO
+    size: int
 
     def read_range(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset`` of the file (for inlining small chunks)."""
+        if offset + length > self.size:
+            raise ScanError(
+                f"{self.url}: bytes {offset}..{offset + length} are beyond the file's end "
+                f"({self.size} bytes; truncated file?)"
+            )
         self.raw.seek(offset)
         data = self.raw.read(length)
         if len(data) != length:
@@ -38,29 +67,124 @@ class OpenSource:
             )
         return data
 
+    def check_within_file(
+        self, manifest: ChunkManifest, where: str, *, overlaps: bool = False
+    ) -> None:
+        """`check_within_file` for the chunks of ``manifest`` stored in this file."""
+        check_within_file(manifest, self.url, self.size, where, overlaps=overlaps)
+
 
 @contextmanager
 def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[OpenSource]:
-    """Open ``url`` for scanning.
+    """Open ``url`` for scanning, checking first that it is HDF5.
 
     Local files are opened by h5py itself (by path, no Python in the I/O path) and referenced
-    by their absolute path; other URLs through fsspec, referenced by the URL as given.
+    by their absolute path; other URLs through fsspec, referenced by the URL as given. The
+    format is detected on the same open file object h5py then reads, so detection costs no
+    request of its own.
+
+    Raises
+    ------
+    SourceNotFoundError
+        When the file does not exist.
+    UnsupportedFeatureError
+        When the file is in another format (netCDF3, TIFF, ...), or in none refzarr knows.
+    ScanError
+        When the file is empty, has no HDF5 signature although named like HDF5, or h5py
+        cannot open it (truncated, damaged superblock).
     """
     fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     local = isinstance(fs, LocalFileSystem)
     with ExitStack() as stack:
         try:
             raw = stack.enter_context(fs.open(path, "rb", **_open_options(local)))
-            h5 = stack.enter_context(h5py.File(path if local else raw, "r"))
         except FileNotFoundError as exc:
             raise SourceNotFoundError(f"{url}: no such file") from exc
+        size = _size(fs, path, raw)
+        _check_hdf5(raw, size, url)
+        try:
+            h5 = stack.enter_context(h5py.File(path if local else raw, "r"))
+        except FileNotFoundError as exc:  # removed between the two opens
+            raise SourceNotFoundError(f"{url}: no such file") from exc
         except OSError as exc:
-            raise ScanError(f"{url}: h5py cannot open it as HDF5: {exc}") from exc
-        yield OpenSource(h5, _reference_url(url, path, local), raw)
+            raise ScanError(
+                f"{url}: h5py cannot open it as HDF5 ({size} bytes; truncated or damaged?): {exc}"
+            ) from exc
+        yield OpenSource(h5, _reference_url(url, path, local), raw, size)
+
+
+def check_within_file(
+    manifest: ChunkManifest, url: str, file_size: int, where: str, *, overlaps: bool = False
+) -> None:
+    """Raise `ScanError` when chunks of ``manifest`` in ``url`` cannot be where it says.
+
+    A damaged chunk index (flipped bytes, a file cut short) can give chunk addresses that
+    h5py reports without complaint; referencing them would give wrong data, or read errors
+    much later. Checked for the chunks stored in ``url`` (of ``file_size`` bytes): each must
+    end within the file, and no two may share bytes (HDF5 allocates every chunk its own
+    space). ``where`` names the file and dataset; the message adds the first bad chunk.
+    ``overlaps=True`` allows chunks to share bytes (a contiguous dataset cut into chunks whose
+    ranges run on past the visible region into the next rows).
+    """
+    ids = [k for k, path in enumerate(manifest.paths) if path == url]
+    if not ids:
+        return
+    path_id = manifest.path_id.reshape(-1)
+    lengths = manifest.length.reshape(-1)
+    chunks = np.flatnonzero(np.isin(path_id, ids) & (lengths != WHOLE_FILE))
+    offsets = manifest.offset.reshape(-1)[chunks]
+    ends = offsets + lengths[chunks]  # wraps below the offset when it overflows: beyond too
+    beyond = np.flatnonzero((ends > np.uint64(file_size)) | (ends < offsets))
+    if beyond.size:
+        raise ScanError(
+            f"{where}: {_chunk_at(manifest, chunks[beyond[0]])} ends beyond the file's end "
+            f"({file_size} bytes; {beyond.size} chunks in all): the file is truncated or its "
+            "chunk index is damaged"
+        )
+    if overlaps:
+        return
+    order = np.argsort(offsets, kind="stable")
+    overlap = np.flatnonzero(ends[order][:-1] > offsets[order][1:])
+    if overlap.size:
+        first, second = chunks[order[overlap[0]]], chunks[order[overlap[0] + 1]]
+        raise ScanError(
+            f"{where}: {_chunk_at(manifest, first)} and {_chunk_at(manifest, second)} share "
+            f"bytes ({overlap.size} overlaps in all): the chunk index is damaged"
+        )
+
+
+def _chunk_at(manifest: ChunkManifest, flat: np.integer[Any] | int) -> str:
+    """``chunk (i, j) at bytes a..b`` for chunk number ``flat`` (C order)."""
+    coords = tuple(int(i) for i in np.unravel_index(int(flat), manifest.grid_shape))
+    offset = int(manifest.offset.reshape(-1)[flat])
+    return f"chunk {coords} at bytes {offset}..{offset + int(manifest.length.reshape(-1)[flat])}"
+
+
+def _check_hdf5(raw: BinaryIO, size: int, url: str) -> None:
+    """`identify` the format; an HDF5 name without the signature is a damaged file."""
+    if size == 0:
+        raise ScanError(f"{url}: the file is empty (0 bytes), not an HDF5 / netCDF4 file")
+    identify(raw, size, url)  # raises for other formats; only HDF5 is scanned so far
+    if hdf5_signature_offset(raw, size) is None:
+        raise ScanError(
+            f"{url}: no HDF5 signature at byte 0 or after a user block, although the name "
+            "says HDF5 / netCDF4; the file is damaged or in another format"
+        )
+
+
+def _size(fs: fsspec.AbstractFileSystem, path: str, raw: Any) -> int:
+    size = getattr(raw, "size", None)
+    return int(fs.size(path) if size is None else size)
 
 
 def _open_options(local: bool) -> dict[str, Any]:
-    return {} if local else {"block_size": BLOCK_SIZE, "cache_type": "readahead"}
+    if local:
+        return {}
+    return {
+        "block_size": BLOCK_SIZE,
+        "cache_type": CACHE_TYPE,
+        "cache_options": {"maxblocks": MAX_BLOCKS},
+    }
 
 
 def _reference_url(url: str, path: str, local: bool) -> str:

@@ -1,8 +1,10 @@
 """HDF5 datatypes as the numpy dtypes of their stored bytes; fill values; enum mappings.
 
 The dtype is the type *on disk* (byte order, compound member offsets and padding kept), so that
-a chunk's raw bytes are exactly what the dtype describes. Types whose bytes do not map to a
-numpy dtype one to one raise `UnsupportedFeatureError`.
+a chunk's raw bytes are exactly what the dtype describes. Opaque types are void (``|V<n>``),
+bitfields the unsigned integer of their size and byte order, and an HDF5 array type the numpy
+sub-array dtype of one element (e.g. ``('<f4', (3,))``; the scanner unfolds it into trailing
+axes). Types whose bytes do not map to a numpy dtype one to one raise `UnsupportedFeatureError`.
 """
 
 from __future__ import annotations
@@ -15,10 +17,22 @@ from h5py import h5d, h5t
 
 from refzarr.errors import UnsupportedFeatureError
 
-__all__ = ["ENUM_ATTR", "enum_mapping", "fill_value", "storage_dtype", "without_metadata"]
+__all__ = [
+    "ENUM_ATTR",
+    "OPAQUE_TAG_ATTR",
+    "enum_mapping",
+    "fill_value",
+    "opaque_tag",
+    "storage_dtype",
+    "type_attributes",
+    "without_metadata",
+]
 
 ENUM_ATTR = "_hdf5_enum"
 """Attribute holding an enum dataset's ``{name: value}`` mapping (the array holds the values)."""
+
+OPAQUE_TAG_ATTR = "_hdf5_opaque_tag"
+"""Attribute holding an opaque dataset's tag (the description HDF5 keeps with the type)."""
 
 # IEEE layouts, by size: (sign pos, exponent pos, exponent size, mantissa pos, mantissa size)
 _IEEE = {
@@ -28,37 +42,55 @@ _IEEE = {
 }
 
 _UNSUPPORTED_CLASSES = {
-    h5t.OPAQUE: "opaque datatypes",
-    h5t.BITFIELD: "bitfield datatypes",
-    h5t.TIME: "time datatypes",
-    h5t.REFERENCE: "object or region references",
-    h5t.VLEN: "variable-length sequences",
+    h5t.TIME: "time datatypes are not supported",
+    h5t.REFERENCE: "references inside compound or array types are not supported",
+    h5t.VLEN: "variable-length sequences inside compound or array types are not supported",
 }
+
+_HEAP_VALUES = (
+    "such values live in the file's global heap, and zarr-python 3 cannot read structured "
+    "dtypes with object fields"
+)
 
 
 def storage_dtype(ds: h5py.Dataset, where: str) -> np.dtype[Any]:
     """The numpy dtype of the dataset's stored elements.
 
-    Raises `UnsupportedFeatureError` for variable-length data, references, opaque and bitfield
-    types, array-typed datasets, and integers or floats with a non-standard bit layout.
+    Raises `UnsupportedFeatureError` for variable-length data or references inside other types,
+    nested compounds and compound members that are arrays (zarr-python 3 reads neither), and
+    integers or floats with a non-standard bit layout.
     """
     tid = ds.id.get_type()
     _check_type(tid, where)
     dtype: np.dtype[Any] = ds.dtype
-    if dtype.subdtype is not None:
-        raise UnsupportedFeatureError(f"{where}: array datatype {dtype} is not supported yet")
     if dtype.hasobject:
-        raise UnsupportedFeatureError(f"{where}: datatype {dtype} holds object fields")
-    if dtype.names and any(dtype.fields[n][0].names for n in dtype.names):  # type: ignore[index]
         raise UnsupportedFeatureError(
-            f"{where}: nested compound types are not supported yet "
-            "(zarr-python 3 cannot read nested structured dtypes)"
+            f"{where}: datatype {dtype} holds variable-length members: {_HEAP_VALUES}"
         )
+    if dtype.base.names:  # a compound, or an array type of compounds
+        _check_members(dtype.base, where)
     if dtype.itemsize != tid.get_size():
         raise UnsupportedFeatureError(
             f"{where}: datatype of {tid.get_size()} bytes maps to {dtype} of {dtype.itemsize}"
         )
     return without_metadata(dtype)
+
+
+def _check_members(dtype: np.dtype[Any], where: str) -> None:
+    """Reject the compound members zarr-python 3 (3.1) cannot read in a Zarr v2 dtype."""
+    for name in dtype.names or ():
+        member: np.dtype[Any] = dtype.fields[name][0]  # type: ignore[index]
+        if member.names:
+            raise UnsupportedFeatureError(
+                f"{where}: nested compound types (member {name!r}) are not supported yet "
+                "(zarr-python 3 cannot read nested structured dtypes)"
+            )
+        if member.subdtype is not None:
+            raise UnsupportedFeatureError(
+                f"{where}: compound member {name!r} is an array ({member.subdtype[0]}, "
+                f"shape {member.subdtype[1]}): zarr-python 3 cannot read structured dtypes "
+                "with sub-array fields"
+            )
 
 
 def without_metadata(dtype: np.dtype[Any]) -> np.dtype[Any]:
@@ -78,12 +110,36 @@ def without_metadata(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return np.dtype(dtype.str)
 
 
+def type_attributes(ds: h5py.Dataset) -> dict[str, Any]:
+    """Attributes describing the datatype beyond its dtype: enum mapping, opaque tag."""
+    attrs: dict[str, Any] = {}
+    mapping = enum_mapping(ds)
+    if mapping is not None:
+        attrs[ENUM_ATTR] = mapping
+    tag = opaque_tag(ds)
+    if tag:
+        attrs[OPAQUE_TAG_ATTR] = tag
+    return attrs
+
+
+def opaque_tag(ds: h5py.Dataset) -> str | None:
+    """The tag of an opaque dataset (None for other types); non-UTF-8 bytes escaped."""
+    tid = ds.id.get_type()
+    if tid.get_class() != h5t.OPAQUE:
+        return None
+    tag: bytes = tid.get_tag()
+    return tag.decode("utf-8", "backslashreplace")
+
+
 def _check_type(tid: h5t.TypeID, where: str) -> None:
     cls = tid.get_class()
     if cls in _UNSUPPORTED_CLASSES:
-        raise UnsupportedFeatureError(f"{where}: {_UNSUPPORTED_CLASSES[cls]} are not supported yet")
+        raise UnsupportedFeatureError(f"{where}: {_UNSUPPORTED_CLASSES[cls]}")
     if cls == h5t.STRING and tid.is_variable_str():
-        raise UnsupportedFeatureError(f"{where}: variable-length strings are not supported yet")
+        raise UnsupportedFeatureError(
+            f"{where}: variable-length strings inside compound or array types are not "
+            f"supported: {_HEAP_VALUES}"
+        )
     if cls == h5t.STRING and tid.get_strpad() == h5t.STR_SPACEPAD:
         raise UnsupportedFeatureError(f"{where}: space-padded fixed strings are not supported yet")
     if cls == h5t.INTEGER:
@@ -98,8 +154,11 @@ def _check_type(tid: h5t.TypeID, where: str) -> None:
 
 
 def _check_integer(tid: h5t.TypeIntegerID, where: str) -> None:
+    # padding bits (precision < 8 * size, offset > 0) are fine: h5py reads such an integer as
+    # the plain integer of its size, and refzarr's N-bit codec (refzarr.codecs.hdf5_nbit)
+    # turns the stored elements into exactly those values (filters_to_codecs adds it)
     size = tid.get_size()
-    if tid.get_precision() != 8 * size or tid.get_offset() != 0 or size not in (1, 2, 4, 8):
+    if size not in (1, 2, 4, 8) or tid.get_precision() + tid.get_offset() > 8 * size:
         raise UnsupportedFeatureError(
             f"{where}: integer of {tid.get_precision()} significant bits at bit "
             f"{tid.get_offset()} in {size} bytes is not supported"
@@ -115,19 +174,80 @@ def _check_float(tid: h5t.TypeFloatID, where: str) -> None:
         )
 
 
-def fill_value(ds: h5py.Dataset, dtype: np.dtype[Any]) -> Any:
-    """The dataset's fill value in ``dtype`` (HDF5 reads unwritten chunks as this value).
+def fill_value(
+    ds: h5py.Dataset, dtype: np.dtype[Any], all_chunks_written: bool | None = None
+) -> Any:
+    """The Zarr fill value of a dataset, in ``dtype``: what never-written chunks read as, and
+    what xarray masks (it takes a Zarr v2 fill value for ``_FillValue``).
 
-    None when the file defines none: HDF5 then reads zeros, as Zarr does for a null fill
-    value, and xarray (which takes a Zarr v2 fill value for ``_FillValue``) masks nothing.
+    When every chunk is written, the fill value is never read, so it is the ``_FillValue``
+    attribute (None without one): xarray then masks exactly what it masks reading the netCDF
+    file, which ignores netCDF's default fill values (the HDF5 fill value netCDF-C sets for a
+    variable without ``_FillValue``). When a chunk is missing it must read as HDF5 reads it:
+    the user-defined HDF5 fill value, or None when that is zero or undefined (both read zeros,
+    and xarray then masks by the ``_FillValue`` attribute, if any).
+
+    ``all_chunks_written`` says whether the manifest holds every chunk of the grid (None:
+    ask HDF5 whether every chunk is allocated).
     """
-    defined = ds.id.get_create_plist().fill_value_defined()
-    if defined != h5d.FILL_VALUE_USER_DEFINED:
+    if all_chunks_written is None:
+        all_chunks_written = _all_chunks_written(ds)
+    if all_chunks_written:
+        return _declared_fill(ds, dtype)
+    if ds.id.get_create_plist().fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
         return None
-    value = np.asarray(ds.fillvalue)
+    stored = np.asarray(ds.fillvalue)
     if dtype.names:
+        value = np.frombuffer(stored.tobytes(), dtype=dtype)[0]
+    else:
+        value = stored.astype(dtype)[()]
+    return value if any(np.asarray(value).tobytes()) else None
+
+
+def _all_chunks_written(ds: h5py.Dataset) -> bool:
+    """Whether every chunk of the dataset's grid is stored (vacuously true when it is empty)."""
+    if ds.size == 0:
+        return True
+    layout = ds.id.get_create_plist().get_layout()
+    if layout == h5d.COMPACT:
+        return True
+    if layout == h5d.CONTIGUOUS:
+        return ds.id.get_offset() is not None
+    if layout != h5d.CHUNKED or ds.chunks is None:
+        return False
+    grid = 1
+    for length, chunk in zip(ds.shape, ds.chunks, strict=True):
+        grid *= -(-length // chunk)
+    return bool(ds.id.get_num_chunks() >= grid)
+
+
+def _declared_fill(ds: h5py.Dataset, dtype: np.dtype[Any]) -> Any:
+    """The ``_FillValue`` attribute in ``dtype``, or None (absent, or not one value of it)."""
+    try:
+        value = ds.attrs.get("_FillValue")
+    except (OSError, TypeError, ValueError):
+        return None
+    if value is None or isinstance(value, h5py.Empty):
+        return None
+    return _in_dtype(np.asarray(value), dtype)
+
+
+def _in_dtype(value: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> Any:
+    """One value in ``dtype`` (None unless it is exactly one value that converts exactly)."""
+    if value.size != 1:
+        return None
+    if dtype.names or value.dtype.names:
+        if value.dtype.itemsize != dtype.itemsize:
+            return None
         return np.frombuffer(value.tobytes(), dtype=dtype)[0]
-    return value.astype(dtype)[()]
+    try:
+        converted = value.reshape(()).astype(dtype)
+        back = converted.astype(value.dtype)
+    except (TypeError, ValueError):
+        return None
+    if back.tobytes() != value.reshape(()).tobytes():
+        return None
+    return converted[()]
 
 
 def enum_mapping(ds: h5py.Dataset) -> dict[str, int] | None:
