@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from refzarr.errors import RefFormatError
-from refzarr.formats import json_read, json_write, parquet_read, parquet_write
 from refzarr.formats.atomic import atomic_path, write_atomic
 from refzarr.formats.source import (
     Compression,
@@ -60,6 +59,9 @@ def read(
     SourceNotFoundError
         ``source`` does not exist.
     """
+    # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
+    from refzarr.formats import json_read, parquet_read
+
     if isinstance(source, Mapping):
         return group_from_kerchunk(source, target=target)
     location = locate(source, storage_options)
@@ -81,6 +83,9 @@ def expand_references(
     values stay str, JSON-object values stay dicts; references are ``[url]`` or
     ``[url, offset, length]`` lists (null URLs replaced by ``target`` when given).
     """
+    # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
+    from refzarr.formats import json_read, parquet_read
+
     if isinstance(source, Mapping):
         refs = expand_dict(source)
         where = "references"
@@ -128,6 +133,9 @@ def write(
     storage_options
         fsspec options for the target filesystem.
     """
+    # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
+    from refzarr.formats import json_write, parquet_write
+
     if not isinstance(group, RefGroup):
         raise TypeError(f"write() takes a RefGroup, got {type(group).__name__}")
     location = locate(target, storage_options)
