@@ -23,7 +23,9 @@ from fsspec.implementations.reference import ReferenceFileSystem
 from h5kit import assert_matches_h5
 
 import refzarr
-from refzarr import UnsupportedFeatureError
+from refzarr import ReferenceStore, UnsupportedFeatureError
+from refzarr.io import RangeReader
+from refzarr.reader import ArrayReader
 from refzarr.scan import ScannedGroup
 from refzarr.scan.hdf5_dims import is_dimension_only, variable_name
 from roundtrip import open_zarr_group, reference_fs
@@ -53,6 +55,8 @@ class Report:
     h5py_reads: int = 0
     json_identical: int = 0
     parquet_identical: int = 0
+    refzarr_identical: int = 0
+    store_identical: int = 0
     dimension_only: int = 0
     h5py_cannot_read: list[str] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
@@ -60,14 +64,15 @@ class Report:
     dropped: list[str] = field(default_factory=list)
 
     HEADER = (
-        f"{'file':<44} {'h5py':>5} {'json':>5} {'parq':>5} {'dims':>5} "
-        f"{'unsup':>5} {'wrong':>5} {'drop':>5} {'h5err':>5}"
+        f"{'file':<44} {'h5py':>5} {'json':>5} {'parq':>5} {'ours':>5} {'store':>5} "
+        f"{'dims':>5} {'unsup':>5} {'wrong':>5} {'drop':>5} {'h5err':>5}"
     )
 
     def row(self) -> str:
         return (
             f"{self.file[:44]:<44} {self.h5py_reads:>5} {self.json_identical:>5} "
-            f"{self.parquet_identical:>5} {self.dimension_only:>5} {len(self.unsupported):>5} "
+            f"{self.parquet_identical:>5} {self.refzarr_identical:>5} "
+            f"{self.store_identical:>5} {self.dimension_only:>5} {len(self.unsupported):>5} "
             f"{len(self.wrong):>5} {len(self.dropped):>5} {len(self.h5py_cannot_read):>5}"
         )
 
@@ -181,19 +186,38 @@ class _Sources:
     json_fs: ReferenceFileSystem
     parquet_fs: ReferenceFileSystem
     grid_size: dict[str, int]
+    ours: refzarr.RefGroup  # the Parquet set read back by refzarr, for refzarr's own reader
+    store: zarr.Group | Exception  # the same through refzarr.ReferenceStore + zarr
 
 
 def _open_sources(group: ScannedGroup, json_path: Path, parquet_path: Path) -> _Sources:
     refzarr.write(group, json_path)
     refzarr.write(group, parquet_path)
     sizes = {f"/{name}": int(np.prod(a.manifest.grid_shape)) for name, a in group.arrays()}
+    ours = refzarr.read(parquet_path)
     return _Sources(
         _open(json_path),
         _open(parquet_path),
         reference_fs(json_path),
         reference_fs(parquet_path),
         sizes,
+        ours,
+        _open_store(ours),
     )
+
+
+def _open_store(group: refzarr.RefGroup) -> zarr.Group | Exception:
+    try:
+        return zarr.open_group(ReferenceStore(group), mode="r", zarr_format=2)
+    except Exception as exc:
+        return exc
+
+
+def _read_ours(group: refzarr.RefGroup, path: str) -> np.ndarray:
+    """An array read by refzarr's own reader (one batched fetch, parallel decode)."""
+    array = group[path.lstrip("/")]
+    assert isinstance(array, refzarr.RefArray), path
+    return ArrayReader(array, path, RangeReader())[...]
 
 
 def _compare(sources: _Sources, var_path: str, expected: np.ndarray, report: Report) -> None:
@@ -217,6 +241,18 @@ def _compare(sources: _Sources, var_path: str, expected: np.ndarray, report: Rep
         report.parquet_identical += 1
     else:
         report.wrong.append(f"parquet {var_path}: {problem}")
+    ours = partial(_read_ours, sources.ours, var_path)
+    problem = _problem(lambda: _assert_same(ours(), expected, var_path))
+    if problem is None:
+        report.refzarr_identical += 1
+    else:
+        report.wrong.append(f"refzarr reader {var_path}: {problem}")
+    if sources.grid_size[var_path] <= ZARR_READ_LIMIT:
+        problem = _problem(partial(_assert_same_read, sources.store, expected, var_path))
+        if problem is None:
+            report.store_identical += 1
+        else:
+            report.wrong.append(f"ReferenceStore {var_path}: {problem}")
 
 
 def _assert_same_read(root: zarr.Group | Exception, expected: np.ndarray, path: str) -> None:
