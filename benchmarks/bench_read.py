@@ -136,15 +136,22 @@ def task_local(tool: str, args: dict[str, Any]) -> Callable[[], object]:
 def _fsspec_dataset(refs: str, protocol: str, options: dict[str, Any]) -> Any:
     import xarray as xr
 
+    # a JSON file is handed over parsed: ReferenceFileSystem refuses a local (synchronous)
+    # target filesystem next to an asynchronous remote one such as s3
+    fo: Any = refs
+    if refs.endswith(".json") and protocol != "file":
+        with open(refs) as f:
+            fo = json.load(f)
     return xr.open_dataset(
         "reference://",
         engine="zarr",
         backend_kwargs={
             "consolidated": False,
             "storage_options": {
-                "fo": refs,
+                "fo": fo,
                 "remote_protocol": protocol,
-                "remote_options": options,
+                # zarr's store is asynchronous, so the remote filesystem must be too
+                "remote_options": {**options, "asynchronous": True} if options else options,
                 "skip_instance_cache": True,
             },
         },
@@ -153,6 +160,8 @@ def _fsspec_dataset(refs: str, protocol: str, options: dict[str, Any]) -> Any:
 
 def task_s3(tool: str, args: dict[str, Any]) -> Callable[[], object]:
     """Whole-variable read over the S3 proxy."""
+    import s3fs  # noqa: F401  (imported before the clock, for every tool)
+
     options = args["storage_options"]
     if tool == "refzarr":
         import refzarr
@@ -346,7 +355,7 @@ def _upload(source: Path, options: dict[str, Any]) -> str:
     import fsspec
 
     fs = fsspec.filesystem("s3", skip_instance_cache=True, **options)
-    fs.mkdir("bench")
+    fs.call_s3("create_bucket", Bucket="bench")  # us-east-1: no LocationConstraint
     url = f"s3://bench/{source.name}"
     fs.put_file(str(source), url)
     return url

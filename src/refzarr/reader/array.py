@@ -90,16 +90,19 @@ class ArrayReader:
         ChunkFetchError, ChunkDecodeError
             When a needed chunk cannot be read; never fill values in its place.
         """
+        job = self._job(selection)
+        _execute([job], self.reader, self.threads)
+        return job.result()
+
+    def _job(self, selection: Any) -> _Job:
+        """The output array of a selection, with missing chunks already filled."""
         meta = self.array.meta
         axes = normalize_selection(selection, meta.shape, meta.chunks)
         out = np.empty(tuple(axis.size for axis in axes), dtype=meta.dtype)
-        if out.size:
-            entries = self._entries(axes)
+        entries = self._entries(axes) if out.size else None
+        if entries is not None:
             self._fill_missing(out, axes, entries)
-            self._read_stored(out, axes, entries)
-        # the trailing ... keeps a 0-d array (and its byte order) when every axis is an integer
-        result: np.ndarray[Any, Any] = out[(*(axis.finish for axis in axes), ...)]
-        return result
+        return _Job(self, axes, out, entries)
 
     # -- which chunks ----------------------------------------------------------------------
 
@@ -159,69 +162,125 @@ class ArrayReader:
         for row in missing.tolist():
             out[_out_region(axes, entries.coords[row].tolist())] = value
 
-    def _read_stored(
-        self, out: np.ndarray[Any, Any], axes: Sequence[Axis], entries: _Entries
-    ) -> None:
-        referenced = np.flatnonzero(entries.path_id >= 0).tolist()
-        if not referenced and not entries.inlined:
-            return
-        with ThreadPoolExecutor(self.threads) as pool:
-            pending: set[Future[None]] = set()
-            batch: list[tuple[int, bytes | memoryview]] = []
-            batch_bytes = 0
+    def place(self, job: _Job, row: int, data: bytes | memoryview) -> None:
+        """Decode one stored chunk of ``job`` and copy its selected part into the output."""
+        assert job.entries is not None
+        coords = job.entries.coords[row].tolist()
+        chunk = self.decoder.decode(data, self._key(coords))
+        source = tuple(axis.in_chunk(c) for axis, c in zip(job.axes, coords, strict=True))
+        job.out[_out_region(job.axes, coords)] = chunk[source]
 
-            def flush() -> None:
-                nonlocal batch, batch_bytes
-                if batch:
-                    pending.add(pool.submit(self._place_many, out, axes, entries, batch))
-                    batch, batch_bytes = [], 0
-                if len(pending) >= self.threads * _BACKLOG_PER_THREAD:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        pending.discard(future)
-                        future.result()
 
-            def add(row: int, data: bytes | memoryview) -> None:
-                nonlocal batch_bytes
-                batch.append((row, data))
-                batch_bytes += len(data)
-                if batch_bytes >= _BATCH_BYTES or len(batch) >= _BATCH_CHUNKS:
-                    flush()
+def read_many(readers: Sequence[ArrayReader], reader: RangeReader) -> list[np.ndarray[Any, Any]]:
+    """Every value of several arrays, fetched in one batched read (shared requests merged).
 
-            for row, inline in entries.inlined.items():
-                add(row, inline)
-            if referenced:
-                urls, offsets, lengths = self._ranges(entries, referenced)
-                keys = [self._key(entries.coords[row]) for row in referenced]
-                for index, data in self.reader.iter_read(urls, offsets, lengths, keys):
-                    add(referenced[index], data)
-            flush()
-            for future in pending:
+    Used to load small coordinate variables together: one request instead of one per array.
+    """
+    jobs = [r._job(...) for r in readers]
+    threads = max((r.threads for r in readers), default=1)
+    _execute(jobs, reader, threads)
+    return [job.result() for job in jobs]
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One selection of one array being read: where its chunks go."""
+
+    array: ArrayReader
+    axes: Sequence[Axis]
+    out: np.ndarray[Any, Any]
+    entries: _Entries | None
+
+    def result(self) -> np.ndarray[Any, Any]:
+        # the trailing ... keeps a 0-d array (and its byte order) when every axis is an integer
+        result: np.ndarray[Any, Any] = self.out[(*(axis.finish for axis in self.axes), ...)]
+        return result
+
+
+def _execute(jobs: Sequence[_Job], reader: RangeReader, threads: int) -> None:
+    """Fetch the stored chunks of every job in one batched read and decode them in parallel."""
+    work = [(job, row) for job in jobs if job.entries is not None for row in job.entries.inlined]
+    inline = [job.entries.inlined[row] for job, row in work if job.entries is not None]
+    referenced = [
+        (job, row)
+        for job in jobs
+        if job.entries is not None
+        for row in np.flatnonzero(job.entries.path_id >= 0).tolist()
+    ]
+    if not work and not referenced:
+        return
+    with _Decoding(threads) as decoding:
+        for (job, row), stored in zip(work, inline, strict=True):
+            decoding.add(job, row, stored)
+        if referenced:
+            urls, offsets, lengths, keys = _requests(referenced, reader)
+            for index, data in reader.iter_read(urls, offsets, lengths, keys):
+                job, row = referenced[index]
+                decoding.add(job, row, data)
+
+
+def _requests(
+    referenced: list[tuple[_Job, int]], reader: RangeReader
+) -> tuple[list[str], np.ndarray[Any, Any], np.ndarray[Any, Any], list[str]]:
+    """URLs, offsets, lengths and keys of the stored chunks (whole files measured)."""
+    urls: list[str] = []
+    offsets = np.empty(len(referenced), dtype=np.int64)
+    lengths = np.empty(len(referenced), dtype=np.int64)
+    keys: list[str] = []
+    for k, (job, row) in enumerate(referenced):
+        entries = job.entries
+        assert entries is not None
+        urls.append(entries.urls[row] or "")
+        offsets[k] = entries.offsets[row]
+        lengths[k] = entries.lengths[row]
+        keys.append(job.array._key(entries.coords[row]))
+    for k in np.flatnonzero(lengths < 0).tolist():  # a whole-file reference: the file's size
+        lengths[k] = reader.size(urls[k]) - offsets[k]
+    return urls, offsets, lengths, keys
+
+
+class _Decoding:
+    """A thread pool decoding chunks in batches, with a bounded backlog (bounded memory)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.pool = ThreadPoolExecutor(threads)
+        self.pending: set[Future[None]] = set()
+        self.batch: list[tuple[_Job, int, bytes | memoryview]] = []
+        self.batch_bytes = 0
+
+    def __enter__(self) -> _Decoding:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                self.flush()
+                for future in self.pending:
+                    future.result()
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def add(self, job: _Job, row: int, data: bytes | memoryview) -> None:
+        self.batch.append((job, row, data))
+        self.batch_bytes += len(data)
+        if self.batch_bytes >= _BATCH_BYTES or len(self.batch) >= _BATCH_CHUNKS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.batch:
+            self.pending.add(self.pool.submit(_place_batch, self.batch))
+            self.batch, self.batch_bytes = [], 0
+        if len(self.pending) >= self.threads * _BACKLOG_PER_THREAD:
+            done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                self.pending.discard(future)
                 future.result()
 
-    def _ranges(
-        self, entries: _Entries, rows: list[int]
-    ) -> tuple[list[str], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        urls = [entries.urls[row] or "" for row in rows]
-        offsets = entries.offsets[rows]
-        lengths = entries.lengths[rows].copy()
-        whole = np.flatnonzero(lengths < 0)
-        for k in whole.tolist():  # a whole-file reference: its length is the file's size
-            lengths[k] = self.reader.size(urls[k]) - offsets[k]
-        return urls, offsets, lengths
 
-    def _place_many(
-        self,
-        out: np.ndarray[Any, Any],
-        axes: Sequence[Axis],
-        entries: _Entries,
-        batch: list[tuple[int, bytes | memoryview]],
-    ) -> None:
-        for row, data in batch:
-            coords = entries.coords[row].tolist()
-            chunk = self.decoder.decode(data, self._key(coords))
-            source = tuple(axis.in_chunk(c) for axis, c in zip(axes, coords, strict=True))
-            out[_out_region(axes, coords)] = chunk[source]
+def _place_batch(batch: list[tuple[_Job, int, bytes | memoryview]]) -> None:
+    for job, row, data in batch:
+        job.array.place(job, row, data)
 
 
 def _fill(fill_value: Any, dtype: np.dtype[Any], codecs: Sequence[Any]) -> Any:

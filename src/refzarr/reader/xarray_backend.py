@@ -24,11 +24,14 @@ from refzarr.formats.api import read
 from refzarr.io import RangeReader
 from refzarr.model import RefArray, RefGroup
 from refzarr.model.frozen import thaw_json
-from refzarr.reader.array import ArrayReader
+from refzarr.reader.array import ArrayReader, read_many
 
 __all__ = ["RefzarrBackendEntrypoint", "open_dataset", "open_datatree"]
 
 _SUFFIXES = (".json", ".json.zst", ".json.gz", ".parq", ".parquet")
+
+_INDEX_PRELOAD_BYTES = 64 * 2**20
+"""Index coordinates up to this many bytes in all are read at open, in one batch."""
 
 
 class RefzarrBackendArray(BackendArray):
@@ -69,19 +72,55 @@ class RefzarrDataStore(AbstractDataStore):
         }
 
     def get_variables(self) -> dict[str, xr.Variable]:
-        return {name: self._variable(name, array) for name, array in self._arrays().items()}
+        arrays = self._arrays()
+        readers = {
+            name: ArrayReader(array, self._where(name), self.reader)
+            for name, array in arrays.items()
+        }
+        loaded = self._load_indexes(arrays, readers)
+        return {
+            name: self._variable(name, array, loaded.get(name, readers[name]))
+            for name, array in arrays.items()
+        }
 
-    def _variable(self, name: str, array: RefArray) -> xr.Variable:
+    def _where(self, name: str) -> str:
+        return f"{self.path}/{name}" if self.path else name
+
+    def _load_indexes(
+        self, arrays: Mapping[str, RefArray], readers: Mapping[str, ArrayReader]
+    ) -> dict[str, np.ndarray[Any, Any]]:
+        """Index coordinates (1-D, named like their dimension), read together in one batch.
+
+        xarray loads them at once to build indexes; one by one they would cost one request
+        each, together one for all (neighbours merged). Limited to `_INDEX_PRELOAD_BYTES`.
+        """
+        chosen = [
+            name
+            for name, array in arrays.items()
+            if array.meta.dimension_names == (name,) and array.meta.dtype.kind != "O"
+        ]
+        total = sum(arrays[n].meta.dtype.itemsize * arrays[n].meta.shape[0] for n in chosen)
+        if not chosen or total > _INDEX_PRELOAD_BYTES:
+            return {}
+        values = read_many([readers[name] for name in chosen], self.reader)
+        return dict(zip(chosen, values, strict=True))
+
+    def _variable(
+        self, name: str, array: RefArray, source: ArrayReader | np.ndarray[Any, Any]
+    ) -> xr.Variable:
         meta = array.meta
-        where = f"{self.path}/{name}" if self.path else name
+        where = self._where(name)
         dims = meta.dimension_names
         if dims is None:
             raise RefFormatError(
                 f"{where}: no dimension names (_ARRAY_DIMENSIONS); xarray needs them. Add them "
                 "to the references, or open the array with zarr through refzarr.ReferenceStore"
             )
-        reader = ArrayReader(array, where, self.reader)
-        data = indexing.LazilyIndexedArray(RefzarrBackendArray(reader))
+        data: Any = (
+            source
+            if isinstance(source, np.ndarray)
+            else indexing.LazilyIndexedArray(RefzarrBackendArray(source))
+        )
         attrs = dict(_thaw(meta.attributes))
         if self.use_zarr_fill_value_as_mask and meta.fill_value is not None:
             attrs["_FillValue"] = _python_scalar(meta.fill_value)
