@@ -30,6 +30,8 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/bench_formats.py
+	$(BIN)/python benchmarks/bench_scan.py
+	$(BIN)/python benchmarks/bench_read.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
