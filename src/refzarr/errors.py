@@ -6,6 +6,7 @@ __all__ = [
     "ChunkDecodeError",
     "ChunkFetchError",
     "ForbiddenURLError",
+    "IncompatibleError",
     "RefFormatError",
     "RefzarrError",
     "ScanError",
@@ -47,3 +48,7 @@ class ForbiddenURLError(RefzarrError, PermissionError):
 
 class SourceNotFoundError(RefzarrError, FileNotFoundError):
     """A file or reference set that was asked for does not exist (names the path)."""
+
+
+class IncompatibleError(RefzarrError, ValueError):
+    """Reference sets cannot be combined as asked: names the files and what differs."""

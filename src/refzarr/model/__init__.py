@@ -1,5 +1,6 @@
 """The in-memory reference model: pure data (numpy only), immutable, validated at construction."""
 
+from refzarr.model.grid import RectilinearAxis
 from refzarr.model.group import RefArray, RefGroup
 from refzarr.model.manifest import (
     INLINED,
@@ -21,6 +22,7 @@ __all__ = [
     "ChunkRef",
     "ManifestBlock",
     "ManifestSource",
+    "RectilinearAxis",
     "RefArray",
     "RefGroup",
 ]

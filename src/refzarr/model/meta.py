@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from refzarr.errors import RefFormatError
+from refzarr.errors import RefFormatError, UnsupportedFeatureError
 from refzarr.model.dtypes import (
     decode_fill_value,
     dtype_from_json,
@@ -17,6 +17,7 @@ from refzarr.model.dtypes import (
     encode_fill_value,
 )
 from refzarr.model.frozen import FrozenDict, freeze_json, thaw_json
+from refzarr.model.grid import RectilinearAxis, regular_bounds
 
 __all__ = ["DIMENSIONS_ATTR", "ArrayMeta"]
 
@@ -49,6 +50,13 @@ class ArrayMeta:
         Memory layout of a decoded chunk, ``"C"`` or ``"F"``.
     dimension_separator
         Separator of chunk-index parts in Zarr v2 chunk keys: ``"."`` or ``"/"``.
+    rectilinear
+        None for a regular chunk grid (every chunk ``chunks``, edge chunks cut at the
+        array's end), else one entry per axis: None where the axis is regular, or a
+        `RectilinearAxis` giving each chunk's length and stored length along it (then
+        ``chunks`` holds the longest stored length there). Axes given as rectilinear that
+        are in fact regular are stored as None, so equal grids compare equal. Kerchunk
+        formats and Zarr v2 cannot express an irregular grid: `to_zarr_v2` raises.
     """
 
     shape: tuple[int, ...]
@@ -60,6 +68,7 @@ class ArrayMeta:
     dimension_names: tuple[str, ...] | None = None
     order: Literal["C", "F"] = "C"
     dimension_separator: Literal[".", "/"] = "."
+    rectilinear: tuple[RectilinearAxis | None, ...] | None = None
 
     def __post_init__(self) -> None:
         shape = _parse_ints(self.shape, "shape", minimum=0)
@@ -96,6 +105,7 @@ class ArrayMeta:
             ("codecs", _parse_codecs(self.codecs)),
             ("attributes", attributes),
             ("dimension_names", names),
+            ("rectilinear", _parse_rectilinear(self.rectilinear, shape, chunks)),
         ):
             object.__setattr__(self, name, value)
 
@@ -107,7 +117,34 @@ class ArrayMeta:
     @property
     def grid_shape(self) -> tuple[int, ...]:
         """Number of chunks along each dimension."""
-        return tuple(math.ceil(s / c) for s, c in zip(self.shape, self.chunks, strict=True))
+        regular = tuple(math.ceil(s / c) for s, c in zip(self.shape, self.chunks, strict=True))
+        if self.rectilinear is None:
+            return regular
+        return tuple(
+            n if axis is None else len(axis.sizes)
+            for n, axis in zip(regular, self.rectilinear, strict=True)
+        )
+
+    @property
+    def is_regular(self) -> bool:
+        """Whether every chunk is ``chunks`` long (edge chunks cut at the array's end)."""
+        return self.rectilinear is None
+
+    def chunk_bounds(self, axis: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """Where each chunk along ``axis`` starts, then the axis length (grid + 1 values)."""
+        rect = None if self.rectilinear is None else self.rectilinear[axis]
+        if rect is None:
+            return regular_bounds(self.shape[axis], self.chunks[axis])
+        return rect.bounds()
+
+    def stored_chunk_shape(self, index: Sequence[int]) -> tuple[int, ...]:
+        """The shape chunk ``index`` decodes to (``chunks`` unless the grid is irregular)."""
+        if self.rectilinear is None:
+            return self.chunks
+        return tuple(
+            c if rect is None else rect.stored[i]
+            for c, rect, i in zip(self.chunks, self.rectilinear, index, strict=True)
+        )
 
     def replace(self, **changes: Any) -> ArrayMeta:
         """A copy with some fields changed (validated like a new one)."""
@@ -122,7 +159,18 @@ class ArrayMeta:
 
         Fields are in the order kerchunk and zarr-python write them; every codec goes in
         ``filters`` (applied in order) and ``compressor`` is null, as kerchunk does.
+
+        Raises
+        ------
+        UnsupportedFeatureError
+            When the chunk grid is irregular (`rectilinear`): Zarr v2 has no way to say so.
         """
+        if self.rectilinear is not None:
+            axis = next(k for k, rect in enumerate(self.rectilinear) if rect is not None)
+            raise UnsupportedFeatureError(
+                f"the chunks along axis {axis} differ in length ({_describe(self, axis)}); "
+                "Zarr v2 and kerchunk references need equal chunks"
+            )
         zarray = {
             "shape": list(self.shape),
             "chunks": list(self.chunks),
@@ -191,6 +239,7 @@ class ArrayMeta:
             self.dimension_names,
             self.order,
             self.dimension_separator,
+            self.rectilinear,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -200,6 +249,49 @@ class ArrayMeta:
 
     def __hash__(self) -> int:
         return hash(self._key())
+
+
+def _parse_rectilinear(
+    value: Sequence[RectilinearAxis | None] | None, shape: tuple[int, ...], chunks: tuple[int, ...]
+) -> tuple[RectilinearAxis | None, ...] | None:
+    """Check a rectilinear grid against shape and chunks; None when it is in fact regular."""
+    if value is None:
+        return None
+    axes = tuple(value)
+    if len(axes) != len(shape):
+        raise RefFormatError(f"rectilinear must have one entry per dimension of {shape}")
+    out: list[RectilinearAxis | None] = []
+    for k, rect in enumerate(axes):
+        if rect is not None and not isinstance(rect, RectilinearAxis):
+            raise RefFormatError(f"rectilinear[{k}] must be None or a RectilinearAxis")
+        if rect is None or rect.is_regular(chunks[k]) and rect.length == shape[k]:
+            out.append(None)
+            continue
+        if rect.length != shape[k]:
+            raise RefFormatError(
+                f"the chunk sizes along axis {k} add up to {rect.length}, not to its length "
+                f"{shape[k]}"
+            )
+        if chunks[k] != max(rect.stored):
+            raise RefFormatError(
+                f"chunks[{k}] must be the longest stored chunk length along that axis, "
+                f"{max(rect.stored)}, got {chunks[k]}"
+            )
+        out.append(rect)
+    return None if all(rect is None for rect in out) else tuple(out)
+
+
+def _describe(meta: ArrayMeta, axis: int) -> str:
+    """The first irregular chunk along ``axis`` of an irregular grid, in words."""
+    assert meta.rectilinear is not None
+    rect = meta.rectilinear[axis]
+    assert rect is not None
+    chunk = meta.chunks[axis]
+    for k, (size, stored) in enumerate(zip(rect.sizes, rect.stored, strict=True)):
+        last = k == len(rect.sizes) - 1
+        if stored != chunk or (size != chunk and not last):
+            return f"chunk {k} holds {size} positions stored as {stored}, others {chunk}"
+    return f"chunk length {chunk}"
 
 
 def _hashable(value: Any) -> Any:
