@@ -264,7 +264,7 @@ def _parse_rectilinear(
     for k, rect in enumerate(axes):
         if rect is not None and not isinstance(rect, RectilinearAxis):
             raise RefFormatError(f"rectilinear[{k}] must be None or a RectilinearAxis")
-        if rect is None or rect.is_regular(chunks[k]) and rect.length == shape[k]:
+        if rect is None or (rect.is_regular(chunks[k]) and rect.length == shape[k]):
             out.append(None)
             continue
         if rect.length != shape[k]:
