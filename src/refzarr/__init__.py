@@ -19,6 +19,7 @@ from refzarr.errors import (
 )
 from refzarr.formats.api import expand_references, read, write
 from refzarr.model import ArrayMeta, ChunkManifest, ChunkRef, RefArray, RefGroup
+from refzarr.parallel import scan_many
 from refzarr.scan import scan
 
 __version__ = "0.1.0.dev0"
@@ -60,5 +61,6 @@ __all__ = [
     "open_datatree",
     "read",
     "scan",
+    "scan_many",
     "write",
 ]

@@ -1,1 +1,7 @@
-"""Placeholder: filled by a later issue (see DESIGN.md)."""
+"""Running scans over many files: in-process, thread or process pools, any executor, or a
+dask.distributed cluster; and combining them on the cluster by a tree reduction."""
+
+from refzarr.parallel.results import ScanFailure, ScanResults
+from refzarr.parallel.scan_many import scan_many
+
+__all__ = ["ScanFailure", "ScanResults", "scan_many"]

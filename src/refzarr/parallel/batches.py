@@ -1,0 +1,116 @@
+"""The worker side of `scan_many`: scanning a batch of files in one task, failures as values.
+
+One task per batch, not per file: for small files the cost of a task (pickling, scheduling,
+a round trip) is about what scanning the file costs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pickle
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from refzarr.errors import ScanError
+from refzarr.model import RefGroup
+
+__all__ = ["BatchScanner", "Failed", "OnError", "Outcome", "check_options", "split"]
+
+OnError = Literal["raise", "skip"]
+
+MAX_BATCH = 64
+"""Files per task at most: a progress bar that moves, a failure that stops work soon."""
+
+TASKS_PER_WORKER = 4
+"""Tasks per worker at least (when there are enough files): evens out uneven files."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A file whose scan raised: its URL, the message, the exception (when it pickles)."""
+
+    url: str
+    message: str
+    error: BaseException | None
+
+    def exception(self) -> BaseException:
+        """The error to raise in the caller: the original when it names the file, else a
+        `ScanError` that does (chained to the original)."""
+        if self.error is not None and self.url in str(self.error):
+            return self.error
+        wrapped = ScanError(f"{self.url}: {self.message}")
+        wrapped.__cause__ = self.error
+        return wrapped
+
+
+Outcome = RefGroup | Failed
+
+
+@dataclass(frozen=True, slots=True)
+class BatchScanner:
+    """Scans the files of a batch in turn (a picklable callable: one task of `scan_many`).
+
+    Parameters
+    ----------
+    options
+        Keyword arguments of `refzarr.scan` (``storage_options``, scanner options).
+    on_error
+        ``"raise"``: stop the batch at the first failure; ``"skip"``: go on.
+    """
+
+    options: Mapping[str, Any]
+    on_error: OnError = "raise"
+
+    def __call__(self, urls: Sequence[str]) -> list[Outcome]:
+        from refzarr.scan import scan
+
+        out: list[Outcome] = []
+        for url in urls:
+            try:
+                out.append(scan(url, **self.options))
+            except Exception as exc:  # every failure is reported with its file name
+                out.append(Failed(url, f"{type(exc).__name__}: {exc}", _picklable(exc)))
+                if self.on_error == "raise":
+                    break
+        return out
+
+
+def _picklable(exc: BaseException) -> BaseException | None:
+    """``exc`` when it survives a pickle round trip (to come back from a worker), else None."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # an exception with a custom constructor or unpicklable state
+        return None
+    exc.__traceback__ = None
+    return exc
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Fail at once on scan options no scanner knows (not once per file, in the workers).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As `refzarr.scan` would for every file.
+    """
+    # HDF5 is the only format: its scanner's fields are the options (see refzarr.scan)
+    from refzarr.scan.hdf5 import Hdf5Scanner
+
+    scanner_options = {k: v for k, v in options.items() if k != "storage_options"}
+    known = {f.name for f in dataclasses.fields(Hdf5Scanner)}
+    unknown = sorted(set(scanner_options) - known)
+    if unknown:
+        raise TypeError(f"unknown scan options {unknown}; the options are {sorted(known)}")
+    Hdf5Scanner(**scanner_options)
+
+
+def batch_size(count: int, workers: int) -> int:
+    """Files per task: about ``TASKS_PER_WORKER`` tasks per worker, at most ``MAX_BATCH``."""
+    return max(1, min(MAX_BATCH, math.ceil(count / (workers * TASKS_PER_WORKER))))
+
+
+def split(urls: Sequence[str], size: int) -> list[list[str]]:
+    """``urls`` cut into consecutive batches of ``size`` (the last one maybe shorter)."""
+    return [list(urls[start : start + size]) for start in range(0, len(urls), size)]

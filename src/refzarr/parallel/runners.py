@@ -1,0 +1,141 @@
+"""Where the batches of `scan_many` run: in-process, a thread or process pool, any
+`concurrent.futures.Executor`, or a `dask.distributed.Client`, behind one small interface."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import as_completed as cf_as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from refzarr.parallel.batches import Outcome
+
+__all__ = ["SERIAL_BELOW", "Runner", "cpu_count", "open_runner"]
+
+SERIAL_BELOW = 32
+"""With the default executor, fewer files than this are scanned in-process: starting worker
+processes (about half a second each to import h5py and refzarr) costs more than they save."""
+
+Batch = Callable[[Sequence[str]], list[Outcome]]
+
+
+class Runner(Protocol):
+    """Runs batch tasks; `run` yields ``(batch index, outcomes)`` as batches complete.
+
+    Closing the iterator early (an error, ``KeyboardInterrupt``) cancels the work not yet done.
+    """
+
+    workers: int
+
+    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Iterator[tuple[int, list[Outcome]]]:
+        """Every batch's outcomes, in completion order."""
+        ...
+
+
+def cpu_count() -> int:
+    """The CPUs this process may use (its affinity mask where the OS has one)."""
+    counter = getattr(os, "process_cpu_count", None)  # Python 3.13
+    if counter is not None:
+        return int(counter() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+@dataclass
+class SerialRunner:
+    """Every batch in this process, in order."""
+
+    workers: int = 1
+
+    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Iterator[tuple[int, list[Outcome]]]:
+        for index, batch in enumerate(batches):
+            yield index, fn(batch)
+
+
+@dataclass
+class FuturesRunner:
+    """Batches submitted to a `concurrent.futures.Executor`."""
+
+    executor: Executor
+    workers: int
+
+    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Iterator[tuple[int, list[Outcome]]]:
+        futures: dict[Future[list[Outcome]], int] = {
+            self.executor.submit(fn, batch): index for index, batch in enumerate(batches)
+        }
+        try:
+            for future in cf_as_completed(futures):
+                yield futures[future], future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+
+@dataclass
+class DaskRunner:
+    """Batches as tasks of a dask.distributed cluster (results fetched as they complete)."""
+
+    client: Any
+    workers: int
+
+    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Iterator[tuple[int, list[Outcome]]]:
+        from distributed import as_completed
+
+        futures = self.client.map(fn, batches, pure=False)
+        index = {future.key: i for i, future in enumerate(futures)}
+        try:
+            for future, outcomes in as_completed(futures, with_results=True):  # type: ignore[no-untyped-call]
+                yield index[future.key], outcomes
+        finally:
+            self.client.cancel(futures)
+
+
+def is_dask_client(executor: object) -> bool:
+    """Whether ``executor`` is a ``distributed.Client`` (without importing distributed)."""
+    if "distributed" not in sys.modules:
+        return False
+    from distributed import Client
+
+    return isinstance(executor, Client)
+
+
+@contextmanager
+def open_runner(executor: Any, count: int) -> Iterator[Runner]:
+    """The runner for `scan_many`'s ``executor`` argument; pools it creates are shut down on
+    exit (pending work cancelled)."""
+    if executor is None:
+        executor = "serial" if cpu_count() == 1 or count < SERIAL_BELOW else "processes"
+    if executor == "serial":
+        yield SerialRunner()
+    elif executor in ("threads", "processes"):
+        workers = max(1, min(cpu_count(), count))
+        pool = _pool(executor, workers)
+        try:
+            yield FuturesRunner(pool, workers)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    elif is_dask_client(executor):
+        yield DaskRunner(executor, max(1, sum(executor.nthreads().values())))
+    elif isinstance(executor, Executor):
+        yield FuturesRunner(executor, int(getattr(executor, "_max_workers", 0) or cpu_count()))
+    else:
+        raise TypeError(
+            "executor must be None, 'serial', 'threads', 'processes', a "
+            f"concurrent.futures.Executor or a dask.distributed.Client, not {executor!r}"
+        )
+
+
+def _pool(kind: str, workers: int) -> Executor:
+    if kind == "threads":
+        return ThreadPoolExecutor(workers, thread_name_prefix="refzarr-scan")
+    # not fork: forking a process that runs threads (progress bars, readers, the caller's own)
+    # can deadlock the child; forkserver starts workers from a clean single-threaded server
+    methods = multiprocessing.get_all_start_methods()
+    method = "forkserver" if "forkserver" in methods else "spawn"
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))

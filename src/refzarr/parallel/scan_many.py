@@ -1,0 +1,121 @@
+"""`scan_many`: many files scanned in batches on a pool or a cluster, results in input order."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from refzarr.model import RefGroup
+from refzarr.parallel.batches import (
+    BatchScanner,
+    Failed,
+    OnError,
+    Outcome,
+    batch_size,
+    check_options,
+    split,
+)
+from refzarr.parallel.progress import progress_bar
+from refzarr.parallel.results import ScanFailure, ScanResults
+from refzarr.parallel.runners import open_runner
+
+__all__ = ["scan_many"]
+
+
+def scan_many(
+    urls: Iterable[str | os.PathLike[str]],
+    *,
+    executor: Any = None,
+    on_error: OnError = "raise",
+    progress: bool | None = None,
+    batch_size: int | None = None,
+    **scan_options: Any,
+) -> ScanResults:
+    """Scan many files, in parallel, into one `RefGroup` each (in input order).
+
+    Parameters
+    ----------
+    urls
+        Local paths or fsspec URLs.
+    executor
+        Where the scans run:
+
+        - None (default): a process pool of one worker per CPU this process may use; fewer
+          than 32 files, or one CPU, are scanned in this process;
+        - ``"processes"``, ``"threads"``, ``"serial"``: a pool made (and shut down) here, or
+          this process. HDF5 scans hold h5py's global lock, so threads help only with
+          remote files;
+        - a `concurrent.futures.Executor`: used as is, not shut down;
+        - a ``dask.distributed.Client``: the scans run as tasks of its cluster.
+    on_error
+        ``"raise"`` (default): the first failure seen is raised (its message names the file)
+        and the work not yet started is cancelled. ``"skip"``: failed files are left out of
+        the result and listed in its ``errors``.
+    progress
+        A progress bar (tqdm, on stderr): None (default) shows it when stderr is a terminal;
+        True or False force it.
+    batch_size
+        Files per task (default: about four tasks per worker, at most 64 files each). Tasks
+        of several files cost less than one per file, which matters for small files.
+    **scan_options
+        Keyword arguments of `refzarr.scan` for every file (``storage_options``,
+        ``inline_threshold``, ``on_unsupported``, ...); checked before any file is scanned.
+
+    Returns
+    -------
+    ScanResults
+        A sequence of the groups (``urls`` names each one's file) and ``errors``, a list of
+        ``(url, message)`` for the files skipped.
+
+    Raises
+    ------
+    RefzarrError, OSError
+        With ``on_error="raise"``, the first failure (the message names the file).
+    TypeError, ValueError
+        Unknown or invalid scan options, an unknown ``executor`` or ``on_error``.
+
+    Examples
+    --------
+    >>> groups = refzarr.scan_many(sorted(glob.glob("data/*.nc")))  # doctest: +SKIP
+    >>> with distributed.Client("tcp://scheduler:8786") as client:  # doctest: +SKIP
+    ...     groups = refzarr.scan_many(urls, executor=client, on_error="skip")
+    ...     print(groups.errors)
+    """
+    names = [os.fspath(url) for url in urls]
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_options(scan_options)
+    scanner = BatchScanner(scan_options, on_error)
+    outcomes: list[list[Outcome] | None]
+    with open_runner(executor, len(names)) as runner:
+        size = batch_size or (1 if runner.workers == 1 else _default_size(names, runner.workers))
+        batches = split(names, size)
+        outcomes = [None] * len(batches)
+        with progress_bar(progress, len(names), "scanning") as bar:
+            for index, done in runner.run(scanner, batches):
+                if on_error == "raise" and done and isinstance(done[-1], Failed):
+                    raise done[-1].exception()
+                outcomes[index] = done
+                bar.update(len(done))
+    return _results(names, outcomes)
+
+
+def _default_size(names: list[str], workers: int) -> int:
+    return batch_size(len(names), workers)
+
+
+def _results(names: list[str], outcomes: list[list[Outcome] | None]) -> ScanResults:
+    groups: list[RefGroup] = []
+    urls: list[str] = []
+    errors: list[ScanFailure] = []
+    flat = [outcome for batch in outcomes for outcome in batch or ()]
+    for url, outcome in zip(names, flat, strict=True):
+        if isinstance(outcome, Failed):
+            errors.append(ScanFailure(outcome.url, outcome.message))
+        else:
+            groups.append(outcome)
+            urls.append(url)
+    return ScanResults(tuple(groups), tuple(urls), tuple(errors))
