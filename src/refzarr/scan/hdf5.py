@@ -12,12 +12,13 @@ from functools import partial
 from typing import Any, Literal, TypeVar
 
 import h5py
+from h5py import h5i, h5l, h5o
 
-from refzarr.codecs.hdf5_filters import Hdf5Filter, filters_to_codecs
+from refzarr.codecs.hdf5_filters import filters_to_codecs
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
 from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
 from refzarr.scan.hdf5_array_type import unfold_array_type
-from refzarr.scan.hdf5_attrs import read_attributes
+from refzarr.scan.hdf5_attrs import AttributeTable, read_attributes
 from refzarr.scan.hdf5_contiguous import check_chunk_bytes
 from refzarr.scan.hdf5_dims import (
     PhonyDimensions,
@@ -25,10 +26,10 @@ from refzarr.scan.hdf5_dims import (
     is_dimension_only,
     variable_name,
 )
-from refzarr.scan.hdf5_layout import manifest_for
+from refzarr.scan.hdf5_layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5_links import follow_external_link
 from refzarr.scan.hdf5_source import OpenSource, open_source
-from refzarr.scan.hdf5_types import fill_value, storage_dtype, type_attributes
+from refzarr.scan.hdf5_types import creation_plist, fill_value, storage_dtype, type_attributes
 from refzarr.scan.hdf5_unlimited import NetcdfExtents, extend_to
 from refzarr.scan.hdf5_vlen import decoded_array, needs_decoding
 from refzarr.scan.result import ScannedGroup, Skipped
@@ -146,17 +147,16 @@ class _Walk:
     ) -> RefArray | RefGroup | None:
         """One link of a group: a subgroup, an array, or None (named datatypes, dimensions)."""
         path = _join(group.name, name)
-        link = group.get(name, getlink=True)
-        if isinstance(link, h5py.ExternalLink):
+        if _is_external(group, name):
             return follow_external_link(
-                link,
+                group.get(name, getlink=True),
                 path,
                 ancestors,
                 self.source,
                 lambda source: _Walk(self.options, source, phony=self.phony),
                 self.skipped,
             )
-        item = group.get(name)
+        item = _open_member(group, name)
         if item is None:
             raise UnsupportedFeatureError(f"{self.where(path, 'link')}: dangling soft link")
         if item.id.fileno != group.id.fileno:  # a soft link through an external link
@@ -170,16 +170,17 @@ class _Walk:
                     f"{self.where(path, 'group')}: links back to its parent"
                 )
             return self.group(item, ancestors)
-        if isinstance(item, h5py.Dataset) and not is_dimension_only(item):
-            return self.array(item, path)
-        return None
+        if not isinstance(item, h5py.Dataset):
+            return None
+        attrs = AttributeTable(item, creation_plist(item))
+        return None if is_dimension_only(item, attrs) else self.array(item, path, attrs)
 
-    def array(self, ds: h5py.Dataset, path: str) -> RefArray:
+    def array(self, ds: h5py.Dataset, path: str, attrs: AttributeTable | None = None) -> RefArray:
         """A dataset as an array; one seen before under another name is not scanned again."""
         seen = self.arrays.get(ds.id)
         if seen is None:
             try:
-                seen = self.build_array(ds, path)
+                seen = self.build_array(ds, path, AttributeTable(ds) if attrs is None else attrs)
             except RefzarrError:
                 raise
             except (OSError, RuntimeError) as exc:  # h5py reading damaged metadata
@@ -192,18 +193,21 @@ class _Walk:
             self.arrays[ds.id] = seen
         return seen
 
-    def build_array(self, ds: h5py.Dataset, path: str) -> RefArray:
+    def build_array(self, ds: h5py.Dataset, path: str, table: AttributeTable) -> RefArray:
         where = self.where(path)
         if ds.shape is None:
             raise UnsupportedFeatureError(
                 f"{where}: datasets with a null dataspace are not supported"
             )
         if needs_decoding(ds):  # vlen strings, object references: decoded and inlined
-            attrs, dims = self.array_attributes(ds, path, where), dimension_names(ds, self.phony)
+            attrs = self.array_attributes(ds, path, where, table)
+            dims = dimension_names(ds, self.phony, table)
             return decoded_array(ds, where, attrs, dims)
         dtype = storage_dtype(ds, where)
         # codecs before the chunk index: an unsupported filter fails before any chunk is read
-        codecs = filters_to_codecs(_filters(ds), dtype, where=where, type_id=ds.id.get_type())
+        codecs = filters_to_codecs(
+            dataset_filters(ds), dtype, where=where, type_id=ds.id.get_type()
+        )
         chunks, manifest, codecs = manifest_for(  # a virtual dataset has its sources' codecs
             ds,
             dtype,
@@ -216,7 +220,8 @@ class _Walk:
             fs=getattr(self.source.raw, "fs", None),
         )
         if dtype.subdtype is not None:  # an HDF5 array type: its axes become trailing axes
-            attrs, dims = self.array_attributes(ds, path, where), dimension_names(ds, self.phony)
+            attrs = self.array_attributes(ds, path, where, table)
+            dims = dimension_names(ds, self.phony, table)
             return unfold_array_type(
                 ds,
                 dtype,
@@ -235,26 +240,43 @@ class _Walk:
             shape=shape,
             chunks=chunks,
             dtype=dtype,
-            fill_value=fill_value(ds, dtype, all_chunks_written=complete),
+            fill_value=fill_value(ds, dtype, all_chunks_written=complete, attrs=table),
             codecs=codecs,
-            attributes=self.array_attributes(ds, path, where),
-            dimension_names=dimension_names(ds, self.phony),
+            attributes=self.array_attributes(ds, path, where, table),
+            dimension_names=dimension_names(ds, self.phony, table),
         )
         return RefArray(meta, manifest)
 
-    def array_attributes(self, ds: h5py.Dataset, path: str, where: str) -> dict[str, Any]:
-        attrs = read_attributes(ds, where, self.skip_attribute(path))
+    def array_attributes(
+        self, ds: h5py.Dataset, path: str, where: str, table: AttributeTable
+    ) -> dict[str, Any]:
+        attrs = read_attributes(ds, where, self.skip_attribute(path), table)
         attrs.update(type_attributes(ds))  # enum mapping, opaque tag
         return attrs
 
 
-def _filters(ds: h5py.Dataset) -> list[Hdf5Filter]:
-    dcpl = ds.id.get_create_plist()
-    stages = []
-    for index in range(dcpl.get_nfilters()):
-        code, _flags, values, name = dcpl.get_filter(index)
-        stages.append(Hdf5Filter(int(code), name.decode("utf-8", "replace"), tuple(values)))
-    return stages
+def _is_external(group: h5py.Group, name: str) -> bool:
+    """Whether the link ``name`` of ``group`` is an external link."""
+    return bool(group.id.links.get_info(_encode(name)).type == h5l.TYPE_EXTERNAL)
+
+
+def _open_member(group: h5py.Group, name: str) -> h5py.HLObject | None:
+    """``group.get(name)`` for a hard or soft link (None when dangling), opened directly."""
+    try:
+        oid = h5o.open(group.id, _encode(name))
+    except KeyError:
+        return None
+    kind = h5i.get_type(oid)
+    if kind == h5i.DATASET:
+        return h5py.Dataset(oid, readonly=True)  # scanned files are always opened read-only
+    if kind == h5i.GROUP:
+        return h5py.Group(oid)
+    return group.get(name)  # a named datatype: h5py's own object
+
+
+def _encode(name: str | bytes) -> bytes:
+    """A link name as HDF5 takes it (h5py's names are UTF-8 text, or bytes when not)."""
+    return name if isinstance(name, bytes) else name.encode("utf8")
 
 
 def _join(group: str, name: str) -> str:

@@ -5,6 +5,9 @@ exactly one element becomes that element (netCDF stores every attribute as a vec
 python and xarray show a length-1 vector as a scalar); bytes become text when they are UTF-8
 and ``"base64:<data>"`` otherwise; an empty (null-dataspace) attribute becomes ``""`` when its
 type is a string and ``[]`` otherwise.
+
+`AttributeTable` reads an object's attributes once, for the user attributes and for the
+bookkeeping the scanner looks at (``CLASS``, ``NAME``, ``_FillValue``, netCDF's ids).
 """
 
 from __future__ import annotations
@@ -15,10 +18,18 @@ from typing import Any
 
 import h5py
 import numpy as np
+from h5py import h5, h5a, h5p, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
 
-__all__ = ["BASE64_PREFIX", "INTERNAL_ATTRS", "read_attributes"]
+__all__ = [
+    "BASE64_PREFIX",
+    "INTERNAL_ATTRS",
+    "AttributeTable",
+    "get_attribute",
+    "is_scale",
+    "read_attributes",
+]
 
 INTERNAL_ATTRS = frozenset(
     {
@@ -41,18 +52,162 @@ BASE64_PREFIX = "base64:"
 """Prefix of a bytes attribute that is not UTF-8 text."""
 
 
+_MISSING = object()
+"""Marks a value not read (yet), or one `_read_fast` leaves to h5py."""
+
+_TYPES: dict[bytes, tuple[np.dtype[Any], h5t.TypeID] | None] = {}
+"""``(numpy dtype, memory type)`` of the attribute types seen so far (None: left to h5py), by
+their HDF5 encoding."""
+
+
+class AttributeTable:
+    """The attributes of one group or dataset: names in h5py's order, each value read once.
+
+    Values are what ``obj.attrs[name]`` gives, exceptions included. Numbers, fixed-length
+    strings and compounds of those and references, in a scalar or simple dataspace, are read
+    with HDF5's low-level calls and a memory type cached per file type (h5py's high-level read
+    builds both again for every attribute); anything else is read by h5py's high-level code.
+
+    Parameters
+    ----------
+    obj
+        The group or dataset.
+    plist
+        Its creation property list, when at hand (else fetched).
+    """
+
+    __slots__ = ("_attrs", "_id", "_values", "names")
+
+    def __init__(self, obj: h5py.HLObject, plist: Any = None) -> None:
+        self._id, self._attrs = obj.id, obj.attrs
+        self._values: dict[str, Any] = {}
+        self.names: list[str] = _attribute_names(obj.id, plist)
+        """The attribute names, in the order ``obj.attrs`` lists them."""
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.names
+
+    def __getitem__(self, name: str) -> Any:
+        """The value of attribute ``name`` (KeyError when absent, h5py's errors when
+        unreadable)."""
+        value = self._values.get(name, _MISSING)
+        if value is _MISSING:
+            value = self._values[name] = self._read(name)
+        return value
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of attribute ``name``, or ``default`` when there is none."""
+        return self[name] if name in self.names else default
+
+    def storage_size(self, name: str) -> int:
+        """Bytes the value of attribute ``name`` takes in the file (without reading it)."""
+        size: int = h5a.open(self._id, name.encode("utf8")).get_storage_size()
+        return size
+
+    def _read(self, name: str) -> Any:
+        return _read_value(self._id, self._attrs, name)
+
+
+def get_attribute(obj: h5py.HLObject, name: str, default: Any = None) -> Any:
+    """``obj.attrs.get(name, default)``, read as `AttributeTable` reads it."""
+    if not h5a.exists(obj.id, name.encode("utf8")):
+        return default
+    return _read_value(obj.id, obj.attrs, name)
+
+
+def _read_value(oid: h5py.h5o.ObjectID, attrs: h5py.AttributeManager, name: str) -> Any:
+    """``attrs[name]``: `_read_fast` when it can, else h5py."""
+    try:
+        value = _read_fast(oid, name)
+    except Exception:  # h5py's own read below raises the proper error
+        value = _MISSING
+    return attrs[name] if value is _MISSING else value
+
+
+def _attribute_names(oid: h5py.h5o.ObjectID, plist: Any) -> list[str]:
+    """Attribute names as ``list(obj.attrs)`` gives them (creation order when tracked)."""
+    names: list[str] = []
+
+    def add(name: bytes, *_info: Any) -> None:
+        try:
+            names.append(name.decode("utf8"))
+        except UnicodeDecodeError:  # h5py keeps such a name as bytes
+            names.append(name)  # type: ignore[arg-type]
+
+    plist = oid.get_create_plist() if plist is None else plist
+    tracked = plist.get_attr_creation_order() & h5p.CRT_ORDER_TRACKED
+    h5a.iterate(oid, add, index_type=h5.INDEX_CRT_ORDER if tracked else h5.INDEX_NAME)
+    return names
+
+
+def _read_fast(oid: h5py.h5o.ObjectID, name: str) -> Any:
+    """An attribute read as h5py reads it, or `_MISSING` for the kinds left to h5py (see
+    `_plain`; an empty dataspace)."""
+    attr = h5a.open(oid, name.encode("utf8"))
+    space = attr.get_space()
+    kind = space.get_simple_extent_type()
+    if kind not in (h5s.SCALAR, h5s.SIMPLE):
+        return _MISSING
+    types = _memory_type(attr.get_type())
+    if types is None:
+        return _MISSING
+    dtype, mtype = types
+    out = np.zeros(space.get_simple_extent_dims(), dtype=dtype)
+    attr.read(out, mtype=mtype)
+    return out[()] if out.ndim == 0 else out
+
+
+def _memory_type(tid: h5t.TypeID) -> tuple[np.dtype[Any], h5t.TypeID] | None:
+    """h5py's dtype of a file type and the memory type it reads into, or None when h5py's
+    read needs more (cached by the type's encoding, which describes it whole)."""
+    key = tid.encode()
+    found = _TYPES.get(key, _MISSING)
+    if found is _MISSING:
+        found = _TYPES[key] = _translate(tid)
+    return found  # type: ignore[return-value]
+
+
+def _translate(tid: h5t.TypeID) -> tuple[np.dtype[Any], h5t.TypeID] | None:
+    if not _plain(tid, members=True):
+        return None
+    dtype = tid.dtype
+    return dtype, h5t.py_create(dtype)
+
+
+def _plain(tid: h5t.TypeID, *, members: bool) -> bool:
+    """Whether h5py reads values of ``tid`` with no more than a memory type: numbers, fixed
+    strings, and (when ``members``) compounds of those and of references (dimension scales'
+    ``REFERENCE_LIST``)."""
+    cls = tid.get_class()
+    if cls in (h5t.INTEGER, h5t.FLOAT):
+        return True
+    if cls == h5t.STRING:
+        return not tid.is_variable_str()
+    if cls == h5t.COMPOUND and members:
+        return all(
+            _plain(tid.get_member_type(k), members=False)
+            or tid.get_member_class(k) == h5t.REFERENCE
+            for k in range(tid.get_nmembers())
+        )
+    return False
+
+
 def read_attributes(
-    obj: h5py.HLObject, where: str, on_skip: Callable[[str, str], None] | None
+    obj: h5py.HLObject,
+    where: str,
+    on_skip: Callable[[str, str], None] | None,
+    table: AttributeTable | None = None,
 ) -> dict[str, Any]:
     """The user attributes of a group or dataset, in the file's order.
 
     An attribute that cannot be converted raises `UnsupportedFeatureError` naming it, or, when
-    ``on_skip`` is given, is reported to ``on_skip(name, reason)`` and left out.
+    ``on_skip`` is given, is reported to ``on_skip(name, reason)`` and left out. ``table``:
+    the object's attributes when already read (`AttributeTable`).
     """
-    attrs = obj.attrs
-    hidden = INTERNAL_ATTRS | (_SCALE_ATTRS if _is_scale(attrs) else frozenset())
+    attrs = AttributeTable(obj) if table is None else table
+    hidden = INTERNAL_ATTRS | (_SCALE_ATTRS if is_scale(attrs) else frozenset())
     out: dict[str, Any] = {}
-    for name in attrs:
+    for name in attrs.names:
         if name in hidden:
             continue
         try:
@@ -64,7 +219,8 @@ def read_attributes(
     return out
 
 
-def _is_scale(attrs: h5py.AttributeManager) -> bool:
+def is_scale(attrs: AttributeTable) -> bool:
+    """Whether the attributes are a dimension scale's (``CLASS == "DIMENSION_SCALE"``)."""
     try:
         value = attrs.get("CLASS")
     except (OSError, TypeError):
@@ -72,7 +228,7 @@ def _is_scale(attrs: h5py.AttributeManager) -> bool:
     return isinstance(value, bytes | np.bytes_) and bytes(value) == b"DIMENSION_SCALE"
 
 
-def _read_one(attrs: h5py.AttributeManager, name: str, where: str) -> Any:
+def _read_one(attrs: AttributeTable, name: str, where: str) -> Any:
     try:
         value = attrs[name]
     except (OSError, TypeError, ValueError) as exc:

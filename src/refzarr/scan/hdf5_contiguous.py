@@ -64,6 +64,8 @@ def contiguous_manifest(
     total = itemsize * math.prod(shape)
     if len(segments) == 1:
         chunks = _split(shape, itemsize, chunk_bytes)
+        if chunks == shape and total > 0 and inline_threshold <= total <= segments[0].size:
+            return chunks, _one_chunk(len(shape), segments[0], total)
     else:
         chunks = _row_split(shape, itemsize, segments, chunk_bytes, where)
     grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
@@ -73,6 +75,18 @@ def contiguous_manifest(
     length = itemsize * math.prod(chunks)
     return chunks, _manifest(
         grid, coords, starts, length, total, segments, read_at, inline_threshold, where
+    )
+
+
+def _one_chunk(ndim: int, segment: Segment, total: int) -> ChunkManifest:
+    """The manifest of data that is one chunk referenced where it lies (the usual case: what
+    `_manifest` gives for it, without its general machinery)."""
+    grid = (1,) * ndim
+    return ChunkManifest.from_arrays(
+        [segment.url],
+        np.zeros(grid, dtype=np.int32),
+        np.full(grid, segment.offset, dtype=np.uint64),
+        np.full(grid, total, dtype=np.uint64),
     )
 
 

@@ -19,6 +19,8 @@ import h5py
 import numpy as np
 from h5py import h5ds
 
+from refzarr.scan.hdf5_attrs import AttributeTable
+
 __all__ = [
     "NETCDF_DIMENSION_ONLY",
     "PhonyDimensions",
@@ -52,13 +54,29 @@ class PhonyDimensions:
         return name
 
 
-def is_dimension_only(ds: h5py.Dataset) -> bool:
-    """Whether a dataset is a netCDF dimension without a variable (not an array to show)."""
+def is_dimension_only(ds: h5py.Dataset, attrs: AttributeTable | None = None) -> bool:
+    """Whether a dataset is a netCDF dimension without a variable (not an array to show).
+
+    ``attrs``: its attributes, when already read.
+    """
     try:
-        value = ds.attrs.get("NAME")
+        if attrs is not None and _too_short(attrs):
+            return False  # the NAME of a coordinate variable, say: no need to read it
+        value = (ds.attrs if attrs is None else attrs).get("NAME")
     except (OSError, TypeError):
         return False
     return isinstance(value, bytes) and value.startswith(NETCDF_DIMENSION_ONLY)
+
+
+def _too_short(attrs: AttributeTable) -> bool:
+    """Whether ``NAME`` is absent or too short to be netCDF's text for a dimension only
+    (False when unsure: HDF5 reports no size for an empty value)."""
+    if "NAME" not in attrs:
+        return True
+    try:
+        return attrs.storage_size("NAME") < len(NETCDF_DIMENSION_ONLY)
+    except (OSError, RuntimeError, KeyError):
+        return False
 
 
 def short_name(path: str) -> str:
@@ -76,12 +94,15 @@ def variable_name(name: str, group: h5py.Group) -> str:
     return stripped if other is None or is_dimension_only(other) else name
 
 
-def dimension_names(ds: h5py.Dataset, phony: PhonyDimensions) -> tuple[str, ...]:
-    """One name per axis of ``ds`` (empty for a scalar)."""
+def dimension_names(
+    ds: h5py.Dataset, phony: PhonyDimensions, attrs: AttributeTable | None = None
+) -> tuple[str, ...]:
+    """One name per axis of ``ds`` (empty for a scalar); ``attrs``: its attributes, when
+    already read."""
     names: list[str] = []
     phonies: list[str] = []
     own_scale = h5ds.is_scale(ds.id)
-    netcdf = _netcdf_dimension_names(ds) if own_scale and ds.ndim > 1 else None
+    netcdf = _netcdf_dimension_names(ds, attrs) if own_scale and ds.ndim > 1 else None
     group = ds.name.rpartition("/")[0]
     for axis, length in enumerate(ds.shape):
         if own_scale and axis == 0:
@@ -110,11 +131,13 @@ def _scale_name(ds: h5py.Dataset, axis: int) -> str | None:
     return short_name(found[0]) if found else None
 
 
-def _netcdf_dimension_names(ds: h5py.Dataset) -> list[str | None] | None:
+def _netcdf_dimension_names(
+    ds: h5py.Dataset, attrs: AttributeTable | None
+) -> list[str | None] | None:
     """The names of the dimensions netCDF's ``_Netcdf4Coordinates`` lists for ``ds`` (None
     where an id is not a dimension of its group or an enclosing one), or None without them."""
     try:
-        ids = ds.attrs.get("_Netcdf4Coordinates")
+        ids = (ds.attrs if attrs is None else attrs).get("_Netcdf4Coordinates")
     except (OSError, TypeError):
         return None
     if ids is None or np.size(ids) != ds.ndim:

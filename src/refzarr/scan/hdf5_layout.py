@@ -26,11 +26,12 @@ from h5py import h5d
 from refzarr.codecs.hdf5_filters import Hdf5Filter, filter_to_codec, filters_to_codecs
 from refzarr.errors import ScanError, SourceNotFoundError, UnsupportedFeatureError
 from refzarr.model import INLINED, ChunkManifest
+from refzarr.scan.hdf5_btree import read_btree_chunks
 from refzarr.scan.hdf5_contiguous import ReadAt, Segment, contiguous_manifest
 from refzarr.scan.hdf5_external import external_segments, find_sibling
 from refzarr.scan.hdf5_masks import Recoder, recoder
 from refzarr.scan.hdf5_source import open_source
-from refzarr.scan.hdf5_types import storage_dtype
+from refzarr.scan.hdf5_types import creation_plist, storage_dtype
 from refzarr.scan.hdf5_virtual import SourceFile, SourceLayout, virtual_layout
 
 __all__ = ["ChunkColumns", "Layout", "chunk_shape", "dataset_filters", "manifest_for"]
@@ -75,18 +76,18 @@ def manifest_for(
     filters; ``contiguous_chunk_bytes`` cuts contiguous data into chunks of at most that many
     bytes; ``fs`` (the file's filesystem, derived from ``url`` when None) finds external files.
     """
-    layout = ds.id.get_create_plist().get_layout()
+    layout = creation_plist(ds).get_layout()
     chunks = chunk_shape(ds)
     grid = _grid(ds.shape, chunks)
     codecs = list(codecs)
     if layout == h5d.COMPACT:
         return Layout(chunks, _compact(ds, dtype, grid), codecs)
     if layout == h5d.CHUNKED:
-        columns = ChunkColumns.collect(ds)
+        columns = ChunkColumns.collect(ds, read_range)
         recode = _recoder(ds, dtype, columns, codecs, where)
         manifest = columns.manifest(grid, url, read_range, inline_threshold, recode)
         return Layout(chunks, manifest, codecs)
-    place = _Place(url, read_range, fs or fsspec.core.url_to_fs(url)[0], inline_threshold, where)
+    place = _Place(url, read_range, fs, inline_threshold, where)
     if layout == h5d.CONTIGUOUS:
         return Layout(*_contiguous(ds, dtype, chunks, grid, place, contiguous_chunk_bytes), codecs)
     if layout == h5d.VIRTUAL:
@@ -99,7 +100,7 @@ def manifest_for(
 
 def dataset_filters(ds: h5py.Dataset) -> list[Hdf5Filter]:
     """The stages of a dataset's filter pipeline, in HDF5's order."""
-    dcpl = ds.id.get_create_plist()
+    dcpl = creation_plist(ds)
     stages = []
     for index in range(dcpl.get_nfilters()):
         code, _flags, values, name = dcpl.get_filter(index)
@@ -178,18 +179,25 @@ def _compact(ds: h5py.Dataset, dtype: np.dtype[Any], grid: tuple[int, ...]) -> C
 class _Place:
     """Where a contiguous dataset's data is read from: the file, its filesystem, options."""
 
-    __slots__ = ("fs", "inline_threshold", "read_range", "url", "where")
+    __slots__ = ("_fs", "inline_threshold", "read_range", "url", "where")
 
     def __init__(
         self,
         url: str,
         read_range: ReadRange,
-        fs: AbstractFileSystem,
+        fs: AbstractFileSystem | None,
         inline_threshold: int,
         where: str,
     ) -> None:
-        self.url, self.read_range, self.fs = url, read_range, fs
+        self.url, self.read_range, self._fs = url, read_range, fs
         self.inline_threshold, self.where = inline_threshold, where
+
+    @property
+    def fs(self) -> AbstractFileSystem:
+        """The file's filesystem (derived from its URL on first use when not given)."""
+        if self._fs is None:
+            self._fs = fsspec.core.url_to_fs(self.url)[0]
+        return self._fs
 
     def read_at(self, url: str, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset`` of this file or of an external one."""
@@ -211,7 +219,7 @@ def _contiguous(
 ) -> tuple[tuple[int, ...], ChunkManifest]:
     """The dataset's byte range(s): missing when never allocated, else cut into chunks."""
     expected = dtype.itemsize * math.prod(ds.shape)
-    if ds.id.get_create_plist().get_external_count() > 0:
+    if creation_plist(ds).get_external_count() > 0:
         if expected == 0:
             return chunks, ChunkManifest.missing(grid)
         segments = external_segments(ds, expected, place.fs, place.url, place.where)
@@ -252,8 +260,12 @@ class ChunkColumns:
         self.count = len(offsets)
 
     @classmethod
-    def collect(cls, ds: h5py.Dataset) -> ChunkColumns:
+    def collect(cls, ds: h5py.Dataset, read_range: ReadRange | None = None) -> ChunkColumns:
         """Every allocated chunk of a chunked dataset, in chunk-index order (with filter masks)."""
+        # a version 1 B-tree index read directly (remote files through read_range); None: h5py
+        fast = read_btree_chunks(ds, read_range)
+        if fast is not None:
+            return cls(fast.coords, fast.offsets, fast.sizes, fast.masks)
         # The callback appends to typed arrays: no Python int objects are kept (a million
         # chunks cost 20 MB, not 200) and nothing the garbage collector tracks is created.
         coords, offsets, sizes, masks = (

@@ -1,7 +1,8 @@
 """Opening an HDF5 file for scanning: one open for format detection and h5py, few requests.
 
-Local files are opened by h5py itself (by path); any other fsspec URL is read through one
-fsspec file object with a block cache, so that HDF5's many small, scattered metadata reads
+Local files are opened by h5py itself (by path; a plain path without fsspec, with a file
+access property list made once); any other fsspec URL is read through one fsspec file
+object with a block cache, so that HDF5's many small, scattered metadata reads
 (superblock, object headers, B-tree nodes, chunk index blocks) cost one request per
 `BLOCK_SIZE` block touched, each block fetched once, never the whole file up front.
 `check_within_file` rejects chunk addresses a damaged chunk index gives without complaint.
@@ -19,6 +20,7 @@ import fsspec
 import h5py
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
+from h5py import h5f, h5p
 
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.model import WHOLE_FILE, ChunkManifest
@@ -79,7 +81,9 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
     """Open ``url`` for scanning, checking first that it is HDF5.
 
     Local files are opened by h5py itself (by path, no Python in the I/O path) and referenced
-    by their absolute path; other URLs through fsspec, referenced by the URL as given. The
+    by their absolute path (a plain path, without protocol or options, skips fsspec: the
+    same path, file and bytes, fewer calls); other URLs through fsspec, referenced by the URL
+    as given. The
     format is detected on the same open file object h5py then reads, so detection costs no
     request of its own.
 
@@ -93,17 +97,20 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
         When the file is empty, has no HDF5 signature although named like HDF5, or h5py
         cannot open it (truncated, damaged superblock).
     """
-    fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
-    local = isinstance(fs, LocalFileSystem)
+    path = _plain_local_path(url, storage_options)
+    fs: fsspec.AbstractFileSystem | None = None
+    if path is None:
+        fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    local = fs is None or isinstance(fs, LocalFileSystem)
     with ExitStack() as stack:
         try:
-            raw = stack.enter_context(fs.open(path, "rb", **_open_options(local)))
+            raw = stack.enter_context(_open_raw(fs, path, local))
         except FileNotFoundError as exc:
             raise SourceNotFoundError(f"{url}: no such file") from exc
         size = _size(fs, path, raw)
         _check_hdf5(raw, size, url)
         try:
-            h5 = stack.enter_context(h5py.File(path if local else raw, "r"))
+            h5 = stack.enter_context(_open_local(path) if local else h5py.File(raw, "r"))
         except FileNotFoundError as exc:  # removed between the two opens
             raise SourceNotFoundError(f"{url}: no such file") from exc
         except OSError as exc:
@@ -131,7 +138,8 @@ def check_within_file(
         return
     path_id = manifest.path_id.reshape(-1)
     lengths = manifest.length.reshape(-1)
-    chunks = np.flatnonzero(np.isin(path_id, ids) & (lengths != WHOLE_FILE))
+    in_file = path_id == ids[0] if len(ids) == 1 else np.isin(path_id, ids)
+    chunks = np.flatnonzero(in_file & (lengths != WHOLE_FILE))
     offsets = manifest.offset.reshape(-1)[chunks]
     ends = offsets + lengths[chunks]  # wraps below the offset when it overflows: beyond too
     beyond = np.flatnonzero((ends > np.uint64(file_size)) | (ends < offsets))
@@ -172,7 +180,40 @@ def _check_hdf5(raw: BinaryIO, size: int, url: str) -> None:
         )
 
 
-def _size(fs: fsspec.AbstractFileSystem, path: str, raw: Any) -> int:
+def _plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str | None:
+    """The absolute path fsspec would give for a local path without protocol or options, or
+    None for any other URL (opened through fsspec)."""
+    if storage_options or ":" in url or os.sep != "/":
+        return None
+    path: str = LocalFileSystem._strip_protocol(url)
+    return path
+
+
+def _open_raw(fs: fsspec.AbstractFileSystem | None, path: str, local: bool) -> BinaryIO:
+    """The file's bytes: a plain file object for a plain local path, else fsspec's."""
+    if fs is None:
+        return open(path, "rb")  # closed by the caller's ExitStack
+    raw: BinaryIO = fs.open(path, "rb", **_open_options(local))
+    return raw
+
+
+_FILE_ACCESS: list[h5py.h5p.PropFAID] = []
+"""The file access property list of `_open_local`, made once."""
+
+
+def _open_local(path: str) -> h5py.File:
+    """``h5py.File(path, "r")`` with the file access properties h5py gives it made once."""
+    if not _FILE_ACCESS:
+        fapl = h5p.create(h5p.FILE_ACCESS)
+        fapl.set_libver_bounds(h5f.LIBVER_EARLIEST, h5f.LIBVER_LATEST)  # h5py's defaults
+        fapl.set_alignment(1, 1)
+        _FILE_ACCESS.append(fapl)
+    return h5py.File(h5f.open(os.fsencode(path), h5f.ACC_RDONLY, fapl=_FILE_ACCESS[0]))
+
+
+def _size(fs: fsspec.AbstractFileSystem | None, path: str, raw: Any) -> int:
+    if fs is None:
+        return os.fstat(raw.fileno()).st_size
     size = getattr(raw, "size", None)
     return int(fs.size(path) if size is None else size)
 

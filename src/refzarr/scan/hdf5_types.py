@@ -16,10 +16,12 @@ import numpy as np
 from h5py import h5d, h5t
 
 from refzarr.errors import UnsupportedFeatureError
+from refzarr.scan.hdf5_attrs import AttributeTable
 
 __all__ = [
     "ENUM_ATTR",
     "OPAQUE_TAG_ATTR",
+    "creation_plist",
     "enum_mapping",
     "fill_value",
     "opaque_tag",
@@ -51,6 +53,16 @@ _HEAP_VALUES = (
     "such values live in the file's global heap, and zarr-python 3 cannot read structured "
     "dtypes with object fields"
 )
+
+
+def creation_plist(ds: h5py.Dataset) -> h5py.h5p.PropDCID:
+    """The dataset's creation property list, fetched once per `h5py.Dataset` object.
+
+    h5py keeps it (``Dataset._dcpl``, what ``ds.chunks`` reads); a Dataset without it asks
+    HDF5 for a new copy, as ``ds.id.get_create_plist()`` does.
+    """
+    dcpl: h5py.h5p.PropDCID | None = getattr(ds, "_dcpl", None)
+    return ds.id.get_create_plist() if dcpl is None else dcpl
 
 
 def storage_dtype(ds: h5py.Dataset, where: str) -> np.dtype[Any]:
@@ -175,7 +187,10 @@ def _check_float(tid: h5t.TypeFloatID, where: str) -> None:
 
 
 def fill_value(
-    ds: h5py.Dataset, dtype: np.dtype[Any], all_chunks_written: bool | None = None
+    ds: h5py.Dataset,
+    dtype: np.dtype[Any],
+    all_chunks_written: bool | None = None,
+    attrs: AttributeTable | None = None,
 ) -> Any:
     """The Zarr fill value of a dataset, in ``dtype``: what never-written chunks read as, and
     what xarray masks (it takes a Zarr v2 fill value for ``_FillValue``).
@@ -188,13 +203,13 @@ def fill_value(
     and xarray then masks by the ``_FillValue`` attribute, if any).
 
     ``all_chunks_written`` says whether the manifest holds every chunk of the grid (None:
-    ask HDF5 whether every chunk is allocated).
+    ask HDF5 whether every chunk is allocated); ``attrs``: its attributes, when already read.
     """
     if all_chunks_written is None:
         all_chunks_written = _all_chunks_written(ds)
     if all_chunks_written:
-        return _declared_fill(ds, dtype)
-    if ds.id.get_create_plist().fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
+        return _declared_fill(ds, dtype, attrs)
+    if creation_plist(ds).fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
         return None
     stored = np.asarray(ds.fillvalue)
     if dtype.names:
@@ -208,7 +223,7 @@ def _all_chunks_written(ds: h5py.Dataset) -> bool:
     """Whether every chunk of the dataset's grid is stored (vacuously true when it is empty)."""
     if ds.size == 0:
         return True
-    layout = ds.id.get_create_plist().get_layout()
+    layout = creation_plist(ds).get_layout()
     if layout == h5d.COMPACT:
         return True
     if layout == h5d.CONTIGUOUS:
@@ -221,10 +236,10 @@ def _all_chunks_written(ds: h5py.Dataset) -> bool:
     return bool(ds.id.get_num_chunks() >= grid)
 
 
-def _declared_fill(ds: h5py.Dataset, dtype: np.dtype[Any]) -> Any:
+def _declared_fill(ds: h5py.Dataset, dtype: np.dtype[Any], attrs: AttributeTable | None) -> Any:
     """The ``_FillValue`` attribute in ``dtype``, or None (absent, or not one value of it)."""
     try:
-        value = ds.attrs.get("_FillValue")
+        value = (ds.attrs if attrs is None else attrs).get("_FillValue")
     except (OSError, TypeError, ValueError):
         return None
     if value is None or isinstance(value, h5py.Empty):

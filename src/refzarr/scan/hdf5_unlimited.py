@@ -16,10 +16,12 @@ from typing import Any
 
 import h5py
 import numpy as np
-from h5py import h5d, h5ds
+from h5py import h5a, h5d, h5ds, h5i, h5r
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import MISSING, ChunkManifest
+from refzarr.scan.hdf5_attrs import get_attribute
+from refzarr.scan.hdf5_types import creation_plist
 
 __all__ = ["NetcdfExtents", "extend_to"]
 
@@ -58,25 +60,46 @@ def _scale(ds: h5py.Dataset, axis: int) -> h5py.Dataset | None:
     if h5ds.is_scale(ds.id):
         candidate: h5py.Dataset | None = ds if axis == 0 else None
     else:
-        scales = ds.dims[axis].values()
-        candidate = scales[0] if len(scales) == 1 else None
-    if candidate is None or "_Netcdf4Dimid" not in candidate.attrs:
+        candidate = _only_scale(ds, axis)
+    if candidate is None or not h5a.exists(candidate.id, b"_Netcdf4Dimid"):
         return None
     return candidate
+
+
+def _only_scale(ds: h5py.Dataset, axis: int) -> h5py.Dataset | None:
+    """The dimension scale attached to ``ds``'s axis when there is exactly one."""
+    if h5ds.get_num_scales(ds.id, axis) != 1:
+        return None
+    scales: list[h5d.DatasetID] = []
+    h5ds.iterate(ds.id, axis, scales.append, 0)
+    for scale in scales:
+        h5ds.get_scale_name(scale)  # as h5py's ``ds.dims[axis].values()``: fails when damaged
+    return h5py.Dataset(scales[0], readonly=True) if len(scales) == 1 else None
 
 
 def _longest_user(scale: h5py.Dataset) -> int | None:
     """The longest extent, along the attached axis, of the scale and the datasets using it."""
     longest = int(scale.shape[0]) if scale.shape else 0
-    references = scale.attrs.get("REFERENCE_LIST")
+    references = get_attribute(scale, "REFERENCE_LIST")
     if references is None:
         return longest
     for entry in np.asarray(references).ravel():
         ref, axis = entry[0], int(entry[1])
-        user = scale.file[ref]
-        if isinstance(user, h5py.Dataset) and user.shape is not None and axis < len(user.shape):
-            longest = max(longest, int(user.shape[axis]))
+        shape = _dataset_shape(scale, ref)
+        if shape is not None and axis < len(shape):
+            longest = max(longest, int(shape[axis]))
     return longest
+
+
+def _dataset_shape(scale: h5py.Dataset, ref: h5r.Reference) -> tuple[int, ...] | None:
+    """The shape of the dataset ``ref`` points to (None: not a dataset, or no dataspace)."""
+    target = h5r.dereference(ref, scale.id)
+    if target is None:
+        raise ValueError("Invalid HDF5 object reference")  # as h5py's ``file[ref]``
+    if h5i.get_type(target) != h5i.DATASET:
+        return None
+    shape: tuple[int, ...] | None = target.shape
+    return shape
 
 
 def extend_to(
@@ -118,7 +141,7 @@ def _check_edge_chunks(
     manifest: ChunkManifest,
     where: str,
 ) -> None:
-    if ds.id.get_create_plist().get_fill_time() != h5d.FILL_TIME_NEVER:
+    if creation_plist(ds).get_fill_time() != h5d.FILL_TIME_NEVER:
         return  # HDF5 filled every chunk with the fill value before writing into it
     for axis, (cur, new, size) in enumerate(zip(old, shape, chunks, strict=True)):
         if new == cur or cur % size == 0:

@@ -1,0 +1,177 @@
+"""Just enough of HDF5's superblock and object headers to find one message of an object.
+
+Written from the HDF5 File Format Specification (superblock versions 0-3, object header
+versions 1 and 2 with their continuation blocks). Anything this module does not expect
+raises `FormatMismatch`: the caller then leaves the file to HDF5 itself.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import NamedTuple
+
+__all__ = [
+    "CONTINUATION",
+    "LAYOUT",
+    "FormatMismatch",
+    "Read",
+    "Superblock",
+    "find_message",
+    "read_superblock",
+    "undefined",
+]
+
+Read = Callable[[int, int], bytes]
+"""``read(position, length)``: exactly ``length`` bytes at an absolute file position."""
+
+SIGNATURE = b"\x89HDF\r\n\x1a\n"
+LAYOUT = 0x0008
+CONTINUATION = 0x0010
+BTREE_K = 0x0013
+DEFAULT_ISTORE_K = 32  # the indexed storage (chunk B-tree) K when the file does not store one
+MAX_BLOCKS = 1024  # header continuation blocks followed at most (a damaged chain may loop)
+_SHARED = 0x02  # message flag: the message lives elsewhere
+
+
+class FormatMismatch(Exception):
+    """The bytes are not what this reader expects: let HDF5 itself read them."""
+
+
+class Superblock(NamedTuple):
+    """Where relative addresses start, the sizes of addresses and lengths, the chunk B-tree K."""
+
+    base: int
+    offset_size: int
+    length_size: int
+    istore_k: int
+
+
+def undefined(address: int, offset_size: int) -> bool:
+    """True for HDF5's undefined address (all bits set)."""
+    return address == (1 << (8 * offset_size)) - 1
+
+
+def read_superblock(read: Read, position: int, file_size: int) -> Superblock:
+    """The superblock at absolute ``position`` (after the user block, if any)."""
+    head = read(position, min(96, file_size - position))
+    if len(head) < 48 or head[:8] != SIGNATURE:
+        raise FormatMismatch("no superblock signature")
+    version = head[8]
+    if version in (0, 1):
+        osize, lsize = head[13], head[14]
+        _check_sizes(osize, lsize)
+        k = DEFAULT_ISTORE_K if version == 0 else struct.unpack_from("<H", head, 24)[0]
+        return Superblock(position, osize, lsize, _positive(k))
+    if version in (2, 3):
+        osize, lsize = head[9], head[10]
+        _check_sizes(osize, lsize)
+        extension = _address(head, 12 + osize, osize)
+        sb = Superblock(position, osize, lsize, DEFAULT_ISTORE_K)
+        if undefined(extension, osize):
+            return sb
+        k_values = find_message(read, sb, extension, BTREE_K)
+        if k_values is None:
+            return sb
+        if len(k_values) < 3 or k_values[0] != 0:
+            raise FormatMismatch("B-tree K values message of an unknown version")
+        return sb._replace(istore_k=_positive(struct.unpack_from("<H", k_values, 1)[0]))
+    raise FormatMismatch(f"superblock version {version}")
+
+
+def find_message(read: Read, sb: Superblock, address: int, wanted: int) -> bytes | None:
+    """The body of the first message of type ``wanted`` in the object header at ``address``.
+
+    None when the header has no such message; `FormatMismatch` when it is shared (stored
+    elsewhere) or the header is not as the specification describes.
+    """
+    position = sb.base + address
+    prefix = read(position, 16)
+    if prefix[:4] == b"OHDR":
+        blocks = [_v2_first_block(read, position, prefix)]
+        version = 2
+        heading = 6 if prefix[5] & 0x04 else 4  # message creation order tracked
+    elif prefix[0] == 1:
+        (size,) = struct.unpack_from("<I", prefix, 8)
+        blocks = [read(position + 16, size)]
+        version, heading = 1, 8
+    else:
+        raise FormatMismatch("unknown object header version")
+    seen = 0
+    while blocks:
+        seen += 1
+        if seen > MAX_BLOCKS:
+            raise FormatMismatch("too many object header continuation blocks")
+        for kind, flags, body in _messages(blocks.pop(), heading):
+            if kind == wanted:
+                if flags & _SHARED:
+                    raise FormatMismatch("shared message")
+                return body
+            if kind == CONTINUATION:
+                blocks.append(_continuation(read, sb, body, version))
+    return None
+
+
+def _v2_first_block(read: Read, position: int, prefix: bytes) -> bytes:
+    """The messages of a version 2 header's first chunk (signature and prefix skipped)."""
+    if prefix[4] != 2:
+        raise FormatMismatch("unknown OHDR version")
+    flags = prefix[5]
+    at = 6 + (16 if flags & 0x20 else 0) + (4 if flags & 0x10 else 0)
+    width = 1 << (flags & 0x03)
+    field = read(position + at, width)
+    size = int.from_bytes(field, "little")
+    return read(position + at + width, size)
+
+
+def _continuation(read: Read, sb: Superblock, body: bytes, version: int) -> bytes:
+    """The messages of the continuation block a continuation message points to."""
+    if len(body) < sb.offset_size + sb.length_size:
+        raise FormatMismatch("short continuation message")
+    address = _address(body, 0, sb.offset_size)
+    length = int.from_bytes(body[sb.offset_size : sb.offset_size + sb.length_size], "little")
+    if undefined(address, sb.offset_size):
+        raise FormatMismatch("continuation to an undefined address")
+    block = read(sb.base + address, length)
+    if version == 1:
+        return block
+    if len(block) < 8 or block[:4] != b"OCHK":
+        raise FormatMismatch("no OCHK signature")
+    return block[4:-4]  # signature and checksum
+
+
+def _messages(block: bytes, heading: int) -> list[tuple[int, int, bytes]]:
+    """(type, flags, body) of each message in one header block.
+
+    ``heading`` is the size of a message's header: 8 in version 1 headers, 4 or 6 (with
+    creation order) in version 2 ones.
+    """
+    out = []
+    at = 0
+    end = len(block)
+    layout = "<HHB" if heading == 8 else "<BHB"
+    while at + heading <= end:  # a version 2 chunk may end in a gap shorter than a header
+        kind, size, flags = struct.unpack_from(layout, block, at)
+        at += heading
+        if at + size > end:
+            raise FormatMismatch("object header message runs past its block")
+        out.append((kind, flags, block[at : at + size]))
+        at += size
+    return out
+
+
+def _address(data: bytes, at: int, size: int) -> int:
+    if at + size > len(data):
+        raise FormatMismatch("short address")
+    return int.from_bytes(data[at : at + size], "little")
+
+
+def _check_sizes(offset_size: int, length_size: int) -> None:
+    if offset_size not in (2, 4, 8) or length_size not in (2, 4, 8):
+        raise FormatMismatch(f"sizes of offsets / lengths {offset_size} / {length_size}")
+
+
+def _positive(k: int) -> int:
+    if k < 1:
+        raise FormatMismatch("B-tree K of 0")
+    return k
