@@ -82,9 +82,11 @@ def _ints(values: Sequence[int], name: str) -> tuple[int, ...]:
     if isinstance(values, str | bytes):
         raise RefFormatError(f"rectilinear {name} must be integers, got {values!r}")
     try:
-        out = tuple(int(v) for v in values)
-    except (TypeError, ValueError) as exc:
-        raise RefFormatError(f"rectilinear {name} must be integers: {exc}") from exc
-    if any(isinstance(v, bool) for v in values):
-        raise RefFormatError(f"rectilinear {name} must be integers, not booleans")
-    return out
+        items = tuple(values)
+    except TypeError as exc:
+        raise RefFormatError(f"rectilinear {name} must be a sequence of integers: {exc}") from exc
+    # int() would truncate 2.5 to 2 in silence; booleans are ints to Python but not lengths
+    bad = [v for v in items if isinstance(v, bool) or not isinstance(v, int | np.integer)]
+    if bad:
+        raise RefFormatError(f"rectilinear {name} must be integers, got {bad[0]!r}")
+    return tuple(int(v) for v in items)

@@ -4,7 +4,8 @@ parallel, placed into one output array.
 This is the fast path behind `refzarr.open_dataset`: no zarr in between, one `RangeReader` call
 per selection (so neighbouring chunks become one request), decoding on a thread pool while later
 blocks are still arriving. A chunk the source never wrote reads as the fill value; a chunk that
-cannot be fetched or decoded raises.
+cannot be fetched or decoded raises. Irregular (rectilinear) chunk grids are read too: each chunk
+decodes to the shape it was stored with, and only the positions it holds are used.
 """
 
 from __future__ import annotations
@@ -67,6 +68,12 @@ class ArrayReader:
         self.reader = reader
         self.threads = threads or os.cpu_count() or 1
         self.decoder = ChunkDecoder(array.meta, name)
+        meta = array.meta
+        self._bounds = (
+            None
+            if meta.rectilinear is None
+            else [None if rect is None else rect.bounds() for rect in meta.rectilinear]
+        )
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -97,7 +104,7 @@ class ArrayReader:
     def _job(self, selection: Any) -> _Job:
         """The output array of a selection, with missing chunks already filled."""
         meta = self.array.meta
-        axes = normalize_selection(selection, meta.shape, meta.chunks)
+        axes = normalize_selection(selection, meta.shape, meta.chunks, self._bounds)
         out = np.empty(tuple(axis.size for axis in axes), dtype=meta.dtype)
         entries = self._entries(axes) if out.size else None
         if entries is not None:
@@ -166,7 +173,10 @@ class ArrayReader:
         """Decode one stored chunk of ``job`` and copy its selected part into the output."""
         assert job.entries is not None
         coords = job.entries.coords[row].tolist()
-        chunk = self.decoder.decode(data, self._key(coords))
+        # an irregular grid: the chunk decodes to the length it was stored with, which may
+        # exceed what it holds (a file's padded edge chunk); `in_chunk` selects only data
+        shape = None if self._bounds is None else self.array.meta.stored_chunk_shape(coords)
+        chunk = self.decoder.decode(data, self._key(coords), shape)
         source = tuple(axis.in_chunk(c) for axis, c in zip(job.axes, coords, strict=True))
         job.out[_out_region(job.axes, coords)] = chunk[source]
 

@@ -1,7 +1,8 @@
-"""Decoding one stored chunk into a numpy array of the chunk's shape with the array's codecs."""
+"""Decoding one stored chunk into a numpy array of its stored shape with the array's codecs."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numcodecs
@@ -39,13 +40,25 @@ class ChunkDecoder:
                 "provides it (refzarr[codecs] for imagecodecs' HDF5 filters)"
             ) from exc
 
-    def decode(self, data: bytes | memoryview, key: str) -> np.ndarray[Any, Any]:
+    def decode(
+        self, data: bytes | memoryview, key: str, shape: tuple[int, ...] | None = None
+    ) -> np.ndarray[Any, Any]:
         """The chunk stored as ``data``, shaped like a whole chunk.
+
+        Parameters
+        ----------
+        data
+            The stored (encoded) bytes.
+        key
+            The chunk's key, named in errors.
+        shape
+            The shape the chunk was encoded with (`ArrayMeta.stored_chunk_shape`) when the
+            chunk grid is irregular; None for the array's chunk shape.
 
         Raises
         ------
         ChunkDecodeError
-            When a codec fails or the decoded size is not one chunk's (names the key).
+            When a codec fails or the decoded size is not the chunk's (names the key).
         """
         buffer: Any = data
         try:
@@ -53,18 +66,17 @@ class ChunkDecoder:
                 buffer = codec.decode(buffer)
         except Exception as exc:  # any codec failure means the bytes are not this chunk
             raise ChunkDecodeError(f"{key}: decoding failed: {type(exc).__name__}: {exc}") from exc
+        chunks, count = (self.chunks, self.count) if shape is None else (shape, math.prod(shape))
         if isinstance(buffer, np.ndarray) and buffer.dtype == object:
             values = buffer
         else:
             raw = np.frombuffer(memoryview(buffer).cast("B"), dtype=np.uint8)
-            if raw.size != self.count * self.dtype.itemsize:
+            if raw.size != count * self.dtype.itemsize:
                 raise ChunkDecodeError(
-                    f"{key}: decoded to {raw.size} bytes, a chunk of {self.chunks} "
-                    f"{self.dtype} needs {self.count * self.dtype.itemsize}"
+                    f"{key}: decoded to {raw.size} bytes, a chunk of {chunks} "
+                    f"{self.dtype} needs {count * self.dtype.itemsize}"
                 )
             values = raw.view(self.dtype)
-        if values.size != self.count:
-            raise ChunkDecodeError(
-                f"{key}: decoded to {values.size} values, a chunk holds {self.count}"
-            )
-        return values.reshape(self.chunks, order=self.order)
+        if values.size != count:
+            raise ChunkDecodeError(f"{key}: decoded to {values.size} values, a chunk holds {count}")
+        return values.reshape(chunks, order=self.order)

@@ -1,8 +1,13 @@
-"""Basic selections (integers, slices of any step, ``...``) mapped onto a regular chunk grid."""
+"""Basic selections (integers, slices of any step, ``...``) mapped onto a chunk grid.
+
+A regular axis (every chunk the same length) maps positions to chunks by division; an axis
+whose chunks differ in length (a rectilinear grid) by a binary search of the chunk starts.
+"""
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,14 +46,27 @@ class Axis:
         step: int,
         chunk: int,
         finish: slice | int,
+        bounds: np.ndarray[Any, np.dtype[np.int64]] | None = None,
     ) -> Axis:
-        """The axis selecting ascending ``indices`` (spaced ``step``) on chunks of ``chunk``."""
-        ids = np.unique(indices // chunk)
-        lows = np.searchsorted(indices, ids * chunk).tolist()
-        highs = np.searchsorted(indices, (ids + 1) * chunk).tolist()
+        """The axis selecting ascending ``indices`` (spaced ``step``).
+
+        The chunks are ``chunk`` long, or, when ``bounds`` is given, chunk ``i`` covers
+        positions ``bounds[i]`` up to ``bounds[i + 1]`` (chunk starts, then the axis length).
+        """
+        if bounds is None:
+            ids = np.unique(indices // chunk)
+            starts = ids * chunk
+            ends = starts + chunk
+        else:
+            ids = np.unique(np.searchsorted(bounds, indices, side="right") - 1)
+            starts = bounds[ids]
+            ends = bounds[ids + 1]
+        lows = np.searchsorted(indices, starts).tolist()
+        highs = np.searchsorted(indices, ends).tolist()
         regions = {}
-        for chunk_id, low, high in zip(ids.tolist(), lows, highs, strict=True):
-            base = chunk_id * chunk
+        for chunk_id, base, low, high in zip(
+            ids.tolist(), starts.tolist(), lows, highs, strict=True
+        ):
             first = int(indices[low]) - base
             last = int(indices[high - 1]) - base
             regions[chunk_id] = (slice(low, high), slice(first, last + 1, step))
@@ -64,9 +82,23 @@ class Axis:
 
 
 def normalize_selection(
-    selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]
+    selection: Any,
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    bounds: Sequence[np.ndarray[Any, np.dtype[np.int64]] | None] | None = None,
 ) -> list[Axis]:
     """One `Axis` per dimension of an array for a basic numpy selection.
+
+    Parameters
+    ----------
+    selection
+        Integers, slices of any step and at most one ``...``.
+    shape, chunks
+        The array's shape and chunk shape.
+    bounds
+        For a rectilinear grid, per axis: None where the axis is regular, else the chunk
+        starts followed by the axis length (`ArrayMeta.chunk_bounds`). None: every axis
+        is regular.
 
     Raises
     ------
@@ -82,16 +114,20 @@ def normalize_selection(
     if len(items) > len(shape):
         raise IndexError(f"too many indices: {len(items)} for an array of {len(shape)} dims")
     items += [slice(None)] * (len(shape) - len(items))
-    return [_axis(item, n, c) for item, n, c in zip(items, shape, chunks, strict=True)]
+    edges = bounds if bounds is not None else [None] * len(shape)
+    return [_axis(item, n, c, b) for item, n, c, b in zip(items, shape, chunks, edges, strict=True)]
 
 
-def _axis(item: Any, size: int, chunk: int) -> Axis:
+def _axis(
+    item: Any, size: int, chunk: int, bounds: np.ndarray[Any, np.dtype[np.int64]] | None
+) -> Axis:
     if isinstance(item, slice):
         start, stop, step = item.indices(size)
         if step > 0:
-            return Axis.of(np.arange(start, stop, step, dtype=np.int64), step, chunk, slice(None))
+            selected = np.arange(start, stop, step, dtype=np.int64)
+            return Axis.of(selected, step, chunk, slice(None), bounds)
         ascending = np.arange(start, stop, step, dtype=np.int64)[::-1].copy()
-        return Axis.of(ascending, -step, chunk, slice(None, None, -1))
+        return Axis.of(ascending, -step, chunk, slice(None, None, -1), bounds)
     try:
         index = operator.index(item)
     except TypeError:
@@ -101,4 +137,4 @@ def _axis(item: Any, size: int, chunk: int) -> Axis:
     if not -size <= index < size:
         raise IndexError(f"index {index} is out of bounds for an axis of size {size}")
     index %= size
-    return Axis.of(np.array([index], dtype=np.int64), 1, chunk, 0)
+    return Axis.of(np.array([index], dtype=np.int64), 1, chunk, 0, bounds)

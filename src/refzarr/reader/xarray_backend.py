@@ -3,7 +3,8 @@
 Variables, dimensions and attributes come from the model the way xarray's zarr backend presents
 Zarr v2 (``_ARRAY_DIMENSIONS``, the Zarr fill value as ``_FillValue``), and CF decoding is
 xarray's own, so a dataset opened here equals the same references opened with ``engine="zarr"``,
-only read faster: every indexing request becomes one batched fetch and a parallel decode.
+only read faster: every indexing request becomes one batched fetch and a parallel decode. Arrays
+with irregular chunk grids (which Zarr v2 cannot describe) open here too.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from xarray.core import indexing
 from refzarr.errors import RefFormatError
 from refzarr.formats.api import read
 from refzarr.io import RangeReader
-from refzarr.model import RefArray, RefGroup
+from refzarr.model import ArrayMeta, RefArray, RefGroup
 from refzarr.model.frozen import thaw_json
 from refzarr.reader.array import ArrayReader, read_many
 
@@ -124,11 +125,8 @@ class RefzarrDataStore(AbstractDataStore):
         attrs = dict(_thaw(meta.attributes))
         if self.use_zarr_fill_value_as_mask and meta.fill_value is not None:
             attrs["_FillValue"] = _python_scalar(meta.fill_value)
-        encoding = {
-            "chunks": meta.chunks,
-            "preferred_chunks": dict(zip(dims, meta.chunks, strict=True)),
-            "filters": [dict(codec) for codec in meta.codecs],
-        }
+        encoding = _chunk_encoding(meta, dims)
+        encoding["filters"] = [dict(codec) for codec in meta.codecs]
         return xr.Variable(dims, data, attrs, encoding)
 
     def get_attrs(self) -> dict[str, Any]:
@@ -304,6 +302,25 @@ def _subgroup(root: RefGroup, path: str) -> RefGroup:
     if not isinstance(node, RefGroup):
         raise KeyError(f"{path!r} is an array, not a group")
     return node
+
+
+def _chunk_encoding(meta: ArrayMeta, dims: Sequence[str]) -> dict[str, Any]:
+    """``chunks`` and ``preferred_chunks`` encoding: dask chunks aligned with the references.
+
+    Along an axis whose chunks differ in length the preferred chunks are the explicit sizes
+    (dask takes a tuple per axis), and ``chunks`` (the Zarr chunk shape `to_zarr` would
+    reuse) is left out: no single chunk length describes such an array.
+    """
+    if meta.rectilinear is None:
+        return {
+            "chunks": meta.chunks,
+            "preferred_chunks": dict(zip(dims, meta.chunks, strict=True)),
+        }
+    preferred: dict[str, int | tuple[int, ...]] = {
+        dim: chunk if rect is None else rect.sizes
+        for dim, chunk, rect in zip(dims, meta.chunks, meta.rectilinear, strict=True)
+    }
+    return {"preferred_chunks": preferred}
 
 
 def _thaw(attributes: Mapping[str, Any]) -> dict[str, Any]:
