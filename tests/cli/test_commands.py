@@ -1,4 +1,4 @@
-"""The ``refzarr`` command: info, convert, expand, and one-line errors for user mistakes."""
+"""The ``refzarr`` command in-process: info, convert, expand, and one-line errors."""
 
 from __future__ import annotations
 
@@ -72,18 +72,25 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == f"refzarr {refzarr.__version__}"
 
 
-def test_info_counts_chunks_and_urls(capsys: pytest.CaptureFixture[str], refs_json: Path) -> None:
+def test_info_counts_chunks_bytes_and_urls(
+    capsys: pytest.CaptureFixture[str], refs_json: Path
+) -> None:
     status, out, _ = _run(capsys, "info", str(refs_json))
     assert status == 0
     lines = out.splitlines()
     assert lines[0] == f"{refs_json}: 2 group(s), 2 array(s), 2 unique URL(s)"
-    header, *rows = [re.split(r"\s{2,}", line.strip()) for line in lines[1:]]
+    assert lines[1] == (
+        "referenced: 2 chunks, 110 B in 2 files; inlined: 1 chunk, 3 B; missing: 2 chunks"
+    )
+    assert lines[2] == "groups: sub"
+    header, *rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
     assert header == [
-        "array", "shape", "chunks", "dtype", "codecs", "referenced", "inlined", "missing"
+        "array", "dims", "shape", "chunks", "dtype", "codecs", "referenced", "bytes", "inlined",
+        "missing",
     ]  # fmt: skip
     assert {row[0]: row[1:] for row in rows} == {
-        "temp": ["(4, 6)", "(2, 3)", "float32", "shuffle, zlib", "2", "1", "1"],
-        "sub/flag": ["(3,)", "(3,)", "uint8", "-", "0", "0", "1"],
+        "temp": ["y, x", "(4, 6)", "(2, 3)", "float32", "shuffle, zlib", "2", "110 B", "1", "1"],
+        "sub/flag": ["-", "(3,)", "(3,)", "uint8", "-", "0", "0 B", "0", "1"],
     }
 
 
@@ -139,31 +146,55 @@ def test_expand_reference_set_that_is_not_zarr(
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("argv", "message", "status"),
     [
-        (["info", "{tmp}/missing.json"], "missing.json: no such reference set"),
-        (["info", "{tmp}/broken.json"], "not valid JSON"),
-        (["expand", "{tmp}/broken.json"], "not valid JSON"),
-        (["convert", "{refs}", "{tmp}/out.txt"], "pass --format json or --format parquet"),
-        (["convert", "{refs}", "{tmp}/out.parq", "--version", "1"], "--version applies to JSON"),
-        (["convert", "{refs}", "{tmp}/o.json", "--record-size", "5"], "--record-size applies"),
+        (["info", "{tmp}/missing.json"], "missing.json: no such reference set", 1),
+        (["info", "{tmp}/broken.json"], "not valid JSON", 1),
+        (["expand", "{tmp}/broken.json"], "not valid JSON", 1),
+        (["convert", "{refs}", "{tmp}/out.txt"], "pass --format json or --format parquet", 2),
+        (["convert", "{refs}", "{tmp}/out.parq", "--version", "1"], "--version applies to JSON", 2),
+        (["convert", "{refs}", "{tmp}/o.json", "--record-size", "5"], "--record-size applies", 2),
     ],
 )
-def test_user_errors_print_one_line_and_exit_2(
+def test_errors_print_one_line(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     refs_json: Path,
     argv: list[str],
     message: str,
+    status: int,
 ) -> None:
+    """Failures exit 1, options that do not fit together 2; one line, no traceback."""
     (tmp_path / "broken.json").write_text("{not json")
     filled = [arg.format(tmp=tmp_path, refs=refs_json) for arg in argv]
-    status, out, err = _run(capsys, *filled)
-    assert status == 2
+    found, out, err = _run(capsys, *filled)
+    assert found == status
     assert out == ""
     assert err.startswith("refzarr: error: ")
     assert message in err
     assert err.count("\n") == 1
+
+
+def test_debug_prints_the_traceback(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for argv in (["--debug", "info", "nothere.json"], ["info", "nothere.json", "--debug"]):
+        status, _, err = _run(capsys, *argv)
+        assert status == 1
+        assert "Traceback (most recent call last)" in err
+        assert err.splitlines()[-1] == "refzarr: error: nothere.json: no such reference set"
+
+
+def test_unexpected_errors_name_their_type(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, refs_json: Path
+) -> None:
+    import refzarr.cli.info
+
+    def broken(*args: object) -> None:
+        raise ZeroDivisionError("oops")
+
+    monkeypatch.setattr(refzarr.cli.info, "read", broken)
+    status, _, err = _run(capsys, "info", str(refs_json))
+    assert status == 1
+    assert err == "refzarr: error: ZeroDivisionError: oops (run with --debug for the traceback)\n"
 
 
 def test_bad_record_size_is_a_usage_error(

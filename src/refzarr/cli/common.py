@@ -1,0 +1,72 @@
+"""What the subcommands of ``refzarr`` share: exit codes, usage errors, argument types."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Literal
+
+from refzarr.errors import RefFormatError, RefzarrError
+from refzarr.formats.api import format_from_suffix
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "REFS_HELP",
+    "CommandFailed",
+    "UsageError",
+    "format_of",
+    "non_negative_int",
+    "positive_int",
+]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+"""Something went wrong doing what was asked: missing or malformed input, a failed check."""
+EXIT_USAGE = 2
+"""The command line itself is wrong (argparse uses 2 for this too)."""
+
+REFS_HELP = "reference set: JSON file (maybe .zst/.gz) or Parquet directory, path or URL"
+
+
+class UsageError(RefzarrError, ValueError):
+    """Options that do not fit together: reported in one line, exit status 2."""
+
+
+class CommandFailed(RefzarrError, LookupError):
+    """What was asked for is not there (a key, a file); reported in one line, exit status 1."""
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    return _int_at_least(text, 1, "a positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer of at least 0."""
+    return _int_at_least(text, 0, "a non-negative integer")
+
+
+def _int_at_least(text: str, minimum: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+    return value
+
+
+def format_of(dst: str, chosen: str | None) -> Literal["json", "parquet"]:
+    """The output format: ``chosen`` (``--format``), else what ``dst``'s suffix names."""
+    if chosen == "json":
+        return "json"
+    if chosen == "parquet":
+        return "parquet"
+    try:
+        return format_from_suffix(dst)
+    except RefFormatError:
+        raise UsageError(
+            f"{dst}: cannot tell the output format from the suffix (.json, .json.zst, "
+            ".json.gz, .parq, .parquet); pass --format json or --format parquet"
+        ) from None
