@@ -17,6 +17,7 @@ from refzarr.formats.source import (
     read_bytes,
 )
 from refzarr.model.group import RefGroup
+from refzarr.model.hierarchy import require_regular_grids
 from refzarr.model.kerchunk import expand_dict, group_from_kerchunk
 
 __all__ = ["DEFAULT_RECORD_SIZE", "expand_references", "format_from_suffix", "read", "write"]
@@ -132,12 +133,20 @@ def write(
         Parquet only: references per record file.
     storage_options
         fsspec options for the target filesystem.
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        When an array's chunk grid is irregular (kerchunk formats need chunks of one length
+        along each axis); raised before anything is written. Read such a group with
+        `refzarr.open_dataset` instead.
     """
     # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
     from refzarr.formats import json_write, parquet_write
 
     if not isinstance(group, RefGroup):
         raise TypeError(f"write() takes a RefGroup, got {type(group).__name__}")
+    require_regular_grids(group)  # before any output exists: no partial reference set
     location = locate(target, storage_options)
     chosen = format or format_from_suffix(location.path)
     if chosen == "parquet":

@@ -26,7 +26,7 @@ from refzarr.formats.json_write_lines import BlockLines, ChunkKeys, quote, quote
 from refzarr.formats.json_write_templates import TemplatePlan, plan_templates
 from refzarr.formats.source import Compression
 from refzarr.model.group import RefArray, RefGroup
-from refzarr.model.hierarchy import array_metadata, group_metadata
+from refzarr.model.hierarchy import array_metadata, group_metadata, require_regular_grids
 from refzarr.model.kerchunk import metadata_text
 from refzarr.model.manifest import ManifestBlock
 
@@ -61,6 +61,11 @@ def render_json(group: RefGroup, *, version: int = 0) -> bytes:
     -------
     bytes
         UTF-8 JSON text, one reference per line.
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        When an array's chunk grid is irregular (kerchunk needs chunks of one length).
     """
     return b"".join(render_parts(group, version=version))
 
@@ -69,6 +74,7 @@ def render_parts(group: RefGroup, *, version: int = 0) -> list[Part]:
     """`render_json` as consecutive pieces of text (not joined, to spare a copy when writing)."""
     if version not in (0, 1):
         raise ValueError(f"version must be 0 or 1, got {version!r}")
+    require_regular_grids(group)
     plan = plan_templates(_all_blocks(group)) if version == 1 else None
     pieces: list[Piece] = [_head(plan)]
     pieces.extend(_group_lines(group))

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from refzarr.formats.parquet_source import COMPLETE_KEY, record_file_name
 from refzarr.formats.parquet_tables import entry_slices, record_table
 from refzarr.model.group import RefArray, RefGroup
-from refzarr.model.hierarchy import array_metadata, group_metadata
+from refzarr.model.hierarchy import array_metadata, group_metadata, require_regular_grids
 
 __all__ = ["encode_record", "write_parquet", "zmetadata_document"]
 
@@ -42,7 +42,13 @@ def write_parquet(group: RefGroup, fs: Any, root: str, *, record_size: int) -> N
         Directory to create (its parent exists or is created).
     record_size
         References per record file.
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        When an array's chunk grid is irregular; raised before anything is written.
     """
+    require_regular_grids(group)
     fs.makedirs(root, exist_ok=True)
     with ThreadPoolExecutor(_THREADS) as pool:
         for path, array in group.arrays():

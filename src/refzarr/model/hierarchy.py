@@ -1,4 +1,11 @@
-"""Zarr v2 hierarchy from reference-set keys: metadata keys -> groups and arrays, chunk keys."""
+"""Zarr v2 hierarchy from reference-set keys: metadata keys -> groups and arrays, chunk keys.
+
+Also the one builder of Zarr v2 metadata documents from the model (`group_metadata`,
+`array_metadata`), which every kerchunk writer uses: an array whose chunk grid is irregular
+(rectilinear) cannot be described there and raises `UnsupportedFeatureError` naming the array,
+the dimension, the first irregular chunk and its files (`require_regular_grids` checks a whole
+hierarchy before anything is written).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +14,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from refzarr.errors import RefFormatError
+import numpy as np
+
+from refzarr.errors import RefFormatError, UnsupportedFeatureError
 from refzarr.model.frozen import freeze_json, thaw_json
+from refzarr.model.grid import RectilinearAxis
 from refzarr.model.group import Node, RefArray, RefGroup
 from refzarr.model.manifest import ChunkManifest
 from refzarr.model.meta import ArrayMeta
@@ -19,10 +29,12 @@ __all__ = [
     "array_metadata",
     "assemble_group",
     "chunk_key",
+    "describe_irregular",
     "group_metadata",
     "is_metadata_key",
     "parse_hierarchy",
     "parse_metadata_value",
+    "require_regular_grids",
 ]
 
 METADATA_NAMES = frozenset({".zarray", ".zgroup", ".zattrs", ".zmetadata"})
@@ -213,6 +225,108 @@ def group_metadata(group: RefGroup) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def array_metadata(path: str, array: RefArray) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """``(key, document)`` of an array's ``.zarray`` and ``.zattrs``."""
+    """``(key, document)`` of an array's ``.zarray`` and ``.zattrs``.
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        When the array's chunk grid is irregular: Zarr v2 has one chunk length per axis.
+    """
+    if not array.meta.is_regular:
+        raise _irregular_error(path, array)
     zarray, zattrs = array.meta.to_zarr_v2()
     return (f"{path}/.zarray", zarray), (f"{path}/.zattrs", zattrs)
+
+
+def require_regular_grids(group: RefGroup) -> None:
+    """Check that every array of ``group`` can be written as kerchunk references.
+
+    Writers call this before writing anything, so a failure leaves no partial output.
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        For the first array whose chunk grid is irregular (see `describe_irregular`).
+    """
+    for path, array in group.arrays():
+        if not array.meta.is_regular:
+            raise _irregular_error(path, array)
+
+
+def _irregular_error(path: str, array: RefArray) -> UnsupportedFeatureError:
+    _, dim, chunk = _first_irregular_axis(array)
+    return UnsupportedFeatureError(
+        f"{describe_irregular(path, array)}. Kerchunk references (JSON, Parquet) and Zarr v2 "
+        f"metadata need chunks of one length along each axis, so nothing was written. To write "
+        f"them, combine only files whose length along {dim} is a multiple of the chunk length "
+        f"({chunk}) and whose chunk lengths agree, or rechunk the files first; or keep the "
+        "RefGroup (pickle it) and read it with refzarr.open_dataset, which reads irregular chunk "
+        "grids. (A Zarr v3 / Icechunk writer with rectilinear chunk grids could express it; "
+        "refzarr has none yet.)"
+    )
+
+
+def describe_irregular(path: str, array: RefArray) -> str:
+    """The first chunk of an irregular array that breaks a regular grid, and its files, in words.
+
+    Names the array, the axis and its dimension, the chunk, how it differs and the URLs of
+    it and of its neighbouring chunk (the two files whose boundary breaks the grid).
+    """
+    axis, dim, _ = _first_irregular_axis(array)
+    rectilinear = array.meta.rectilinear
+    assert rectilinear is not None
+    rect = rectilinear[axis]
+    assert rect is not None
+    k, neighbour, why = _first_irregular_chunk(rect)
+    files = _chunk_urls(array, axis, k, neighbour)
+    return (
+        f"array {path!r}: its chunks along axis {axis} (dimension {dim}) differ in length: "
+        f"{why} ({files})"
+    )
+
+
+def _first_irregular_axis(array: RefArray) -> tuple[int, str, int]:
+    """The first irregular axis, its dimension (quoted name or ``axis k``), its chunk length."""
+    meta = array.meta
+    assert meta.rectilinear is not None
+    axis = next(k for k, rect in enumerate(meta.rectilinear) if rect is not None)
+    rect = meta.rectilinear[axis]
+    assert rect is not None
+    names = meta.dimension_names
+    dim = repr(names[axis]) if names is not None else f"axis {axis}"
+    return axis, dim, rect.stored[0]
+
+
+def _first_irregular_chunk(rect: RectilinearAxis) -> tuple[int, int, str]:
+    """``(chunk, neighbour, why)``: the first chunk that differs from chunk 0's length, or
+    that holds fewer positions than its length while not last (a file ending inside it)."""
+    first, last = rect.stored[0], len(rect.sizes) - 1
+    for k, (size, stored) in enumerate(zip(rect.sizes, rect.stored, strict=True)):
+        if stored != first:
+            return k, k - 1, f"chunk {k} is {stored} long where chunk {k - 1} is {first} long"
+        if size != stored and k != last:
+            return (
+                k,
+                k + 1,
+                f"chunk {k} holds {size} of its {stored} positions but is not the last chunk: "
+                "a file ends inside it and the next one starts a new chunk",
+            )
+    return 0, 0, "the chunk lengths are not all alike"  # not reached for a validated axis
+
+
+def _chunk_urls(array: RefArray, axis: int, chunk: int, neighbour: int) -> str:
+    """Where chunks ``chunk`` and ``neighbour`` along ``axis`` are stored, in words."""
+    manifest = array.manifest
+    ids, paths = manifest.path_id, manifest.paths
+
+    def url(k: int) -> str:
+        slab = np.take(ids, k, axis=axis).ravel()
+        stored = slab[slab >= 0]
+        if stored.size:
+            return paths[int(stored[0])]
+        return "no file: inlined or never written"
+
+    here, there = url(chunk), url(neighbour)
+    if chunk == neighbour:
+        return f"chunk {chunk} is in {here}"
+    return f"chunk {chunk} is in {here}; chunk {neighbour} is in {there}"

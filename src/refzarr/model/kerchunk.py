@@ -26,6 +26,7 @@ from refzarr.model.hierarchy import (
     group_metadata,
     is_metadata_key,
     parse_hierarchy,
+    require_regular_grids,
 )
 from refzarr.model.manifest import INLINED, MAX_OFFSET, MISSING, WHOLE_FILE, ChunkManifest
 from refzarr.model.templates import expand_v1
@@ -191,7 +192,12 @@ def group_from_kerchunk(
 
 
 def group_to_kerchunk(group: RefGroup) -> dict[str, Any]:
-    """A Version 0 dict: metadata as compact JSON text, refs as lists, inline data as text."""
+    """A Version 0 dict: metadata as compact JSON text, refs as lists, inline data as text.
+
+    Raises UnsupportedFeatureError (naming the array, dimension and files) when an array's
+    chunk grid is irregular: Version 0 references carry Zarr v2 metadata.
+    """
+    require_regular_grids(group)
     out: dict[str, Any] = {key: metadata_text(doc) for key, doc in group_metadata(group)}
     for path, array in group.arrays():
         out.update((key, metadata_text(doc)) for key, doc in array_metadata(path, array))

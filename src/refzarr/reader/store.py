@@ -4,6 +4,12 @@ Metadata keys (``.zgroup``, ``.zattrs``, ``.zarray``, ``.zmetadata``) are render
 as Zarr v2 documents; chunk keys resolve through the manifests: a missing chunk is absent (zarr
 reads the fill value), an inlined one is served from memory, a referenced one is fetched through
 the io layer (batched in `get_partial_values`). A chunk that cannot be fetched raises.
+
+An array whose chunk grid is irregular (rectilinear, as combining files of uneven lengths makes
+it) has no Zarr v2 metadata: asking for its ``.zarray`` / ``.zattrs`` raises
+`UnsupportedFeatureError` naming the array and pointing to `refzarr.open_dataset`. The store then
+has no ``.zmetadata`` (consolidated metadata could only leave that array out in silence), so
+zarr lists the members, reads the other arrays, and raises that error on reaching this one.
 """
 
 from __future__ import annotations
@@ -26,7 +32,12 @@ from refzarr.errors import UnsupportedFeatureError
 from refzarr.formats.api import Source, read
 from refzarr.io import RangeReader
 from refzarr.model import MISSING, ChunkRef, RefArray, RefGroup
-from refzarr.model.hierarchy import array_metadata, chunk_key, group_metadata
+from refzarr.model.hierarchy import (
+    array_metadata,
+    chunk_key,
+    describe_irregular,
+    group_metadata,
+)
 from refzarr.model.kerchunk import metadata_text
 
 __all__ = ["ReferenceStore"]
@@ -74,7 +85,7 @@ class ReferenceStore(Store):
             storage_options=storage_options, allowed=allowed_protocols
         )
         self._arrays = dict(self.group.arrays())
-        self._metadata = _render_metadata(self.group, self._arrays)
+        self._metadata, self._unreadable = _render_metadata(self.group, self._arrays)
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -128,13 +139,19 @@ class ReferenceStore(Store):
 
     async def exists(self, key: str) -> bool:
         """True for metadata keys and chunks that hold data."""
-        return self._resolve(key) is not None
+        return key in self._unreadable or self._resolve(key) is not None
 
     def _resolve(self, key: str) -> bytes | ChunkRef | None:
-        """Metadata bytes, inlined chunk bytes, a chunk's reference, or None."""
+        """Metadata bytes, inlined chunk bytes, a chunk's reference, or None.
+
+        Raises UnsupportedFeatureError for metadata that Zarr v2 cannot express.
+        """
         document = self._metadata.get(key)
         if document is not None:
             return document
+        unreadable = self._unreadable.get(key)
+        if unreadable is not None:
+            raise UnsupportedFeatureError(unreadable)
         located = self._locate(key)
         if located is None:
             return None
@@ -168,7 +185,7 @@ class ReferenceStore(Store):
 
     async def list(self) -> AsyncIterator[str]:
         """Every metadata key and every chunk key that holds data."""
-        for key in self._metadata:
+        for key in (*self._metadata, *self._unreadable):
             yield key
         for path, array in self._arrays.items():
             for key in _chunk_keys(path, array):
@@ -185,7 +202,7 @@ class ReferenceStore(Store):
         base = prefix.rstrip("/")
         lead = f"{base}/" if base else ""
         seen: set[str] = set()
-        for key in self._metadata:
+        for key in (*self._metadata, *self._unreadable):
             if key.startswith(lead):
                 name = key[len(lead) :].split("/", 1)[0]
                 if name not in seen:
@@ -210,14 +227,33 @@ class ReferenceStore(Store):
         raise UnsupportedFeatureError(f"{key}: a ReferenceStore is read-only")
 
 
-def _render_metadata(group: RefGroup, arrays: Mapping[str, RefArray]) -> dict[str, bytes]:
+def _render_metadata(
+    group: RefGroup, arrays: Mapping[str, RefArray]
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The metadata keys as bytes, and the keys that cannot be rendered -> why (those of
+    arrays with irregular chunk grids; then there is no ``.zmetadata``)."""
     documents: dict[str, Any] = dict(group_metadata(group))
+    unreadable: dict[str, str] = {}
     for path, array in arrays.items():
-        documents.update(array_metadata(path, array))
-    consolidated = {"metadata": documents, "zarr_consolidated_format": 1}
+        if array.meta.is_regular:
+            documents.update(array_metadata(path, array))
+        else:
+            why = _irregular_message(path, array)
+            unreadable.update({f"{path}/.zarray": why, f"{path}/.zattrs": why})
     rendered = {key: metadata_text(doc).encode() for key, doc in documents.items()}
-    rendered[".zmetadata"] = metadata_text(consolidated).encode()
-    return rendered
+    if not unreadable:
+        consolidated = {"metadata": documents, "zarr_consolidated_format": 1}
+        rendered[".zmetadata"] = metadata_text(consolidated).encode()
+    return rendered, unreadable
+
+
+def _irregular_message(path: str, array: RefArray) -> str:
+    return (
+        f"{describe_irregular(path, array)}. zarr-python reads a ReferenceStore through Zarr v2 "
+        f"metadata, which has one chunk length per axis and cannot describe {path!r}: read it "
+        "with refzarr.open_dataset (or xarray.open_dataset(..., engine='refzarr')), which reads "
+        "irregular chunk grids."
+    )
 
 
 def _chunk_index(array: RefArray, name: str) -> tuple[RefArray, tuple[int, ...]] | None:
