@@ -5,64 +5,19 @@ from __future__ import annotations
 import base64
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
+from clikit import make_group as _group
 
 import refzarr
-from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from refzarr.cli import main
-from refzarr.model import INLINED, MISSING
-
-
-def _group() -> RefGroup:
-    """Two arrays: 'temp' with referenced, inlined and missing chunks; 'sub/flag' all missing."""
-    paths = ["s3://bucket/a.nc", "s3://bucket/b.nc"]
-    path_id = np.array([[0, 1], [INLINED, MISSING]])
-    offset = np.array([[100, 200], [0, 0]])
-    length = np.array([[50, 60], [0, 0]])
-    manifest = ChunkManifest.from_arrays(
-        paths, path_id, offset, length, inlined={(1, 0): b"\x00\xff\x10"}
-    )
-    temp = RefArray(
-        ArrayMeta(
-            shape=(4, 6),
-            chunks=(2, 3),
-            dtype=np.dtype("<f4"),
-            fill_value=float("nan"),
-            codecs=({"id": "shuffle", "elementsize": 4}, {"id": "zlib", "level": 4}),
-            dimension_names=("y", "x"),
-        ),
-        manifest,
-    )
-    flag = RefArray(
-        ArrayMeta(shape=(3,), chunks=(3,), dtype=np.dtype("u1")), ChunkManifest.missing((1,))
-    )
-    return RefGroup({"title": "cli test"}, {"temp": temp, "sub": RefGroup(members={"flag": flag})})
-
-
-@pytest.fixture
-def refs_json(tmp_path: Path) -> Path:
-    path = tmp_path / "refs.json"
-    refzarr.write(_group(), path)
-    return path
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     status = main(list(argv))
     out, err = capsys.readouterr()
     return status, out, err
-
-
-def test_help_runs_as_installed_command() -> None:
-    command = Path(sys.executable).with_name("refzarr")
-    done = subprocess.run([command, "--help"], capture_output=True, text=True, check=False)
-    assert done.returncode == 0
-    for name in ("info", "convert", "expand"):
-        assert name in done.stdout
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,13 +9,13 @@ import traceback
 from collections.abc import Sequence
 
 from refzarr import __version__
-from refzarr.cli import cat, convert, expand, info
+from refzarr.cli import cat, convert, expand, info, scan, validate
 from refzarr.cli.common import EXIT_FAILURE, EXIT_USAGE, UsageError
 from refzarr.errors import RefzarrError
 
 __all__ = ["main"]
 
-_COMMANDS = (info, cat, convert, expand)
+_COMMANDS = (scan, info, validate, cat, convert, expand)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from refzarr.parallel.batches import Outcome
 
-__all__ = ["SERIAL_BELOW", "Runner", "cpu_count", "open_runner"]
+__all__ = ["SERIAL_BELOW", "Runner", "cpu_count", "open_runner", "process_pool"]
 
 SERIAL_BELOW = 32
 """With the default executor, fewer files than this are scanned in-process: starting worker
@@ -134,6 +134,11 @@ def open_runner(executor: Any, count: int) -> Iterator[Runner]:
 def _pool(kind: str, workers: int) -> Executor:
     if kind == "threads":
         return ThreadPoolExecutor(workers, thread_name_prefix="refzarr-scan")
+    return process_pool(workers)
+
+
+def process_pool(workers: int) -> ProcessPoolExecutor:
+    """A process pool for scanning: ``workers`` processes started without fork."""
     # not fork: forking a process that runs threads (progress bars, readers, the caller's own)
     # can deadlock the child; forkserver starts workers from a clean single-threaded server
     methods = multiprocessing.get_all_start_methods()

@@ -1,0 +1,203 @@
+"""``refzarr scan URL_OR_GLOB... -o OUT``: scan files in parallel, combine them into one dataset
+and write the reference set, in one go."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from refzarr.cli.common import (
+    EXIT_OK,
+    CommandFailed,
+    UsageError,
+    format_of,
+    non_negative_int,
+    positive_int,
+)
+from refzarr.cli.sources import expand_sources
+from refzarr.cli.table import plural
+from refzarr.formats.api import write
+from refzarr.model import RefGroup
+from refzarr.parallel import ScanResults, scan_many
+from refzarr.parallel.batches import OnError
+
+__all__ = ["register", "run"]
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the subcommand to ``commands`` (argparse subparsers)."""
+    parser = commands.add_parser(
+        "scan",
+        parents=[common],
+        help="scan files, combine them into one dataset, write the reference set",
+        description="Scan files (in parallel), combine them along --concat-dim when there is "
+        "more than one, and write one reference set.",
+    )
+    parser.add_argument(
+        "sources",
+        nargs="+",
+        metavar="URL_OR_GLOB",
+        help="files: local paths, fsspec URLs, or glob patterns of either (quote them)",
+    )
+    parser.add_argument("-o", "--output", required=True, metavar="OUT", help="where to write")
+    parser.add_argument("--format", choices=["json", "parquet"], help="override OUT's suffix")
+    parser.add_argument(
+        "--concat-dim",
+        action="append",
+        default=[],
+        metavar="DIM",
+        help="dimension to concatenate the files along (repeat, or DIM1,DIM2, for a grid)",
+    )
+    parser.add_argument(
+        "--identical-dim",
+        action="append",
+        default=[],
+        metavar="DIM",
+        help="dimension whose variables must be identical in every file (checked)",
+    )
+    parser.add_argument(
+        "--coord-regex",
+        action="append",
+        default=[],
+        metavar="DIM=REGEX",
+        help="take DIM's coordinate from each file's URL: the first group of REGEX",
+    )
+    parser.add_argument(
+        "--inline-threshold",
+        type=non_negative_int,
+        metavar="BYTES",
+        help="keep chunks smaller than this in the reference set (default 0)",
+    )
+    parser.add_argument(
+        "--skip-errors",
+        action="store_true",
+        help="leave out files that cannot be scanned (listed on stderr) instead of failing",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers", type=positive_int, metavar="N", help="worker processes (default: one per CPU)"
+    )
+    where.add_argument(
+        "--scheduler", metavar="ADDRESS", help="a dask.distributed scheduler to scan on"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Scan, combine, write; a summary line on stdout."""
+    chosen = format_of(args.output, args.format)
+    concat_dims = _names(args.concat_dim)
+    coords = _coord_regexes(args.coord_regex, concat_dims)
+    urls = expand_sources(args.sources)
+    options: dict[str, Any] = {}
+    if args.inline_threshold is not None:
+        options["inline_threshold"] = args.inline_threshold
+    on_error: OnError = "skip" if args.skip_errors else "raise"
+    with _Executor(args) as executor:
+        results = scan_many(urls, executor=executor, on_error=on_error, **options)
+    _report_skipped(results)
+    if not results:
+        raise CommandFailed(f"none of the {plural(len(urls), 'file')} could be scanned")
+    if len(results) == 1:
+        group: RefGroup = results[0]
+    else:
+        group = _combine(results, concat_dims, _names(args.identical_dim), coords)
+    write(group, args.output, format=chosen)
+    skipped = f", {len(results.errors):,} skipped" if results.errors else ""
+    along = f" along {', '.join(concat_dims)}" if len(results) > 1 and concat_dims else ""
+    print(f"{args.output}: {plural(len(results), 'file')}{along}{skipped}")
+    return EXIT_OK
+
+
+def _names(values: Sequence[str]) -> list[str]:
+    """``["time", "a,b"]`` -> ``["time", "a", "b"]``."""
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+def _coord_regexes(values: Sequence[str], concat_dims: list[str]) -> dict[str, tuple[str, str]]:
+    """``DIM=REGEX`` options as ``combine`` coordinate specs ``{DIM: ("regex", REGEX)}``."""
+    coords: dict[str, tuple[str, str]] = {}
+    for value in values:
+        dim, sep, pattern = value.partition("=")
+        if not sep or not dim or not pattern:
+            raise UsageError(f"--coord-regex {value!r}: expected DIM=REGEX, e.g. time=_(\\d{{8}})")
+        if dim not in concat_dims:
+            raise UsageError(f"--coord-regex {value!r}: {dim!r} is not a --concat-dim")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UsageError(f"--coord-regex {value!r}: not a regular expression: {exc}") from None
+        coords[dim] = ("regex", pattern)
+    return coords
+
+
+def _combine(
+    results: ScanResults,
+    concat_dims: list[str],
+    identical_dims: list[str],
+    coords: dict[str, tuple[str, str]],
+) -> RefGroup:
+    combine = getattr(importlib.import_module("refzarr.combine"), "combine", None)
+    if combine is None:
+        raise CommandFailed(
+            f"{plural(len(results), 'file')} scanned, but this refzarr cannot combine them "
+            "(refzarr.combine is missing); scan one file at a time"
+        )
+    group = combine(
+        list(results),
+        concat_dims=concat_dims,
+        identical_dims=identical_dims or None,
+        coords=coords or None,
+    )
+    if not isinstance(group, RefGroup):
+        raise TypeError(f"combine returned {type(group).__name__}, not a RefGroup")
+    return group
+
+
+def _report_skipped(results: ScanResults) -> None:
+    for failure in results.errors:
+        print(f"refzarr: skipped {failure.url}: {failure.message}", file=sys.stderr)
+
+
+class _Executor:
+    """The executor of ``--workers`` / ``--scheduler`` (None: scan_many's default), closed
+    on exit."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.closing: Any = None
+
+    def __enter__(self) -> Any:
+        if self.args.scheduler:
+            self.closing = _client(self.args.scheduler)
+            return self.closing
+        if self.args.workers == 1:
+            return "serial"
+        if self.args.workers:
+            from refzarr.parallel.runners import process_pool
+
+            self.closing = process_pool(self.args.workers)
+            return self.closing
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        if self.closing is not None:
+            if hasattr(self.closing, "shutdown"):
+                self.closing.shutdown(wait=True, cancel_futures=True)
+            else:
+                self.closing.close()
+
+
+def _client(address: str) -> Any:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise CommandFailed("--scheduler needs dask.distributed: pip install distributed") from None
+    try:
+        return Client(address, timeout=30)  # type: ignore[no-untyped-call]
+    except OSError as exc:
+        raise CommandFailed(f"cannot reach the dask scheduler at {address}: {exc}") from exc

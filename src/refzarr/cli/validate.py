@@ -1,0 +1,72 @@
+"""``refzarr validate REFS [--decode]``: every referenced byte range exists (and decodes)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from refzarr.cli.checks import (
+    Report,
+    check_decode,
+    check_ranges,
+    file_sizes,
+    referenced_urls,
+)
+from refzarr.cli.common import EXIT_FAILURE, EXIT_OK, REFS_HELP, positive_int
+from refzarr.cli.table import plural
+from refzarr.formats.api import read
+from refzarr.io import RangeReader
+
+__all__ = ["register", "run"]
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the subcommand to ``commands`` (argparse subparsers)."""
+    parser = commands.add_parser(
+        "validate",
+        parents=[common],
+        help="check that every referenced byte range exists (--decode: and decodes)",
+    )
+    parser.add_argument("refs", metavar="REFS", help=REFS_HELP)
+    parser.add_argument(
+        "--decode", action="store_true", help="also fetch and decode every chunk (reads it all)"
+    )
+    parser.add_argument(
+        "--max-failures",
+        type=positive_int,
+        default=20,
+        metavar="N",
+        help="failures listed at most (default 20; all are counted)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check; list the first failures on stdout; exit status 1 when there is any."""
+    group = read(args.refs)
+    arrays = list(group.arrays())
+    reader = RangeReader()
+    urls = referenced_urls(arrays)
+    sizes = file_sizes(reader, urls)
+    report = Report(args.max_failures)
+    for path, array in arrays:
+        check_ranges(path, array, sizes, report)
+    decoded = 0
+    if args.decode:
+        for path, array in arrays:
+            decoded += check_decode(path, array, reader, sizes, report)
+    checked = f"{plural(len(arrays), 'array')}, {plural(len(urls), 'file')}"
+    if args.decode:
+        checked += f", {plural(decoded, 'chunk')} decoded"
+    if not report.count:
+        print(f"{args.refs}: OK ({checked})")
+        return EXIT_OK
+    for failure in report.shown:
+        print(f"FAILED {failure}")
+    more = report.count - len(report.shown)
+    suffix = f" ({more:,} more not shown; --max-failures N)" if more else ""
+    print(
+        f"refzarr: error: {args.refs}: {plural(report.count, 'failure')}{suffix}", file=sys.stderr
+    )
+    return EXIT_FAILURE

@@ -1,0 +1,147 @@
+"""``refzarr scan``: files and globs scanned, combined when several, written as JSON / Parquet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import refzarr
+import refzarr.combine
+from refzarr.cli import main
+
+needs_combine = pytest.mark.skipif(
+    not hasattr(refzarr.combine, "combine"), reason="refzarr.combine.combine not there yet"
+)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize("suffix", [".json", ".parq"])
+def test_one_file(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path, suffix: str
+) -> None:
+    out_path = tmp_path / f"one{suffix}"
+    status, out, err = _run(capsys, "scan", archive[0], "-o", out_path)
+    assert (status, err) == (0, "")
+    assert out == f"{out_path}: 1 file\n"
+    assert refzarr.read(out_path) == refzarr.scan(archive[0])
+
+
+def test_options_reach_the_scanner(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path
+) -> None:
+    out_path = tmp_path / "refs.txt"
+    argv = ["scan", archive[0], "-o", out_path, "--format", "json", "--inline-threshold", "100"]
+    assert _run(capsys, *argv)[0] == 0
+    assert refzarr.read(out_path) == refzarr.scan(archive[0], inline_threshold=100)
+
+
+@needs_combine
+@pytest.mark.parametrize("workers", [["--workers", "1"], ["--workers", "2"], []])
+def test_glob_concat_equals_open_mfdataset(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path, workers: list[str]
+) -> None:
+    out_path = tmp_path / "all.parq"
+    pattern = str(archive[0].parent / "air_*.nc")
+    status, out, _ = _run(capsys, "scan", pattern, "--concat-dim", "time", "-o", out_path, *workers)
+    assert status == 0
+    assert out == f"{out_path}: 4 files along time\n"
+    with (
+        refzarr.open_dataset(refzarr.read(out_path)) as ours,
+        xr.open_mfdataset(archive, combine="by_coords") as theirs,
+    ):
+        xr.testing.assert_identical(ours.load(), theirs.load())
+
+
+@needs_combine
+def test_coord_regex(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path
+) -> None:
+    out_path = tmp_path / "all.json"
+    argv = ["scan", *archive, "--concat-dim", "time", "--coord-regex", r"time=_(\d{8})\.nc"]
+    assert _run(capsys, *argv, "-o", out_path)[0] == 0
+    with refzarr.open_dataset(refzarr.read(out_path)) as ds:
+        assert ds["air"].shape[0] == 4
+        assert ds["time"].values.tolist() == [20200101, 20200102, 20200103, 20200104]
+
+
+@needs_combine
+def test_skip_errors_lists_the_files(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.nc"
+    bad.write_bytes(b"not HDF5" * 20)
+    out_path = tmp_path / "all.json"
+    argv = ["scan", *archive, bad, "--concat-dim", "time", "--skip-errors", "-o", out_path]
+    status, out, err = _run(capsys, *argv)
+    assert status == 0
+    assert err.startswith(f"refzarr: skipped {bad}: ")
+    assert out == f"{out_path}: 4 files along time, 1 skipped\n"
+
+
+def test_failure_names_the_file(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.nc"
+    bad.write_bytes(b"not HDF5" * 20)
+    target = tmp_path / "x.json"
+    status, out, err = _run(capsys, "scan", archive[0], bad, "--concat-dim", "time", "-o", target)
+    assert (status, out) == (1, "")
+    assert err.startswith(f"refzarr: error: {bad}: ")
+    assert err.count("\n") == 1
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["{tmp}/nothing_*.nc", "-o", "{tmp}/o.json"], "nothing_*.nc: no files match"),
+        (["{tmp}/absent.nc", "-o", "{tmp}/o.json"], "absent.nc: no such file"),
+    ],
+)
+def test_missing_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], message: str
+) -> None:
+    status, _, err = _run(capsys, "scan", *(a.format(tmp=tmp_path) for a in argv))
+    assert status == 1
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-o", "o.txt"], "pass --format json or --format parquet"),
+        (["-o", "o.json", "--coord-regex", "time"], "expected DIM=REGEX"),
+        (["-o", "o.json", "--coord-regex", "time=("], "not a regular expression"),
+        (["-o", "o.json", "--coord-regex", "x=a"], "'x' is not a --concat-dim"),
+    ],
+)
+def test_usage_errors_exit_2(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], argv: list[str], message: str
+) -> None:
+    status, _, err = _run(capsys, "scan", archive[0], "--concat-dim", "time", *argv)
+    assert status == 2
+    assert message in err
+
+
+def test_workers_and_scheduler_exclude_each_other(
+    capsys: pytest.CaptureFixture[str], archive: list[Path]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["scan", str(archive[0]), "-o", "o.json", "--workers", "2", "--scheduler", "x:1"])
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_concat_dims_split_on_commas() -> None:
+    from refzarr.cli.scan import _names
+
+    assert _names(["time", "member, level", ""]) == ["time", "member", "level"]
+    assert np.array_equal(_names([]), [])
