@@ -17,6 +17,7 @@ from refzarr.errors import (
     SourceNotFoundError,
     UnsupportedFeatureError,
 )
+from refzarr.combine import FromAttribute, FromCallable, FromData, FromRegex, combine, merge
 from refzarr.formats.api import expand_references, read, write
 from refzarr.model import ArrayMeta, ChunkManifest, ChunkRef, RefArray, RefGroup
 from refzarr.parallel import scan_many
@@ -46,6 +47,10 @@ __all__ = [
     "ChunkManifest",
     "ChunkRef",
     "ForbiddenURLError",
+    "FromAttribute",
+    "FromCallable",
+    "FromData",
+    "FromRegex",
     "IncompatibleError",
     "RefArray",
     "RefFormatError",
@@ -56,7 +61,9 @@ __all__ = [
     "SourceNotFoundError",
     "UnsupportedFeatureError",
     "__version__",
+    "combine",
     "expand_references",
+    "merge",
     "open_dataset",
     "open_datatree",
     "read",

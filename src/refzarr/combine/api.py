@@ -1,0 +1,370 @@
+"""`combine` and `merge`: many files' reference groups into one dataset.
+
+The steps: parse the call; split the groups by the variables they hold (sets of files with
+different variables are combined separately, then merged); find every file's coordinate
+values along each concatenation dimension (`keys`); place the files on a grid (`layout`);
+build every variable group by group, concatenated (`concat`) or checked identical
+(`identical`); write the combined coordinates (`coordinate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from refzarr.combine.concat import Placement, concat_arrays
+from refzarr.combine.coordinate import inlined_array
+from refzarr.combine.identical import SameSet, check_identical
+from refzarr.combine.inputs import Inputs
+from refzarr.combine.keys import DimInfo, dim_infos
+from refzarr.combine.layout import Layout, place_files
+from refzarr.combine.merge import merge_inputs
+from refzarr.combine.specs import CoordSpecLike, parse_coord_specs
+from refzarr.errors import IncompatibleError
+from refzarr.model import RefArray, RefGroup
+
+__all__ = ["combine", "merge"]
+
+Compat = Literal["equals", "override"]
+
+
+def combine(
+    groups: Sequence[RefGroup],
+    *,
+    concat_dims: str | Sequence[str],
+    identical_dims: Sequence[str] | None = None,
+    coords: Mapping[str, CoordSpecLike] | None = None,
+    urls: Sequence[str | None] | None = None,
+    compat: Compat = "equals",
+    storage_options: Mapping[str, Any] | None = None,
+) -> RefGroup:
+    """Combine the reference groups of many files into one dataset.
+
+    Files are concatenated along dimensions they have, stacked along dimensions they lack,
+    or both at once (files on a grid, e.g. time x ensemble member); files holding different
+    variables are combined per variable set and then merged; ``concat_dims=[]`` only merges.
+    Files are ordered by their coordinate values, which also become the combined coordinate
+    variables (written as arrays with inlined chunks). Nothing is assumed: conflicts raise
+    `IncompatibleError` naming the files and what differs.
+
+    Parameters
+    ----------
+    groups
+        One group per file (from `refzarr.scan`), or already combined groups (partial
+        results of a tree reduction combine again along the same dimensions).
+    concat_dims
+        The dimensions to concatenate along. A dimension the files have is concatenated
+        (variables without it must be identical in every file); one they lack is a new
+        first dimension along which every variable but the dimension coordinates and
+        ``identical_dims`` is stacked (new dimensions come first, in this order).
+    identical_dims
+        Variables (names or paths) expected identical in every file: taken from the first
+        file after checking, never stacked (e.g. ``["lat", "lon"]`` or 2-D coordinates).
+    coords
+        Where each dimension's coordinate values come from (see `refzarr.combine.specs`):
+        ``"data"`` (default: the variable named like the dimension, CF times decoded so
+        that different epochs combine), ``("regex", PATTERN)`` / `FromRegex` on the file's
+        URL, ``("attribute", NAME[, VARIABLE])`` / `FromAttribute`, a callable
+        ``f(url, group)`` / `FromCallable`, or None (input order, no coordinate). A
+        dimension without a coordinate variable keeps the input order.
+    urls
+        Each group's file URL, for regular expressions, callables and error messages
+        (default: ``groups.urls`` when ``groups`` has it, as `scan_many`'s results do; else
+        the one file each group references).
+    compat
+        ``"equals"`` (default) compares the values of variables expected identical (one
+        batched read); ``"override"`` takes them from the first file unchecked.
+    storage_options
+        fsspec options for reading the referenced files (coordinate values, comparisons).
+
+    Returns
+    -------
+    RefGroup
+        The combined dataset. Its chunk grid is rectilinear along a concatenated axis when
+        the files' lengths are not multiples of one chunk length (or their chunks differ):
+        refzarr reads it, kerchunk JSON / Parquet cannot express it (writing raises).
+
+    Raises
+    ------
+    IncompatibleError
+        Duplicate or overlapping coordinate values, a hole in a grid of files, or files
+        differing in dtype, codecs, fill value, CF packing attributes (``scale_factor``,
+        ``add_offset``, ``_FillValue``, ``missing_value``, ``units``), dimension names,
+        shapes or chunks along other dimensions, variables or groups held, or values of
+        variables expected identical.
+
+    Examples
+    --------
+    >>> import refzarr  # doctest: +SKIP
+    >>> groups = [refzarr.scan(f) for f in sorted(glob.glob("air_*.nc"))]  # doctest: +SKIP
+    >>> ds = refzarr.combine(groups, concat_dims="time")  # doctest: +SKIP
+    >>> grid = refzarr.combine(  # doctest: +SKIP
+    ...     groups, concat_dims=["member", "time"], coords={"member": ("regex", r"m(\\d+)")}
+    ... )
+    """
+    dims = _parse_dims(concat_dims)
+    if urls is None:
+        urls = getattr(groups, "urls", None)
+    chosen = _parse_groups(groups)
+    if compat not in ("equals", "override"):
+        raise ValueError(f"compat must be 'equals' or 'override', got {compat!r}")
+    if urls is not None and len(urls) != len(chosen):
+        raise ValueError(f"urls has {len(urls)} entries for {len(chosen)} groups")
+    specs = parse_coord_specs(dims, coords)
+    identical = frozenset(identical_dims or ())
+    inputs = Inputs(chosen, None if urls is None else tuple(urls), storage_options)
+    check = compat == "equals"
+    if not dims:
+        return merge_inputs(inputs, check=check)
+    parts = _partitions(inputs)
+    if len(parts) == 1:
+        return _Combination(inputs, dims, identical, check).run(specs)
+    _reject_overlap(inputs, parts, dims)
+    combined = [
+        _Combination(inputs.subset(ix, [chosen[i] for i in ix]), dims, identical, check).run(specs)
+        for ix in parts
+    ]
+    names = tuple(f"the {len(ix)} files starting with {inputs.label(ix[0])}" for ix in parts)
+    return merge_inputs(Inputs(tuple(combined), None, storage_options, names=names), check=check)
+
+
+def merge(
+    groups: Sequence[RefGroup],
+    *,
+    compat: Compat = "equals",
+    storage_options: Mapping[str, Any] | None = None,
+) -> RefGroup:
+    """Merge groups holding different variables of one grid (``combine(concat_dims=[])``).
+
+    Variables present in several groups must be identical (compared by value unless
+    ``compat="override"``); dimensions of one name must have one length. The result has
+    the first group's attributes.
+    """
+    return combine(groups, concat_dims=[], compat=compat, storage_options=storage_options)
+
+
+def _parse_dims(concat_dims: str | Sequence[str]) -> tuple[str, ...]:
+    dims = (concat_dims,) if isinstance(concat_dims, str) else tuple(concat_dims)
+    if len(set(dims)) != len(dims) or not all(isinstance(d, str) and d for d in dims):
+        raise ValueError(f"concat_dims must be distinct non-empty names, got {list(dims)}")
+    return dims
+
+
+def _parse_groups(groups: Sequence[RefGroup]) -> tuple[RefGroup, ...]:
+    chosen = tuple(groups)
+    if not chosen:
+        raise ValueError("combine needs at least one group")
+    for k, group in enumerate(chosen):
+        if not isinstance(group, RefGroup):
+            raise TypeError(f"groups[{k}] must be a RefGroup, got {type(group).__name__}")
+    return chosen
+
+
+def _structure(group: RefGroup) -> tuple[Any, ...]:
+    """What a group holds (member names, recursively), in name order."""
+    return tuple(
+        sorted(
+            (name, _structure(m) if isinstance(m, RefGroup) else None)
+            for name, m in group.members.items()
+        )
+    )
+
+
+def _partitions(inputs: Inputs) -> list[list[int]]:
+    found: dict[tuple[Any, ...], list[int]] = {}
+    for k, group in enumerate(inputs.groups):
+        found.setdefault(_structure(group), []).append(k)
+    return list(found.values())
+
+
+def _reject_overlap(inputs: Inputs, parts: list[list[int]], dims: tuple[str, ...]) -> None:
+    """Sets of files may only differ by whole variables: a variable along a concatenation
+    dimension held by several sets means some file lacks what its neighbours hold."""
+    along = []
+    for ix in parts:
+        group = inputs.groups[ix[0]]
+        along.append({p for p, a in group.arrays() if _varies(p, a, dims)})
+    for a in range(len(parts)):
+        for b in range(a + 1, len(parts)):
+            shared = along[a] & along[b]
+            if shared:
+                only_a = sorted(p for p, _ in inputs.groups[parts[a][0]].arrays())
+                only_b = sorted(p for p, _ in inputs.groups[parts[b][0]].arrays())
+                raise IncompatibleError(
+                    f"the files do not all hold the same variables: {inputs.labels(parts[a])} "
+                    f"hold {only_a}, {inputs.labels(parts[b])} hold {only_b}, and both hold "
+                    f"{sorted(shared)}; add the missing variables, or leave those files out"
+                )
+
+
+def _varies(path: str, array: RefArray, dims: tuple[str, ...]) -> bool:
+    names = array.meta.dimension_names or ()
+    base = path.rsplit("/", 1)[-1]
+    if base in dims or (len(names) == 1 and names[0] == base):
+        return False  # a coordinate: merged sets share it
+    return any(d in names for d in dims)
+
+
+class _Combination:
+    """One combine of groups holding the same variables."""
+
+    def __init__(
+        self, inputs: Inputs, dims: tuple[str, ...], identical: frozenset[str], check: bool
+    ) -> None:
+        self.inputs = inputs
+        self.dims = dims
+        self.identical = identical
+        self.check = check
+        self.sets: list[SameSet] = []
+
+    def run(self, specs: Mapping[str, Any]) -> RefGroup:
+        self.infos: list[DimInfo] = dim_infos(self.inputs, self.dims, dict(specs))
+        keys = [info.keys for info in self.infos]
+        self.layout: Layout = place_files(keys, len(self.inputs), self.inputs.labels)
+        self.lengths = [self._length(d) for d in range(len(self.dims))]
+        self.coordinates = {
+            info.path: d for d, info in enumerate(self.infos) if info.path is not None
+        }
+        self._check_identical_names()
+        root = self._group("", list(self.inputs.groups))
+        if self.check:
+            check_identical(self.sets, self.inputs.labels, self.inputs.storage_options)
+        return self._add_coordinates(root)
+
+    def _length(self, d: int) -> int:
+        """The combined length along dimension ``d``: one file per slab."""
+        _, first = np.unique(self.layout.ranks[:, d], return_index=True)
+        return int(self.infos[d].keys.lengths[first].sum())
+
+    def _check_identical_names(self) -> None:
+        first = self.inputs.groups[0]
+        known = {p for p, _ in first.arrays()} | {p.rsplit("/", 1)[-1] for p, _ in first.arrays()}
+        unknown = sorted(self.identical - known)
+        if unknown:
+            raise ValueError(f"identical_dims names {unknown}, which no file holds")
+
+    # -- groups --------------------------------------------------------------------------
+
+    def _group(self, prefix: str, nodes: list[RefGroup]) -> RefGroup:
+        names = list(nodes[0].members)
+        wanted = set(names)
+        for k, node in enumerate(nodes):
+            if set(node.members) != wanted:
+                other = sorted(set(node.members) ^ wanted)
+                raise IncompatibleError(
+                    f"group {prefix or '/'!r} holds different members in "
+                    f"{self.inputs.labels([0])} and {self.inputs.labels([k])} ({other})"
+                )
+        members: dict[str, RefArray | RefGroup] = {}
+        for name in names:
+            path = f"{prefix}{name}"
+            children = [node.members[name] for node in nodes]
+            kinds = {isinstance(c, RefGroup) for c in children}
+            if len(kinds) > 1:
+                raise IncompatibleError(
+                    f"{path!r} is a group in some files and an array in others "
+                    f"({self.inputs.labels([0])})"
+                )
+            if isinstance(children[0], RefGroup):
+                members[name] = self._group(f"{path}/", children)  # type: ignore[arg-type]
+            elif path in self.coordinates:
+                members[name] = self._coordinate(self.coordinates[path])
+            else:
+                members[name] = self._variable(path, children)  # type: ignore[arg-type]
+        return RefGroup(nodes[0].attributes, members)
+
+    # -- variables -----------------------------------------------------------------------
+
+    def _participating(self, path: str, array: RefArray) -> list[int]:
+        """The concatenation dimensions (indices) a variable is concatenated along."""
+        names = array.meta.dimension_names or ()
+        base = path.rsplit("/", 1)[-1]
+        listed = base in self.identical or path in self.identical
+        dimension_coordinate = len(names) == 1 and names[0] == base
+        out = []
+        for d, info in enumerate(self.infos):
+            if info.new:
+                if not (listed or dimension_coordinate):
+                    out.append(d)
+            elif info.keys.dim in names:
+                if listed:
+                    raise ValueError(
+                        f"{path!r} is in identical_dims but has the concatenation dimension "
+                        f"{info.keys.dim!r}: it cannot be identical across files"
+                    )
+                out.append(d)
+        return out
+
+    def _variable(self, path: str, arrays: list[RefArray]) -> RefArray:
+        cells = self.layout.cells
+        along = self._participating(path, arrays[0])
+        others = [d for d in range(cells.ndim) if d not in along]
+        reduced = cells[tuple(0 if d in others else slice(None) for d in range(cells.ndim))]
+        if others:
+            moved = np.moveaxis(cells, along, list(range(len(along))))
+            for row in moved.reshape(max(reduced.size, 1), -1):
+                if row.size > 1:
+                    members = tuple(int(k) for k in row)
+                    chosen = tuple(arrays[k] for k in members)
+                    self.sets.append(SameSet(f"variable {path!r}", members, chosen))
+        if not along:
+            return arrays[int(reduced)]
+        files = reduced.ravel()
+        names = arrays[0].meta.dimension_names or ()
+        new_names = tuple(self.dims[d] for d in along if self.infos[d].new)
+        axes = tuple(
+            new_names.index(self.dims[d])
+            if self.infos[d].new
+            else len(new_names) + names.index(self.dims[d])
+            for d in along
+        )
+        placement = Placement(reduced.shape, axes, new_names)
+
+        def describe(indices: Sequence[int]) -> str:
+            return self.inputs.labels([int(files[i]) for i in indices])
+
+        result = concat_arrays(
+            [arrays[int(k)] for k in files], placement, describe, f"variable {path!r}"
+        )
+        for d, axis in zip(along, axes, strict=True):
+            if not self.infos[d].new and result.shape[axis] != self.lengths[d]:
+                raise IncompatibleError(
+                    f"variable {path!r} is {result.shape[axis]} long along {self.dims[d]!r} "
+                    f"but the dimension is {self.lengths[d]} long in the combined files: some "
+                    f"file's variables disagree on that dimension's length"
+                )
+        return result
+
+    # -- coordinates ---------------------------------------------------------------------
+
+    def _coordinate(self, d: int) -> RefArray:
+        info = self.infos[d]
+        values = self.layout.values[d]
+        assert values is not None
+        template = None
+        if info.source is not None:
+            node = self.inputs.groups[0][info.source]
+            template = node.meta if isinstance(node, RefArray) else None
+        return inlined_array(values, info.keys.dim, info.attributes, template)
+
+    def _add_coordinates(self, root: RefGroup) -> RefGroup:
+        """Coordinates the files did not hold as variables (a regex on a new dimension)."""
+        for path, d in self.coordinates.items():
+            if path not in root:
+                root = _put(root, path, self._coordinate(d))
+        return root
+
+
+def _put(group: RefGroup, path: str, array: RefArray) -> RefGroup:
+    head, _, rest = path.partition("/")
+    members = dict(group.members)
+    if rest:
+        child = members.get(head)
+        if not isinstance(child, RefGroup):
+            raise IncompatibleError(f"cannot write coordinate {path!r}: {head!r} is not a group")
+        members[head] = _put(child, rest, array)
+    else:
+        members[head] = array
+    return RefGroup(group.attributes, members)

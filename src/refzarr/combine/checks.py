@@ -1,0 +1,139 @@
+"""Whether the per-file pieces of one variable can become one array: dtype, codecs, CF
+packing attributes, dimension names, the axes not concatenated, and the fill value."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from refzarr.errors import IncompatibleError
+from refzarr.model import MISSING, ArrayMeta, RefArray
+from refzarr.model.dtypes import encode_fill_value
+from refzarr.model.frozen import json_identity, thaw_json
+
+__all__ = ["CHECKED_ATTRIBUTES", "check_same", "combined_fill"]
+
+CHECKED_ATTRIBUTES = (
+    "scale_factor",
+    "add_offset",
+    "_FillValue",
+    "missing_value",
+    "units",
+    "calendar",
+    "valid_min",
+    "valid_max",
+    "valid_range",
+    "_Unsigned",
+)
+"""Attributes that change what the stored numbers mean: they must agree across files (other
+attributes are taken from the first file, as xarray's ``combine_attrs="override"`` does)."""
+
+Describe = Callable[[Sequence[int]], str]
+
+
+def _fields(meta: ArrayMeta, fixed_axes: Sequence[int], skip_units: bool) -> dict[str, Any]:
+    """What must be equal across files, by name (for the error message)."""
+    attrs = meta.attributes
+    rect = meta.rectilinear
+    return {
+        "dtype": meta.dtype,
+        "codecs": meta.codecs,
+        "memory order": meta.order,
+        "dimension names": meta.dimension_names,
+        "shape along the other dimensions": tuple(meta.shape[a] for a in fixed_axes),
+        "chunks along the other dimensions": tuple(meta.chunks[a] for a in fixed_axes),
+        "chunk grid along the other dimensions": (
+            None if rect is None else tuple(rect[a] for a in fixed_axes)
+        ),
+        **{
+            f"attribute {name!r}": json_identity(attrs[name]) if name in attrs else None
+            for name in CHECKED_ATTRIBUTES
+            if not (skip_units and name in ("units", "calendar"))
+        },
+    }
+
+
+_ADVICE = {
+    "dtype": "convert the files to one dtype, or combine each dtype's files separately",
+    "codecs": "files compressed differently cannot share one array: rewrite them alike",
+    "dimension names": "rename the dimensions so that every file uses the same names",
+}
+_PACKING = (
+    "each file's stored numbers mean something else, so one array would decode some files "
+    "wrongly: repack the files alike, or combine each set of files separately"
+)
+
+
+def check_same(
+    metas: Sequence[ArrayMeta],
+    fixed_axes: Sequence[int],
+    describe: Describe,
+    what: str,
+    *,
+    skip_units: bool = False,
+) -> None:
+    """Raise IncompatibleError when ``metas`` differ in anything but the concatenated axes.
+
+    ``fixed_axes`` are the axes that must match exactly; ``describe(indices)`` names files;
+    ``what`` names the variable.
+    """
+    first = _fields(metas[0], fixed_axes, skip_units)
+    firsts = tuple(first.values())
+    for k in range(1, len(metas)):
+        fields = _fields(metas[k], fixed_axes, skip_units)
+        if tuple(fields.values()) == firsts:
+            continue
+        name = next(n for n in first if fields[n] != first[n])
+        advice = _ADVICE.get(name, _PACKING if name.startswith("attribute") else "")
+        if name.startswith(("shape", "chunk")):
+            advice = "only the concatenated dimensions may differ between files"
+        raise IncompatibleError(
+            f"{what}: {name} differs: {_show(first[name])} in {describe([0])}, "
+            f"{_show(fields[name])} in {describe([k])}; {advice}"
+        )
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, tuple):
+        return repr(thaw_json(value))
+    return str(value)
+
+
+def combined_fill(arrays: Sequence[RefArray], describe: Describe, what: str) -> Any:
+    """The fill value of the combined array.
+
+    The HDF5 scanner gives a null fill value when every chunk of the file is written (then
+    the fill value is never read) and the file's HDF5 fill when chunks are missing (see
+    NOTES.md). So a null fill from a file whose chunks are all written agrees with any
+    other file's fill; otherwise fill values must be equal, or a missing chunk of some file
+    would read as another file's fill value.
+    """
+    fills: dict[str, list[int]] = {}
+    for k, array in enumerate(arrays):
+        meta = array.meta
+        key = json_identity(encode_fill_value(meta.fill_value, meta.dtype))
+        fills.setdefault(key, []).append(k)
+    null = json_identity(None)
+    if len(fills) == 1:
+        return arrays[0].meta.fill_value
+    given = [ks for key, ks in fills.items() if key != null]
+    if len(given) > 1:
+        a, b = given[0][0], given[1][0]
+        raise IncompatibleError(
+            f"{what}: fill value differs: {arrays[a].meta.fill_value!r} in {describe([a])}, "
+            f"{arrays[b].meta.fill_value!r} in {describe([b])}; unwritten chunks would read "
+            "as the wrong value: rewrite the files with one fill value"
+        )
+    for k in fills.get(null, []):
+        if bool(np.any(arrays[k].manifest.path_id == MISSING)):
+            other = given[0][0]
+            raise IncompatibleError(
+                f"{what}: {describe([k])} has chunks never written and no fill value (they "
+                f"read as zeros), {describe([other])} has fill value "
+                f"{arrays[other].meta.fill_value!r}; rewrite the files with one fill value"
+            )
+    return arrays[given[0][0]].meta.fill_value

@@ -1,0 +1,167 @@
+"""Checking that variables expected identical across files are: cheap fingerprints first
+(same metadata and same chunk entries, or the same inlined bytes), then the stored bytes of
+what is left (one batched fetch), then decoded values (NaN-aware) of what still differs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from refzarr.combine.checks import CHECKED_ATTRIBUTES
+from refzarr.combine.values import fetch_raw, read_values
+from refzarr.errors import IncompatibleError
+from refzarr.model import MISSING, RefArray
+from refzarr.model.dtypes import encode_fill_value
+from refzarr.model.frozen import json_identity
+
+__all__ = ["SameSet", "check_identical"]
+
+Describe = Callable[[Sequence[int]], str]
+
+
+@dataclass(frozen=True)
+class SameSet:
+    """Arrays (``arrays[k]`` from file ``files[k]``) that must hold identical values."""
+
+    what: str
+    files: tuple[int, ...]
+    arrays: tuple[RefArray, ...]
+
+
+def check_identical(
+    sets: Sequence[SameSet], describe: Describe, storage_options: Mapping[str, Any] | None
+) -> None:
+    """Raise IncompatibleError naming the first file whose array differs from the set's first.
+
+    Shape, dtype, dimension names and CF packing attributes must agree; values are compared
+    after decoding (NaN equals NaN), so the same data stored with other codecs or chunks is
+    identical.
+    """
+    pending: list[tuple[SameSet, list[int]]] = []
+    for same in sets:
+        _check_structure(same, describe)
+        classes = _classes(same.arrays, _fingerprint)
+        if len(classes) > 1:
+            pending.append((same, [members[0] for members in classes.values()]))
+    if not pending:
+        return
+    chosen = [same.arrays[k] for same, reps in pending for k in reps]
+    raws = iter(fetch_raw(chosen, storage_options))
+    still: list[tuple[SameSet, list[int]]] = []
+    for same, reps in pending:
+        keyed = {k: _raw_key(same.arrays[k], next(raws)) for k in reps}
+        distinct: dict[Any, int] = {}
+        for k in reps:
+            distinct.setdefault(keyed[k], k)
+        if len(distinct) > 1:
+            still.append((same, list(distinct.values())))
+    _compare_values(still, describe, storage_options)
+
+
+def _check_structure(same: SameSet, describe: Describe) -> None:
+    first = same.arrays[0].meta
+    for file, array in zip(same.files, same.arrays, strict=True):
+        meta = array.meta
+        for name, a, b in (
+            ("shape", first.shape, meta.shape),
+            ("dtype", first.dtype, meta.dtype),
+            ("dimension names", first.dimension_names, meta.dimension_names),
+            *(
+                (f"attribute {n!r}", _attr(first.attributes, n), _attr(meta.attributes, n))
+                for n in CHECKED_ATTRIBUTES
+            ),
+        ):
+            if a != b:
+                raise IncompatibleError(
+                    f"{same.what} must be identical in every file, but its {name} differs: "
+                    f"{a} in {describe([same.files[0]])}, {b} in {describe([file])}"
+                )
+
+
+def _attr(attributes: Mapping[str, Any], name: str) -> str | None:
+    return json_identity(attributes[name]) if name in attributes else None
+
+
+def _classes(arrays: Sequence[RefArray], key: Callable[[RefArray], Any]) -> dict[Any, list[int]]:
+    out: dict[Any, list[int]] = {}
+    for k, array in enumerate(arrays):
+        out.setdefault(key(array), []).append(k)
+    return out
+
+
+def _layout(array: RefArray) -> tuple[Any, ...]:
+    meta = array.meta
+    fill = json_identity(encode_fill_value(meta.fill_value, meta.dtype))
+    return (meta.shape, meta.chunks, meta.dtype, meta.codecs, meta.order, meta.rectilinear, fill)
+
+
+def _fingerprint(array: RefArray) -> tuple[Any, ...]:
+    """Equal fingerprints mean equal values: same layout and the same chunk entries."""
+    manifest = array.manifest
+    blocks = tuple(
+        (
+            block.paths,
+            block.path_id.tobytes(),
+            block.offset.tobytes(),
+            block.length.tobytes(),
+            tuple(sorted(block.inlined.items())),
+        )
+        for block in manifest.iter_blocks()
+    )
+    return (_layout(array), blocks)
+
+
+def _raw_key(array: RefArray, raw: list[bytes | memoryview | None]) -> tuple[Any, ...]:
+    """Equal keys mean equal values: same layout and the same stored bytes, chunk by chunk."""
+    missing = np.asarray(array.manifest.path_id == MISSING).tobytes()
+    return (_layout(array), missing, tuple(None if r is None else bytes(r) for r in raw))
+
+
+def _compare_values(
+    pending: list[tuple[SameSet, list[int]]],
+    describe: Describe,
+    storage_options: Mapping[str, Any] | None,
+) -> None:
+    if not pending:
+        return
+    chosen = [(same, k) for same, reps in pending for k in reps]
+    names = [f"{describe([same.files[k]])}: {same.what}" for same, k in chosen]
+    values = iter(read_values([same.arrays[k] for same, k in chosen], names, storage_options))
+    for same, reps in pending:
+        first = next(values)
+        for k in reps[1:]:
+            other = next(values)
+            if not _equal(first, other):
+                raise IncompatibleError(
+                    f"{same.what} must be identical in every file, but its values differ "
+                    f"between {describe([same.files[reps[0]]])} and "
+                    f"{describe([same.files[k]])} ({_first_difference(first, other)}); "
+                    "concatenate along that variable's dimension, or leave it out of the files"
+                )
+
+
+def _equal(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    if a.dtype.kind in "mM":
+        return bool(np.all((a == b) | (np.isnat(a) & np.isnat(b))))
+    return bool(np.array_equal(a, b))
+
+
+def _first_difference(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> str:
+    if a.shape != b.shape:
+        return f"shapes {a.shape} and {b.shape}"
+    if a.dtype.kind in "fc":
+        differ = ~((a == b) | (np.isnan(a) & np.isnan(b)))
+    else:
+        differ = a != b
+    where = np.argwhere(np.asarray(differ))
+    if not where.size:
+        return "values differ"
+    index = tuple(int(i) for i in where[0])
+    return f"first at index {index}: {a[index]!r} vs {b[index]!r}"

@@ -1,0 +1,263 @@
+"""Each file's coordinate values along each concatenation dimension, from its coordinate
+spec: the coordinate variable's data (CF times re-encoded to one epoch), the URL, an
+attribute or a callable; all files' variable reads batched into one fetch."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from refzarr.combine.cftimes import is_cf_time, reencode_times
+from refzarr.combine.inputs import Inputs
+from refzarr.combine.layout import DimKeys
+from refzarr.combine.specs import (
+    IMPLICIT_DATA,
+    CoordSpec,
+    FromAttribute,
+    FromCallable,
+    FromData,
+    FromRegex,
+    default_parse,
+)
+from refzarr.combine.values import read_values
+from refzarr.errors import IncompatibleError
+from refzarr.model import RefArray, RefGroup
+from refzarr.model.frozen import thaw_json
+
+__all__ = ["DimInfo", "dim_infos", "dim_length", "find_array"]
+
+
+@dataclass(frozen=True)
+class DimInfo:
+    """What combine knows about one concatenation dimension.
+
+    Parameters
+    ----------
+    keys
+        Each file's length and coordinate values along it.
+    new
+        Whether the files lack the dimension (stacking along a new one).
+    path
+        Where the combined coordinate variable is written (None: no coordinate written).
+    source
+        The path of the files' own coordinate variable (replaced by the written one).
+    attributes
+        The written coordinate's attributes (the first file's, ``units`` updated).
+    reencoded
+        Whether CF times were re-encoded into the first file's units.
+    """
+
+    keys: DimKeys
+    new: bool
+    path: str | None = None
+    source: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    reencoded: bool = False
+
+
+def find_array(group: RefGroup, name: str) -> str | None:
+    """The path of the array called ``name``: in the root group, else breadth first."""
+    level: list[tuple[str, RefGroup]] = [("", group)]
+    while level:
+        following: list[tuple[str, RefGroup]] = []
+        for prefix, node in level:
+            member = node.members.get(name)
+            if isinstance(member, RefArray):
+                return f"{prefix}{name}"
+            following.extend(
+                (f"{prefix}{n}/", m) for n, m in node.members.items() if isinstance(m, RefGroup)
+            )
+        level = following
+    return None
+
+
+def dim_length(group: RefGroup, dim: str) -> int | None:
+    """The length of dimension ``dim`` in a group (its first array using it), or None."""
+    for _, array in group.arrays():
+        names = array.meta.dimension_names
+        if names is not None and dim in names:
+            return array.meta.shape[names.index(dim)]
+    return None
+
+
+def dim_infos(
+    inputs: Inputs, concat_dims: Sequence[str], specs: dict[str, CoordSpec | None]
+) -> list[DimInfo]:
+    """The keys and coordinate of every concatenation dimension."""
+    return [_dim_info(inputs, dim, specs[dim]) for dim in concat_dims]
+
+
+def _dim_info(inputs: Inputs, dim: str, spec: CoordSpec | None) -> DimInfo:
+    lengths_or_none = [dim_length(g, dim) for g in inputs.groups]
+    missing = [k for k, n in enumerate(lengths_or_none) if n is None]
+    new = len(missing) == len(inputs)
+    if missing and not new:
+        having = next(k for k, n in enumerate(lengths_or_none) if n is not None)
+        raise IncompatibleError(
+            f"dimension {dim!r} is in {inputs.labels([having])} but not in "
+            f"{inputs.labels(missing)}: files must all have it (concatenate) or all lack it "
+            "(stack along a new dimension)"
+        )
+    lengths = np.array([1 if new else n for n in lengths_or_none], dtype=np.int64)
+    if isinstance(spec, FromData):
+        return _from_data(inputs, dim, spec, lengths, new)
+    values = None if spec is None else _from_files(inputs, dim, spec, lengths)
+    source = find_array(inputs.groups[0], dim)
+    attributes = _attributes(inputs, source)
+    values, attributes = _encode_dates(values, attributes)
+    path = None if values is None else (source or dim)
+    return DimInfo(DimKeys(dim, lengths, values), new, path, source, attributes)
+
+
+def _attributes(inputs: Inputs, source: str | None) -> dict[str, Any]:
+    if source is None:
+        return {}
+    node = inputs.groups[0][source]
+    return dict(thaw_json(node.meta.attributes)) if isinstance(node, RefArray) else {}
+
+
+def _from_data(
+    inputs: Inputs, dim: str, spec: FromData, lengths: np.ndarray[Any, Any], new: bool
+) -> DimInfo:
+    name = spec.variable or dim
+    path = find_array(inputs.groups[0], name)
+    if path is None:
+        if spec is IMPLICIT_DATA:  # no coordinate variable: the input order
+            return DimInfo(DimKeys(dim, lengths, None), new)
+        raise IncompatibleError(
+            f"coords[{dim!r}]: there is no variable {name!r} in {inputs.labels([0])}"
+        )
+    arrays = [_coordinate(inputs, k, path, dim, int(lengths[k]), new) for k in range(len(inputs))]
+    names = [f"{inputs.label(k)}: {path}" for k in range(len(inputs))]
+    values = read_values(arrays, names, inputs.storage_options)
+    attributes = dict(thaw_json(arrays[0].meta.attributes))
+    reencoded = False
+    if is_cf_time(attributes):
+        values, reencoded = reencode_times(
+            values, [a.meta.attributes for a in arrays], inputs.labels, f"variable {path!r}"
+        )
+    joined = np.concatenate([np.asarray(v).reshape(-1) for v in values])
+    return DimInfo(DimKeys(dim, lengths, joined), new, path, path, attributes, reencoded)
+
+
+def _coordinate(inputs: Inputs, k: int, path: str, dim: str, length: int, new: bool) -> RefArray:
+    node = inputs.groups[k][path] if path in inputs.groups[k] else None  # noqa: SIM401
+    if not isinstance(node, RefArray):
+        raise IncompatibleError(
+            f"coordinate variable {path!r} is in {inputs.labels([0])} but not in "
+            f"{inputs.labels([k])}"
+        )
+    meta = node.meta
+    expected = () if new else (dim,)
+    ok = (meta.dimension_names in (expected, None) and meta.ndim == len(expected)) or (
+        new and meta.shape == (1,)
+    )
+    if not ok or (not new and meta.shape != (length,)):
+        raise IncompatibleError(
+            f"coordinate variable {path!r} in {inputs.labels([k])} has shape {meta.shape} and "
+            f"dimensions {meta.dimension_names}; a coordinate of {dim!r} must be "
+            f"{'a scalar' if new else f'1-D along {dim!r} with length {length}'}"
+        )
+    return node
+
+
+def _from_files(
+    inputs: Inputs, dim: str, spec: CoordSpec, lengths: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
+    parts = []
+    for k in range(len(inputs)):
+        value = np.asarray(_value(inputs, k, dim, spec))
+        if value.dtype.kind == "O":
+            value = _dates(value)
+        if value.size != lengths[k]:
+            raise IncompatibleError(
+                f"coords[{dim!r}] gave {value.size} values for {inputs.labels([k])}, which "
+                f"holds {int(lengths[k])} positions along {dim!r}: give one value per "
+                "position (a callable can return several)"
+            )
+        parts.append(value.reshape(-1))
+    try:
+        return np.concatenate(parts)
+    except (TypeError, ValueError) as exc:
+        raise IncompatibleError(f"coords[{dim!r}]: the files' values do not mix: {exc}") from exc
+
+
+def _value(inputs: Inputs, k: int, dim: str, spec: CoordSpec) -> Any:
+    group = inputs.groups[k]
+    if isinstance(spec, FromAttribute):
+        return _attribute(inputs, k, dim, spec)
+    url = inputs.url(k)
+    if isinstance(spec, FromCallable):
+        return spec.function(url, group)
+    assert isinstance(spec, FromRegex)
+    if url is None:
+        raise IncompatibleError(
+            f"coords[{dim!r}] reads the URL, but {inputs.label(k)} references "
+            f"{len(inputs.referenced(k))} files: pass urls= to combine (for an already "
+            "combined group, use the coordinate's data: coords={dim!r: 'data'})"
+        )
+    pattern = spec.pattern
+    assert not isinstance(pattern, str)
+    match = pattern.search(url)
+    if match is None:
+        raise IncompatibleError(
+            f"coords[{dim!r}]: the regular expression {pattern.pattern!r} does not match {url}"
+        )
+    if "value" in pattern.groupindex:
+        text = match.group("value")
+    else:
+        text = match.group(1) if pattern.groups else match.group(0)
+    return (spec.parse or default_parse)(text)
+
+
+def _attribute(inputs: Inputs, k: int, dim: str, spec: FromAttribute) -> Any:
+    group = inputs.groups[k]
+    attributes: Any = None
+    if spec.variable is None:
+        attributes = group.attributes
+    elif spec.variable in group:
+        node = group[spec.variable]
+        attributes = node.meta.attributes if isinstance(node, RefArray) else node.attributes
+    where = "global attributes" if spec.variable is None else f"variable {spec.variable!r}"
+    if attributes is None or spec.name not in attributes:
+        raise IncompatibleError(
+            f"coords[{dim!r}]: {inputs.labels([k])} has no attribute {spec.name!r} in its {where}"
+        )
+    value = thaw_json(attributes[spec.name])
+    return spec.parse(value) if spec.parse is not None else value
+
+
+def _dates(value: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Python datetimes as datetime64 (other objects, e.g. cftime dates, stay objects)."""
+    flat = value.reshape(-1)
+    if flat.size and all(isinstance(v, datetime.date) for v in flat.tolist()):
+        return value.astype("datetime64[ns]")
+    return value
+
+
+def _encode_dates(
+    values: np.ndarray[Any, Any] | None, attributes: dict[str, Any]
+) -> tuple[np.ndarray[Any, Any] | None, dict[str, Any]]:
+    """Dates given by a spec are written as CF numbers (the files' units when they have
+    them); ordering is unchanged by the encoding."""
+    if values is None or not _is_dates(values):
+        return values, attributes
+    from xarray.coding.times import encode_cf_datetime
+
+    units = attributes.get("units") if is_cf_time(attributes) else None
+    calendar = attributes.get("calendar")
+    encoded, units, calendar = encode_cf_datetime(values, units, calendar)
+    return np.asarray(encoded), {**attributes, "units": units, "calendar": calendar}
+
+
+def _is_dates(values: np.ndarray[Any, Any]) -> bool:
+    if values.dtype.kind == "M":
+        return True
+    if values.dtype.kind != "O" or not values.size:
+        return False
+    first = values.reshape(-1)[0]
+    return hasattr(first, "calendar") and hasattr(first, "year")  # cftime dates
