@@ -6,6 +6,7 @@ through ReferenceStore refuses such an array with a clear error."""
 from __future__ import annotations
 
 import asyncio
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -319,3 +320,10 @@ def test_store_refuses_the_irregular_array_and_serves_the_others(case: Case) -> 
         group["v"]
     with pytest.raises(UnsupportedFeatureError, match=r"array 'v'.*\.h5"):
         xr.open_zarr(store, consolidated=False)
+
+
+def test_a_pickled_group_reads_the_same(case: Case) -> None:
+    again = pickle.loads(pickle.dumps(case.group))
+    assert again == case.group
+    ds = refzarr.open_dataset(again, mask_and_scale=False)
+    _assert_same(ds["v"].values, _native(case.expected("v")))
