@@ -1,199 +1,175 @@
-"""refzarr end to end: netCDF4-style files -> references -> JSON and Parquet -> values checked.
+"""refzarr end to end on the real path: an archive of daily netCDF4 files -> ``refzarr scan``
+-> one JSON and one Parquet reference set -> xarray, through refzarr and through fsspec.
 
-Run with ``make demo``. The demo writes three small HDF5 files shaped like netCDF4 (dimension
-scales, gzip+shuffle chunks, a contiguous variable, a partly written variable whose missing
-chunks read as the NaN fill value, attributes, a subgroup with phony dimension names) into
-``demo-output/``, references every array with `refzarr.scan`, writes each reference set as
-kerchunk JSON and as Parquet, reads them back with `refzarr.read`, and opens them with fsspec's
-``ReferenceFileSystem`` + xarray to compare every value with what h5py reads from the source.
-It exits non-zero on any mismatch.
+Run with ``make demo``. The demo writes 30 daily netCDF4 files with netCDF4-python (``air``
+float32 ``(1, 64, 128)`` zlib-compressed, CF ``time`` in "days since 2020-01-01", ``lat``,
+``lon``) into ``examples/.cache/demo/`` (once; delete it to regenerate), runs the installed
+``refzarr scan <dir>/*.nc --concat-dim time`` command for JSON and for Parquet, opens both
+reference sets with `refzarr.open_dataset` and with fsspec's ``reference://`` filesystem +
+xarray's zarr engine, and checks that every one is identical to
+``xr.open_mfdataset(files, combine="by_coords")``, with timings. It exits non-zero on any
+mismatch.
 """
 
 from __future__ import annotations
 
+import importlib
 import shutil
+import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-import fsspec
-import h5py
 import numpy as np
 import xarray as xr
 
 import refzarr
-from refzarr import RefGroup
 
+CACHE = Path(__file__).resolve().parent / ".cache" / "demo"
 OUTPUT = Path(__file__).resolve().parent.parent / "demo-output"
-FORMATS = {"json": ".json", "parquet": ".parq"}
+DAYS = 30
+GRID = (64, 128)
 
 
-# -- 1. sample files -------------------------------------------------------------------------
+# -- 1. the archive ---------------------------------------------------------------------------
 
 
-def write_sample(path: Path, number: int) -> Path:
-    """A small netCDF4-style file: coordinates as dimension scales, compressed variables."""
-    rng = np.random.default_rng(number)
-    with h5py.File(path, "w") as f:
-        f.attrs["title"] = f"refzarr demo file {number}"
-        f.attrs["Conventions"] = "CF-1.8"
-        time_ = _scale(f, "time", np.arange(6.0) + 6 * number, units="hours since 2000-01-01")
-        lat = _scale(f, "lat", np.linspace(-30, 30, 4, dtype="f4"), units="degrees_north")
-        lon = _scale(f, "lon", np.linspace(0, 40, 5, dtype="f4"), units="degrees_east")
-        dims = (time_, lat, lon)
-        temp = _variable(f, "temperature", dims, chunks=(2, 2, 5), units="K")
-        temp[...] = 280 + 10 * rng.random(temp.shape, dtype="f4")
-        rain = _variable(f, "precipitation", dims, chunks=(3, 4, 5), units="mm")
-        rain[:3] = rng.random((3, 4, 5), dtype="f4")  # the chunk of time 3..5 is never written
-        quality = f.create_dataset("quality", data=rng.integers(0, 4, (4, 5), dtype="i2"))
-        quality.attrs["flag_meanings"] = "good fair poor bad"
-        for axis, scale in enumerate((lat, lon)):
-            quality.dims[axis].attach_scale(scale)
-        sub = f.create_group("diagnostics")
-        sub.attrs["comment"] = "dimensions without scales get phony names"
-        cloud = sub.create_dataset("cloud_fraction", data=rng.random((4, 5)), chunks=(2, 5))
-        cloud.attrs["units"] = "1"
-    return path
+def write_archive(folder: Path, days: int = DAYS) -> list[Path]:
+    """``days`` daily netCDF4 files in ``folder`` (written once, in a child process: netCDF4
+    and h5py each bundle an HDF5 library, and this process uses h5py through refzarr)."""
+    files = [folder / f"air_{day:03d}.nc" for day in range(days)]
+    if not all(path.exists() for path in files):
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, __file__, "--write", str(folder)], check=True)
+    return files
 
 
-def _scale(f: h5py.File, name: str, values: np.ndarray, *, units: str) -> h5py.Dataset:
-    ds = f.create_dataset(name, data=values)
-    ds.make_scale(name)
-    ds.attrs["units"] = units
-    return ds
+def _write_files(folder: Path) -> None:
+    import netCDF4
+
+    ny, nx = GRID
+    for day in range(DAYS):
+        with netCDF4.Dataset(folder / f"air_{day:03d}.nc", "w", format="NETCDF4") as nc:
+            nc.setncatts({"title": "daily air temperature (synthetic)", "Conventions": "CF-1.8"})
+            nc.createDimension("time", None)
+            nc.createDimension("lat", ny)
+            nc.createDimension("lon", nx)
+            t = nc.createVariable("time", "f8", ("time",))
+            t.setncatts({"units": "days since 2020-01-01", "calendar": "standard"})
+            t[:] = [day]
+            lat = nc.createVariable("lat", "f4", ("lat",))
+            lat.units = "degrees_north"
+            lat[:] = np.linspace(-88.6, 88.6, ny)
+            lon = nc.createVariable("lon", "f4", ("lon",))
+            lon.units = "degrees_east"
+            lon[:] = np.linspace(0, 357.2, nx)
+            air = nc.createVariable("air", "f4", ("time", "lat", "lon"), zlib=True)
+            air.setncatts({"units": "K", "long_name": "air temperature at 2 m"})
+            y, x = np.meshgrid(np.linspace(-1, 1, ny), np.linspace(0, 6.28, nx), indexing="ij")
+            air[0] = (270 + 25 * np.cos(1.5 * y) + 5 * np.sin(x + day / 5)).astype("f4")
 
 
-def _variable(
-    f: h5py.File, name: str, dims: tuple[h5py.Dataset, ...], *, chunks: tuple[int, ...], units: str
-) -> h5py.Dataset:
-    shape = tuple(len(d) for d in dims)
-    ds = f.create_dataset(
-        name, shape, "f4", chunks=chunks, compression="gzip", shuffle=True, fillvalue=np.nan
-    )
-    for axis, scale in enumerate(dims):
-        ds.dims[axis].attach_scale(scale)
-    ds.attrs["units"] = units
-    return ds
+# -- 2. the command ---------------------------------------------------------------------------
 
 
-# -- 2. references: refzarr.scan reads each file's chunk index ---------------------------------
-#
-# The helpers below describe the source the way h5py sees it, to check what the references say.
-
-HDF5_INTERNAL_ATTRS = {"CLASS", "NAME", "DIMENSION_LIST", "REFERENCE_LIST", "_Netcdf4Dimid"}
-
-
-def _dimension_names(ds: h5py.Dataset) -> list[str]:
-    """The attached dimension scale of each axis, else a phony name (as netCDF readers do)."""
-    if ds.is_scale:
-        return [ds.name.rpartition("/")[2]]
-    names = []
-    for axis, dim in enumerate(ds.dims):
-        scales = list(dim.values())
-        names.append(scales[0].name.rpartition("/")[2] if scales else f"phony_dim_{axis}")
-    return names
+def refzarr_command() -> str:
+    """The installed ``refzarr`` script next to this interpreter."""
+    command = Path(sys.executable).with_name("refzarr")
+    if not command.exists():
+        raise SystemExit("the refzarr command is not installed: pip install -e .")
+    return str(command)
 
 
-def _attributes(attrs: h5py.AttributeManager) -> dict[str, Any]:
-    """User attributes as JSON values (HDF5 dimension-scale bookkeeping left out)."""
-    return {k: _json(v) for k, v in attrs.items() if k not in HDF5_INTERNAL_ATTRS}
+def scan_command(pattern: str, out: Path, *extra: str) -> list[str]:
+    return [refzarr_command(), "scan", pattern, "--concat-dim", "time", "-o", str(out), *extra]
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.decode()
-    if isinstance(value, np.ndarray):
-        return [_json(v) for v in value.tolist()]
-    if isinstance(value, np.generic):
-        return _json(value.item())
-    return value
+# -- 3. opening and comparing -----------------------------------------------------------------
 
 
-# -- 3. write, read back, check through fsspec + xarray --------------------------------------
+def through_refzarr(refs: Path) -> xr.Dataset:
+    return refzarr.open_dataset(refs)
 
 
-class Mismatch(Exception):
-    """Values read through the references differ from the source file."""
-
-
-def check(source: Path, group: RefGroup, refs: Path) -> list[str]:
-    """Check one written reference set; return the variables checked, raise on a mismatch."""
-    if refzarr.read(refs) != group:
-        raise Mismatch(f"{refs.name}: refzarr.read does not give back the group written")
-    fs = fsspec.filesystem("reference", fo=str(refs), skip_instance_cache=True)
-    checked = []
-    with h5py.File(source, "r") as h5:
-        for path, _ in group.groups():
-            with _open(fs, path) as ds:
-                checked += [_compare(h5, ds, path, name) for name in ds.variables]
-    return checked
-
-
-def _open(fs: Any, group: str) -> xr.Dataset:
-    """The group through zarr-python + xarray, values as stored (no CF decoding)."""
+def through_fsspec(refs: Path) -> xr.Dataset:
     return xr.open_dataset(
-        fs.get_mapper(group),
+        "reference://",
         engine="zarr",
-        consolidated=False,
-        mask_and_scale=False,
-        decode_times=False,
+        backend_kwargs={"consolidated": False, "storage_options": {"fo": str(refs)}},
     )
 
 
-def _compare(h5: h5py.File, ds: xr.Dataset, group: str, name: Any) -> str:
-    path = f"{group}/{name}" if group else str(name)
-    source, seen = h5[path], ds[name]
-    expected = source[()]
-    if seen.dtype != expected.dtype or not np.array_equal(seen.values, expected, equal_nan=True):
-        raise Mismatch(f"{path}: values differ from the source")
-    if seen.dims != tuple(_dimension_names(source)):
-        raise Mismatch(f"{path}: dimensions {seen.dims} differ from the source")
-    for key, value in _attributes(source.attrs).items():
-        if seen.attrs.get(key) != value:
-            raise Mismatch(f"{path}: attribute {key!r} is {seen.attrs.get(key)!r}, not {value!r}")
-    return path
+@contextmanager
+def timed(label: str) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    print(f"  {label:<52} {time.perf_counter() - started:7.3f} s")
 
 
-# -- main ------------------------------------------------------------------------------------
+def compare(
+    label: str, open_: Callable[[Path], xr.Dataset], refs: Path, expected: xr.Dataset
+) -> bool:
+    """Open ``refs`` with ``open_``, load every value, compare with ``expected``."""
+    try:
+        with timed(f"{label}: open + load every value"), open_(refs) as ds:
+            ds.load()
+        xr.testing.assert_identical(ds, expected)
+    except Exception as exc:  # report every failure, then exit non-zero
+        print(f"  {label}: FAILED: {type(exc).__name__}: {exc}")
+        return False
+    print(f"  {label}: identical to xr.open_mfdataset: OK")
+    return True
 
 
-def run_checks(output: Path) -> Iterator[bool]:
-    """Write, read and check every sample in every format, printing one line per check."""
-    for number in range(3):
-        source = write_sample(output / f"sample_{number}.nc", number)
-        group = refzarr.scan(source)
-        for format_, suffix in FORMATS.items():
-            refs = output / f"{source.stem}{suffix}"
-            label = f"  {source.name}  {format_:<8}"
-            try:
-                refzarr.write(group, refs)
-                checked = check(source, group, refs)
-            except Exception as exc:  # report every failure, then exit non-zero
-                print(f"{label} FAILED: {type(exc).__name__}: {exc}")
-                yield False
-                continue
-            names = ", ".join(sorted(checked))
-            print(f"{label} {len(checked)} variables equal to the source ({names}): OK")
-            yield True
+# -- main -------------------------------------------------------------------------------------
 
 
 def main() -> int:
     """Run the demo; 0 when every check passes."""
     started = time.perf_counter()
+    files = write_archive(CACHE)
     shutil.rmtree(OUTPUT, ignore_errors=True)
     OUTPUT.mkdir()
-    print(f"refzarr {refzarr.__version__} demo: 3 netCDF4-style files in {OUTPUT}")
-    results = list(run_checks(OUTPUT))
+    print(f"refzarr {refzarr.__version__} demo: {len(files)} daily netCDF4 files in {CACHE}")
+    if not hasattr(importlib.import_module("refzarr.combine"), "combine"):
+        print("refzarr.combine is not available yet: cannot combine the archive")
+        return 1
+    pattern = str(CACHE / "*.nc")
+    outputs = {"json": OUTPUT / "air.json", "parquet": OUTPUT / "air.parq"}
+    for format_, out in outputs.items():
+        command = scan_command(pattern, out, "--format", format_)
+        print("$ refzarr " + " ".join(command[1:]))
+        with timed(f"refzarr scan + combine + write ({format_})"):
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            print(done.stderr.strip())
+            return 1
+        print("  " + done.stdout.strip())
+    with timed("xr.open_mfdataset(files, combine='by_coords') + load"):
+        expected = xr.open_mfdataset(files, combine="by_coords").load()
+    with through_refzarr(outputs["parquet"]) as ds:
+        print(ds)
+    results = [
+        compare(f"{opener} {format_}", open_, out, expected)
+        for format_, out in outputs.items()
+        for opener, open_ in (("refzarr", through_refzarr), ("fsspec", through_fsspec))
+    ]
     seconds = time.perf_counter() - started
-    failed = results.count(False)
-    if failed:
-        print(f"{failed} of {len(results)} checks FAILED ({seconds:.1f} s)")
+    if not all(results):
+        print(f"{results.count(False)} of {len(results)} checks FAILED ({seconds:.1f} s)")
         return 1
     print(f"all {len(results)} checks passed ({seconds:.1f} s)")
     return 0
 
 
+def _cli(argv: list[str]) -> int:
+    if argv[:1] == ["--write"]:
+        _write_files(Path(argv[1]))
+        return 0
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_cli(sys.argv[1:]))

@@ -4,7 +4,6 @@ and write the reference set, in one go."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import re
 import sys
 from collections.abc import Sequence
@@ -141,21 +140,15 @@ def _combine(
     identical_dims: list[str],
     coords: dict[str, tuple[str, str]],
 ) -> RefGroup:
-    combine = getattr(importlib.import_module("refzarr.combine"), "combine", None)
-    if combine is None:
-        raise CommandFailed(
-            f"{plural(len(results), 'file')} scanned, but this refzarr cannot combine them "
-            "(refzarr.combine is missing); scan one file at a time"
-        )
-    group = combine(
-        list(results),
+    from refzarr.combine import combine
+
+    return combine(
+        results,
         concat_dims=concat_dims,
         identical_dims=identical_dims or None,
         coords=coords or None,
+        urls=results.urls,
     )
-    if not isinstance(group, RefGroup):
-        raise TypeError(f"combine returned {type(group).__name__}, not a RefGroup")
-    return group
 
 
 def _report_skipped(results: ScanResults) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import as_completed as cf_as_completed
@@ -138,9 +139,16 @@ def _pool(kind: str, workers: int) -> Executor:
 
 
 def process_pool(workers: int) -> ProcessPoolExecutor:
-    """A process pool for scanning: ``workers`` processes started without fork."""
-    # not fork: forking a process that runs threads (progress bars, readers, the caller's own)
-    # can deadlock the child; forkserver starts workers from a clean single-threaded server
+    """A process pool for scanning: ``workers`` processes, forked when that is safe."""
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_start_method()))
+
+
+def _start_method() -> str:
+    """``fork`` while this process runs a single thread: workers start at once, with refzarr
+    and h5py already imported, and the caller's ``__main__`` is not imported again (a script
+    without an ``if __name__ == "__main__"`` guard works). With other threads running, a
+    forked child could inherit a lock held by one of them and hang: ``forkserver`` then."""
     methods = multiprocessing.get_all_start_methods()
-    method = "forkserver" if "forkserver" in methods else "spawn"
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))
+    if "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
