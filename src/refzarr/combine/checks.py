@@ -13,7 +13,7 @@ from refzarr.model import MISSING, ArrayMeta, RefArray
 from refzarr.model.dtypes import encode_fill_value
 from refzarr.model.frozen import json_identity, thaw_json
 
-__all__ = ["CHECKED_ATTRIBUTES", "check_same", "combined_fill"]
+__all__ = ["CHECKED_ATTRIBUTES", "check_same", "combined_fill", "quick_key"]
 
 CHECKED_ATTRIBUTES = (
     "scale_factor",
@@ -31,6 +31,30 @@ CHECKED_ATTRIBUTES = (
 attributes are taken from the first file, as xarray's ``combine_attrs="override"`` does)."""
 
 Describe = Callable[[Sequence[int]], str]
+
+_CHECKED = frozenset(CHECKED_ATTRIBUTES)
+_CHECKED_NOT_UNITS = _CHECKED - {"units", "calendar"}
+
+
+def quick_key(meta: ArrayMeta, fixed_axes: Sequence[int], skip_units: bool = False) -> Any:
+    """A cheap tuple that is equal for metas `check_same` accepts as alike.
+
+    Unequal keys are not proof of a difference (attribute order, NaN objects): the slow
+    field-by-field comparison decides then.
+    """
+    attrs = meta.attributes
+    rect = meta.rectilinear
+    checked = _CHECKED_NOT_UNITS if skip_units else _CHECKED
+    return (
+        meta.dtype,
+        tuple(tuple(codec.items()) for codec in meta.codecs),
+        meta.order,
+        meta.dimension_names,
+        tuple(meta.shape[a] for a in fixed_axes),
+        tuple(meta.chunks[a] for a in fixed_axes),
+        None if rect is None else tuple(rect[a] for a in fixed_axes),
+        tuple((name, attrs[name]) for name in attrs if name in checked),
+    )
 
 
 def _fields(meta: ArrayMeta, fixed_axes: Sequence[int], skip_units: bool) -> dict[str, Any]:
@@ -79,9 +103,12 @@ def check_same(
     ``fixed_axes`` are the axes that must match exactly; ``describe(indices)`` names files;
     ``what`` names the variable.
     """
+    quick = quick_key(metas[0], fixed_axes, skip_units)
     first = _fields(metas[0], fixed_axes, skip_units)
     firsts = tuple(first.values())
     for k in range(1, len(metas)):
+        if quick_key(metas[k], fixed_axes, skip_units) == quick:
+            continue
         fields = _fields(metas[k], fixed_axes, skip_units)
         if tuple(fields.values()) == firsts:
             continue
@@ -112,11 +139,14 @@ def combined_fill(arrays: Sequence[RefArray], describe: Describe, what: str) -> 
     other file's fill; otherwise fill values must be equal, or a missing chunk of some file
     would read as another file's fill value.
     """
-    fills: dict[str, list[int]] = {}
+    by_repr: dict[str, list[int]] = {}  # repr first: cheap, and NaN-safe
     for k, array in enumerate(arrays):
-        meta = array.meta
+        by_repr.setdefault(repr(array.meta.fill_value), []).append(k)
+    fills: dict[str, list[int]] = {}
+    for members in by_repr.values():
+        meta = arrays[members[0]].meta
         key = json_identity(encode_fill_value(meta.fill_value, meta.dtype))
-        fills.setdefault(key, []).append(k)
+        fills.setdefault(key, []).extend(members)
     null = json_identity(None)
     if len(fills) == 1:
         return arrays[0].meta.fill_value

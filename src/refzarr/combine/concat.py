@@ -15,7 +15,7 @@ import numpy as np
 
 from refzarr.combine.checks import check_same, combined_fill
 from refzarr.errors import IncompatibleError
-from refzarr.model import ArrayMeta, ChunkManifest, RectilinearAxis, RefArray
+from refzarr.model import ArrayMeta, ChunkManifest, ManifestBlock, RectilinearAxis, RefArray
 
 __all__ = ["Placement", "concat_arrays"]
 
@@ -187,25 +187,40 @@ def _manifest(
     grid_shape: tuple[int, ...],
 ) -> ChunkManifest:
     manifests = [piece.manifest for piece in pieces]
+    blocks = [_flat(m) for m in manifests]
     table: dict[str, int] = {}
-    remap = [table.setdefault(url, len(table)) for m in manifests for url in m.paths]
-    bases = _starts(np.array([len(m.paths) for m in manifests], dtype=np.int64))
-    counts = np.array([m.nchunks for m in manifests], dtype=np.int64)
-    ids = np.concatenate([m.path_id.ravel() for m in manifests]).astype(np.int64)
+    remap = [table.setdefault(url, len(table)) for b in blocks for url in b.paths]
+    bases = _starts(np.array([len(b.paths) for b in blocks], dtype=np.int64))
+    counts = np.array([b.path_id.shape[0] for b in blocks], dtype=np.int64)
+    ids = np.concatenate([b.path_id for b in blocks]).astype(np.int64)
     shifted = ids + np.repeat(bases[:-1], counts)
     lookup = np.asarray([*remap, 0], dtype=np.int32)  # [0]: keeps the lookup non-empty
     path_id = np.where(ids >= 0, lookup[np.where(ids >= 0, shifted, 0)], ids).astype(np.int32)
-    offset = np.concatenate([m.offset.ravel() for m in manifests])
-    length = np.concatenate([m.length.ravel() for m in manifests])
+    offset = np.concatenate([b.offset for b in blocks])
+    length = np.concatenate([b.length for b in blocks])
     columns = [_arrange(c, manifests, placement, counts) for c in (path_id, offset, length)]
     for column in columns:
         if column.shape != grid_shape:  # the pieces' chunk grids do not tile the result
             raise IncompatibleError(
                 f"the pieces' chunk grids do not tile the combined grid {grid_shape}"
             )
-    inlined = _inlined(manifests, placement, axes)
+    inlined = _inlined(manifests, blocks, placement, axes)
     path_ids, offsets, lengths = columns
     return ChunkManifest.from_arrays(list(table), path_ids, offsets, lengths, inlined=inlined)
+
+
+def _flat(manifest: ChunkManifest) -> ManifestBlock:
+    """All of a manifest's entries as one block (its own block when it has one)."""
+    if manifest.nblocks == 1:
+        return manifest.block(0)
+    return ManifestBlock(
+        0,
+        manifest.paths,
+        manifest.path_id.ravel(),
+        manifest.offset.ravel(),
+        manifest.length.ravel(),
+        {n: b for block in manifest.iter_blocks() for n, b in block.inlined.items()},
+    )
 
 
 def _arrange(
@@ -236,20 +251,26 @@ def _join(cells: np.ndarray[Any, Any], axes: tuple[int, ...]) -> np.ndarray[Any,
 
 
 def _inlined(
-    manifests: Sequence[ChunkManifest], placement: Placement, axes: list[_Axis]
+    manifests: Sequence[ChunkManifest],
+    blocks: Sequence[ManifestBlock],
+    placement: Placement,
+    axes: list[_Axis],
 ) -> dict[tuple[int, ...], bytes]:
     """Every piece's inlined chunks, their indices moved to where the piece lies."""
     n_new = len(placement.new_names)
     out: dict[tuple[int, ...], bytes] = {}
     cells = np.unravel_index(np.arange(len(manifests)), placement.grid_shape)
-    for k, manifest in enumerate(manifests):
-        inlined = manifest.inlined
-        if not inlined:
+    for k, (manifest, block) in enumerate(zip(manifests, blocks, strict=True)):
+        if not block.inlined:
             continue
-        shift = [0] * (n_new + len(manifest.grid_shape))
+        grid = manifest.grid_shape
+        shift = np.zeros(n_new + len(grid), dtype=np.int64)
         for g, axis in enumerate(placement.axes):
             shift[axis] = int(axes[g].starts[int(cells[g][k])])
-        for index, data in inlined.items():
-            full = (0,) * n_new + index
-            out[tuple(i + s for i, s in zip(full, shift, strict=True))] = data
+        numbers = np.fromiter(block.inlined, dtype=np.int64, count=len(block.inlined))
+        index = np.zeros((numbers.size, n_new + len(grid)), dtype=np.int64)
+        if grid:
+            index[:, n_new:] = np.stack(np.unravel_index(numbers, grid), axis=1)
+        for row, data in zip((index + shift).tolist(), block.inlined.values(), strict=True):
+            out[tuple(row)] = data
     return out

@@ -10,11 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.combine.checks import CHECKED_ATTRIBUTES
+from refzarr.combine.checks import CHECKED_ATTRIBUTES, quick_key
 from refzarr.combine.values import fetch_raw, read_values
 from refzarr.errors import IncompatibleError
 from refzarr.model import MISSING, RefArray
-from refzarr.model.dtypes import encode_fill_value
 from refzarr.model.frozen import json_identity
 
 __all__ = ["SameSet", "check_identical"]
@@ -42,10 +41,11 @@ def check_identical(
     """
     pending: list[tuple[SameSet, list[int]]] = []
     for same in sets:
-        _check_structure(same, describe)
         classes = _classes(same.arrays, _fingerprint)
-        if len(classes) > 1:
-            pending.append((same, [members[0] for members in classes.values()]))
+        if len(classes) > 1:  # the structure is part of the fingerprint: check it on one each
+            reps = [members[0] for members in classes.values()]
+            _check_structure(same, reps, describe)
+            pending.append((same, reps))
     if not pending:
         return
     chosen = [same.arrays[k] for same, reps in pending for k in reps]
@@ -61,10 +61,10 @@ def check_identical(
     _compare_values(still, describe, storage_options)
 
 
-def _check_structure(same: SameSet, describe: Describe) -> None:
+def _check_structure(same: SameSet, chosen: list[int], describe: Describe) -> None:
     first = same.arrays[0].meta
-    for file, array in zip(same.files, same.arrays, strict=True):
-        meta = array.meta
+    for k in chosen:
+        meta, file = same.arrays[k].meta, same.files[k]
         for name, a, b in (
             ("shape", first.shape, meta.shape),
             ("dtype", first.dtype, meta.dtype),
@@ -94,13 +94,23 @@ def _classes(arrays: Sequence[RefArray], key: Callable[[RefArray], Any]) -> dict
 
 def _layout(array: RefArray) -> tuple[Any, ...]:
     meta = array.meta
-    fill = json_identity(encode_fill_value(meta.fill_value, meta.dtype))
-    return (meta.shape, meta.chunks, meta.dtype, meta.codecs, meta.order, meta.rectilinear, fill)
+    fill = repr(meta.fill_value)  # NaN fills alike (json_identity is slower, same answer here)
+    # quick_key over every axis: dtype, codecs, dimension names, shape, CF attributes
+    return (quick_key(meta, range(meta.ndim)), meta.chunks, fill)
 
 
 def _fingerprint(array: RefArray) -> tuple[Any, ...]:
     """Equal fingerprints mean equal values: same layout and the same chunk entries."""
     manifest = array.manifest
+    if manifest.nblocks == 1:
+        block = manifest.block(0)
+        inlined = (
+            tuple(block.inlined.items())
+            if len(block.inlined) < 2
+            else tuple(sorted(block.inlined.items()))
+        )
+        entries = (block.paths, block.path_id.tobytes(), block.offset.tobytes(), inlined)
+        return (_layout(array), entries, block.length.tobytes())
     blocks = tuple(
         (
             block.paths,
@@ -128,8 +138,13 @@ def _compare_values(
     if not pending:
         return
     chosen = [(same, k) for same, reps in pending for k in reps]
-    names = [f"{describe([same.files[k]])}: {same.what}" for same, k in chosen]
-    values = iter(read_values([same.arrays[k] for same, k in chosen], names, storage_options))
+    arrays = [same.arrays[k] for same, k in chosen]
+
+    def name(i: int) -> str:
+        same, k = chosen[i]
+        return f"{describe([same.files[k]])}: {same.what}"
+
+    values = iter(read_values(arrays, name, storage_options))
     for same, reps in pending:
         first = next(values)
         for k in reps[1:]:

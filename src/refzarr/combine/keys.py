@@ -77,6 +77,11 @@ def find_array(group: RefGroup, name: str) -> str | None:
 
 def dim_length(group: RefGroup, dim: str) -> int | None:
     """The length of dimension ``dim`` in a group (its first array using it), or None."""
+    for member in group.members.values():  # the root's arrays first: the usual place
+        if isinstance(member, RefArray):
+            names = member.meta.dimension_names
+            if names is not None and dim in names:
+                return member.meta.shape[names.index(dim)]
     for _, array in group.arrays():
         names = array.meta.dimension_names
         if names is not None and dim in names:
@@ -132,8 +137,7 @@ def _from_data(
             f"coords[{dim!r}]: there is no variable {name!r} in {inputs.labels([0])}"
         )
     arrays = [_coordinate(inputs, k, path, dim, int(lengths[k]), new) for k in range(len(inputs))]
-    names = [f"{inputs.label(k)}: {path}" for k in range(len(inputs))]
-    values = read_values(arrays, names, inputs.storage_options)
+    values = read_values(arrays, lambda k: f"{inputs.label(k)}: {path}", inputs.storage_options)
     attributes = dict(thaw_json(arrays[0].meta.attributes))
     reencoded = False
     if is_cf_time(attributes):
@@ -145,7 +149,11 @@ def _from_data(
 
 
 def _coordinate(inputs: Inputs, k: int, path: str, dim: str, length: int, new: bool) -> RefArray:
-    node = inputs.groups[k][path] if path in inputs.groups[k] else None  # noqa: SIM401
+    group = inputs.groups[k]
+    if "/" in path:
+        node = group[path] if path in group else None  # noqa: SIM401
+    else:
+        node = group.members.get(path)
     if not isinstance(node, RefArray):
         raise IncompatibleError(
             f"coordinate variable {path!r} is in {inputs.labels([0])} but not in "

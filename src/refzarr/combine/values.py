@@ -14,7 +14,7 @@ identical variables means reading them (issue 5), and the io layer is the batche
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,8 +37,15 @@ def fetch_raw(
     lengths: list[int] = []
     slots: list[tuple[int, int]] = []
     for a, array in enumerate(arrays):
-        raw: Raw = [None] * array.manifest.nchunks
-        for block in array.manifest.iter_blocks():
+        manifest = array.manifest
+        if manifest.nblocks == 1:  # the common case first: everything inlined
+            block = manifest.block(0)
+            n = block.path_id.shape[0]
+            if len(block.inlined) == n:
+                out.append([block.inlined[number] for number in range(n)])
+                continue
+        raw: Raw = [None] * manifest.nchunks
+        for block in manifest.iter_blocks():
             for number, stored in block.inlined.items():
                 raw[number] = stored
             present = np.flatnonzero(block.path_id >= 0)
@@ -74,12 +81,12 @@ def _read(
 
 def read_values(
     arrays: Sequence[RefArray],
-    names: Sequence[str],
+    name: Callable[[int], str],
     storage_options: Mapping[str, Any] | None = None,
 ) -> list[np.ndarray[Any, Any]]:
     """The whole value of every array (regular or rectilinear grids), read in one batch.
 
-    ``names[k]`` names array k in errors (``"file.nc: time"``). Missing chunks read as the
+    ``name(k)`` names array k in errors (``"file.nc: time"``). Missing chunks read as the
     fill value (zeros without one, as Zarr v2 reads them).
     """
     raws = fetch_raw(arrays, storage_options)
@@ -91,7 +98,7 @@ def read_values(
             out[k] = value
     for k, array in enumerate(arrays):
         if out[k] is None:
-            out[k] = _assemble(array.meta, raws[k], names[k])
+            out[k] = _assemble(array.meta, raws[k], name(k))
     return out  # type: ignore[return-value]  # every entry is set above
 
 
