@@ -60,6 +60,12 @@ class ReferenceStore(Store):
         A `RangeReader` to share (it carries the fetch policies); built from the options above
         when not given.
 
+    Notes
+    -----
+    An array whose chunk grid is irregular (`ArrayMeta.rectilinear`) has no Zarr v2 metadata:
+    getting its ``.zarray`` or ``.zattrs`` raises `UnsupportedFeatureError` (read it with
+    `refzarr.open_dataset`), and the store then serves no ``.zmetadata``.
+
     Examples
     --------
     >>> store = ReferenceStore("refs.json")  # doctest: +SKIP
