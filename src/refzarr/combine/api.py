@@ -18,7 +18,7 @@ from refzarr.combine.concat import Placement, concat_arrays
 from refzarr.combine.coordinate import inlined_array
 from refzarr.combine.identical import SameSet, check_identical
 from refzarr.combine.inputs import Inputs
-from refzarr.combine.keys import DimInfo, dim_infos
+from refzarr.combine.keys import DimInfo, coordinate, dim_infos
 from refzarr.combine.layout import Layout, place_files
 from refzarr.combine.merge import merge_inputs
 from refzarr.combine.specs import CoordSpecLike, parse_coord_specs
@@ -224,6 +224,7 @@ class _Combination:
         keys = [info.keys for info in self.infos]
         self.layout: Layout = place_files(keys, len(self.inputs), self.inputs.labels)
         self.lengths = [self._length(d) for d in range(len(self.dims))]
+        self.first = int(self.layout.cells.flat[0])  # "the first file": first on the grid
         self.coordinates = {
             info.path: d for d, info in enumerate(self.infos) if info.path is not None
         }
@@ -273,7 +274,7 @@ class _Combination:
                 members[name] = self._coordinate(self.coordinates[path])
             else:
                 members[name] = self._variable(path, children)  # type: ignore[arg-type]
-        return RefGroup(nodes[0].attributes, members)
+        return RefGroup(nodes[self.first].attributes, members)
 
     # -- variables -----------------------------------------------------------------------
 
@@ -343,11 +344,8 @@ class _Combination:
         info = self.infos[d]
         values = self.layout.values[d]
         assert values is not None
-        template = None
-        if info.source is not None:
-            node = self.inputs.groups[0][info.source]
-            template = node.meta if isinstance(node, RefArray) else None
-        return inlined_array(values, info.keys.dim, info.attributes, template)
+        values, attributes, template = coordinate(info, self.inputs, values, self.first)
+        return inlined_array(values, info.keys.dim, attributes, template)
 
     def _add_coordinates(self, root: RefGroup) -> RefGroup:
         """Coordinates the files did not hold as variables (a regex on a new dimension)."""

@@ -10,7 +10,7 @@ import numpy as np
 
 from refzarr.errors import IncompatibleError
 
-__all__ = ["calendar_of", "is_cf_time", "reencode_times"]
+__all__ = ["calendar_of", "is_cf_time", "rebase_times", "reencode_times"]
 
 _CALENDAR_ALIASES = {"gregorian": "standard", "": "standard"}
 
@@ -96,3 +96,23 @@ def _common_dtype(
         if whole and (joined.size == 0 or (joined.min() >= info.min and joined.max() <= info.max)):
             return [np.asarray(v).astype(first) for v in values]
     return [np.asarray(v, dtype=np.float64) for v in values]
+
+
+def rebase_times(
+    values: np.ndarray[Any, Any],
+    source: Mapping[str, Any],
+    target: Mapping[str, Any],
+    dtype: np.dtype[Any],
+) -> np.ndarray[Any, Any]:
+    """Times encoded with ``source``'s units re-encoded with ``target``'s (same calendar):
+    integers of ``dtype`` when every value is whole, else float64."""
+    same_units = str(source.get("units")).strip() == str(target.get("units")).strip()
+    if same_units and calendar_of(source) == calendar_of(target):
+        return values
+    from xarray.coding.times import decode_cf_datetime, encode_cf_datetime
+
+    dates = decode_cf_datetime(values, str(source["units"]), calendar_of(source))
+    encoded, _, _ = encode_cf_datetime(
+        dates, str(target["units"]).strip(), calendar_of(target), dtype=np.dtype("float64")
+    )
+    return _common_dtype([np.asarray(encoded)], dtype)[0]

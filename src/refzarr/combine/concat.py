@@ -238,14 +238,14 @@ def _arrange(
     parts = np.split(column, np.cumsum(counts)[:-1])
     blocks = [p.reshape(lead + m.grid_shape) for p, m in zip(parts, manifests, strict=True)]
     cells = np.empty(len(blocks), dtype=object)
-    cells[:] = blocks
+    for k, block in enumerate(blocks):  # one by one: numpy would broadcast a list of arrays
+        cells[k] = block
     return _join(cells.reshape(placement.grid_shape), placement.axes)
 
 
 def _join(cells: np.ndarray[Any, Any], axes: tuple[int, ...]) -> np.ndarray[Any, Any]:
-    if cells.ndim == 0:
-        block: np.ndarray[Any, Any] = cells[()]
-        return block
+    if not axes:  # an element of the object grid: one piece's block
+        return cells
     parts = [_join(cells[k], axes[1:]) for k in range(cells.shape[0])]
     return np.concatenate(parts, axis=axes[0])
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.combine.cftimes import is_cf_time, reencode_times
+from refzarr.combine.cftimes import is_cf_time, rebase_times, reencode_times
 from refzarr.combine.inputs import Inputs
 from refzarr.combine.layout import DimKeys
 from refzarr.combine.specs import (
@@ -25,10 +25,10 @@ from refzarr.combine.specs import (
 )
 from refzarr.combine.values import read_values
 from refzarr.errors import IncompatibleError
-from refzarr.model import RefArray, RefGroup
+from refzarr.model import ArrayMeta, RefArray, RefGroup
 from refzarr.model.frozen import thaw_json
 
-__all__ = ["DimInfo", "dim_infos", "dim_length", "find_array"]
+__all__ = ["DimInfo", "coordinate", "dim_infos", "dim_length", "find_array"]
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,9 @@ class DimInfo:
     source
         The path of the files' own coordinate variable (replaced by the written one).
     attributes
-        The written coordinate's attributes (the first file's, ``units`` updated).
+        The attributes that go with ``keys.values`` (the first input's, ``units`` updated).
     reencoded
-        Whether CF times were re-encoded into the first file's units.
+        Whether CF times were re-encoded into the first input's units.
     """
 
     keys: DimKeys
@@ -118,11 +118,26 @@ def _dim_info(inputs: Inputs, dim: str, spec: CoordSpec | None) -> DimInfo:
     return DimInfo(DimKeys(dim, lengths, values), new, path, source, attributes)
 
 
-def _attributes(inputs: Inputs, source: str | None) -> dict[str, Any]:
-    if source is None:
-        return {}
-    node = inputs.groups[0][source]
+def _attributes(inputs: Inputs, source: str | None, k: int = 0) -> dict[str, Any]:
+    node = None if source is None else inputs.groups[k][source]
     return dict(thaw_json(node.meta.attributes)) if isinstance(node, RefArray) else {}
+
+
+def coordinate(
+    info: DimInfo, inputs: Inputs, values: np.ndarray[Any, Any], first: int
+) -> tuple[np.ndarray[Any, Any], dict[str, Any], ArrayMeta | None]:
+    """The written coordinate of one dimension: values, attributes and the template array
+    (metadata) of file ``first``, the first on the combined grid (CF times re-encoded into
+    its units, so the result does not depend on the input order)."""
+    node = None if info.source is None else inputs.groups[first][info.source]
+    template = node.meta if isinstance(node, RefArray) else None
+    attributes = _attributes(inputs, info.source, first) or dict(info.attributes)
+    if is_cf_time(info.attributes) and is_cf_time(attributes):
+        dtype = template.dtype if template is not None else values.dtype
+        values = rebase_times(values, info.attributes, attributes, dtype)
+    elif is_cf_time(info.attributes):
+        attributes = {**attributes, **{k: info.attributes[k] for k in ("units", "calendar")}}
+    return values, attributes, template
 
 
 def _from_data(
