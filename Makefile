@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_formats.py
 	$(BIN)/python benchmarks/bench_scan.py
 	$(BIN)/python benchmarks/bench_read.py
+	$(BIN)/python benchmarks/bench_combine.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

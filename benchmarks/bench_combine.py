@@ -295,7 +295,12 @@ def table(results: dict[int, dict[str, Result]], tools: list[str]) -> str:
             if found.error is not None:
                 rows.append([label, TOOL_NAMES[tool], f"n/a: {found.error}"])
                 continue
-            rows.append([label, TOOL_NAMES[tool], *_cells(found, base)])
+            cells = _cells(found, base)
+            if tool != "refzarr":  # only refzarr's default runs worker processes
+                cells[5] = ""
+            if tool == "virtualizarr":  # open_virtual_mfdataset combines while it scans
+                cells[2] = cells[7] = "in scan"
+            rows.append([label, TOOL_NAMES[tool], *cells])
     return _align(rows)
 
 
