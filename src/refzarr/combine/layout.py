@@ -195,7 +195,7 @@ def _cells(
     if twice.size:
         a, b = int(order[twice[0]]), int(order[twice[0] + 1])
         where = ", ".join(
-            f"{k.dim}={_value_at(k, v, int(ranks[a, d]))}"
+            f"{k.dim}={_value_at(k, v, ranks[:, d], int(ranks[a, d]))}"
             for d, (k, v) in enumerate(zip(keys, values, strict=True))
         )
         raise IncompatibleError(
@@ -207,8 +207,8 @@ def _cells(
     if empty.size:
         index = np.unravel_index(int(empty[0]), shape)
         where = ", ".join(
-            f"{k.dim}={_value_at(k, v, int(i))}"
-            for k, v, i in zip(keys, values, index, strict=True)
+            f"{k.dim}={_value_at(k, v, ranks[:, d], int(i))}"
+            for d, (k, v, i) in enumerate(zip(keys, values, index, strict=True))
         )
         raise IncompatibleError(
             f"the files do not fill a complete grid of {[k.dim for k in keys]} "
@@ -218,10 +218,20 @@ def _cells(
     return cells.reshape(shape)
 
 
-def _value_at(key: DimKeys, values: np.ndarray[Any, Any] | None, rank: int) -> str:
-    if values is None or not (key.lengths == 1).all():
-        return f"<slab {rank}>"
-    return str(values[rank])
+def _value_at(
+    key: DimKeys, values: np.ndarray[Any, Any] | None, ranks: np.ndarray[Any, Any], rank: int
+) -> str:
+    """The coordinate values of slab ``rank`` in words."""
+    if values is None or key.values is None:
+        return f"<position {rank}>"
+    if (key.lengths == 1).all():
+        return str(values[rank])
+    file = int(np.flatnonzero(ranks == rank)[0])
+    start = int(key.lengths[:file].sum())
+    run = key.values[start : start + int(key.lengths[file])]
+    if run.size == 1:
+        return str(run[0])
+    return f"{run[0]}..{run[-1]} ({run.size} values)"
 
 
 def _reject_nan(values: np.ndarray[Any, Any], key: DimKeys, describe: Describe) -> None:
