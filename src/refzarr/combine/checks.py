@@ -52,7 +52,7 @@ def quick_key(meta: ArrayMeta, fixed_axes: Sequence[int], skip_units: bool = Fal
         meta.dimension_names,
         tuple(meta.shape[a] for a in fixed_axes),
         tuple(meta.chunks[a] for a in fixed_axes),
-        None if rect is None else tuple(rect[a] for a in fixed_axes),
+        tuple(None if rect is None else rect[a] for a in fixed_axes),
         tuple((name, attrs[name]) for name in attrs if name in checked),
     )
 
@@ -69,7 +69,7 @@ def _fields(meta: ArrayMeta, fixed_axes: Sequence[int], skip_units: bool) -> dic
         "shape along the other dimensions": tuple(meta.shape[a] for a in fixed_axes),
         "chunks along the other dimensions": tuple(meta.chunks[a] for a in fixed_axes),
         "chunk grid along the other dimensions": (
-            None if rect is None else tuple(rect[a] for a in fixed_axes)
+            tuple(None if rect is None else rect[a] for a in fixed_axes)
         ),
         **{
             f"attribute {name!r}": json_identity(attrs[name]) if name in attrs else None
