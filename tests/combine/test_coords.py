@@ -198,3 +198,24 @@ def test_explicit_data_spec_needs_the_variable(tmp_path: Path) -> None:
     paths = _one_day_files(tmp_path, ["2001-03-01"])
     with pytest.raises(IncompatibleError, match="there is no variable 'time'"):
         refzarr.combine(scan_all(paths), concat_dims="time", coords={"time": "data"})
+
+
+def test_time_bounds_follow_the_coordinate_into_one_epoch(tmp_path: Path) -> None:
+    paths = []
+    for k, unit in enumerate(["days since 2000-01-01", "hours since 2000-01-02"]):
+        ds = daily(f"2000-01-{1 + 2 * k:02d}", 2, seed=k)
+        start = ds["time"].values
+        bounds = np.stack([start, start + np.timedelta64(1, "D")], axis=1)
+        ds["time_bnds"] = (("time", "nv"), bounds)
+        ds["time"].attrs["bounds"] = "time_bnds"
+        encoding = {"time": {"units": unit, "dtype": "int64"}}
+        paths.append(write_nc(ds, tmp_path / f"b{k}.nc", encoding=encoding))
+    combined = refzarr.combine(scan_all(paths[::-1]), concat_dims="time")
+    with xr.open_mfdataset(
+        paths, combine="nested", concat_dim="time", data_vars="minimal", coords="minimal"
+    ) as ds:
+        expected = ds.load()
+    got = refzarr.open_dataset(combined).load()
+    xr.testing.assert_identical(got, expected)
+    raw = refzarr.open_dataset(combined, decode_times=False)
+    np.testing.assert_array_equal(raw["time_bnds"].values, [[0, 1], [1, 2], [2, 3], [3, 4]])

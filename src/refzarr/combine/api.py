@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from refzarr.combine.cftimes import reencode_times
 from refzarr.combine.concat import Placement, concat_arrays
 from refzarr.combine.coordinate import inlined_array
 from refzarr.combine.identical import SameSet, check_identical
@@ -22,8 +23,10 @@ from refzarr.combine.keys import DimInfo, coordinate, dim_infos
 from refzarr.combine.layout import Layout, place_files
 from refzarr.combine.merge import merge_inputs
 from refzarr.combine.specs import CoordSpecLike, parse_coord_specs
+from refzarr.combine.values import read_values
 from refzarr.errors import IncompatibleError
 from refzarr.model import RefArray, RefGroup
+from refzarr.model.frozen import thaw_json
 
 __all__ = ["combine", "merge"]
 
@@ -228,6 +231,7 @@ class _Combination:
         self.coordinates = {
             info.path: d for d, info in enumerate(self.infos) if info.path is not None
         }
+        self.bounds = self._bounds_paths()
         self._check_identical_names()
         root = self._group("", list(self.inputs.groups))
         if self.check:
@@ -272,6 +276,8 @@ class _Combination:
                 members[name] = self._group(f"{path}/", children)  # type: ignore[arg-type]
             elif path in self.coordinates:
                 members[name] = self._coordinate(self.coordinates[path])
+            elif path in self.bounds:
+                members[name] = self._bounds(path, children, self.bounds[path])  # type: ignore[arg-type]
             else:
                 members[name] = self._variable(path, children)  # type: ignore[arg-type]
         return RefGroup(nodes[self.first].attributes, members)
@@ -346,6 +352,47 @@ class _Combination:
         assert values is not None
         values, attributes, template = coordinate(info, self.inputs, values, self.first)
         return inlined_array(values, info.keys.dim, attributes, template)
+
+    def _bounds_paths(self) -> dict[str, int]:
+        """CF time bounds (the coordinate's ``bounds`` attribute) to re-encode like it."""
+        out = {}
+        for d, info in enumerate(self.infos):
+            name = info.attributes.get("bounds")
+            if info.reencoded and info.source is not None and isinstance(name, str):
+                prefix = info.source.rpartition("/")[0]
+                out[f"{prefix}/{name}" if prefix else name] = d
+        return out
+
+    def _bounds(self, path: str, arrays: list[RefArray], d: int) -> RefArray:
+        """CF time bounds inherit the coordinate's units (CF 7.1): when those differ between
+        files, the bounds' values are read, re-encoded like the coordinate and inlined."""
+        combined = self._variable(path, arrays)  # every check a variable gets
+        dim = self.dims[d]
+        if self._participating(path, arrays[0]) != [d]:
+            raise IncompatibleError(
+                f"variable {path!r}: the time bounds of {dim!r} must vary along {dim!r} only "
+                "to be re-encoded into one unit (the files' time units differ)"
+            )
+        cells = self.layout.cells
+        files = [
+            int(k) for k in cells[tuple(slice(None) if e == d else 0 for e in range(cells.ndim))]
+        ]
+        values = read_values(
+            [arrays[k] for k in files],
+            lambda i: f"{self.inputs.label(files[i])}: {path}",
+            self.inputs.storage_options,
+        )
+        info = self.infos[d]
+        values, _ = reencode_times(
+            values,
+            [info.file_attributes[k] for k in files],
+            lambda ks: self.inputs.labels([files[k] for k in ks]),
+            f"variable {path!r}",
+        )
+        meta = combined.meta
+        names = meta.dimension_names or ()
+        joined = np.concatenate(values, axis=names.index(dim))
+        return inlined_array(joined, names, thaw_json(meta.attributes), meta)
 
     def _add_coordinates(self, root: RefGroup) -> RefGroup:
         """Coordinates the files did not hold as variables (a regex on a new dimension)."""

@@ -5,7 +5,7 @@ attribute or a callable; all files' variable reads batched into one fetch."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,9 @@ class DimInfo:
         The attributes that go with ``keys.values`` (the first input's, ``units`` updated).
     reencoded
         Whether CF times were re-encoded into the first input's units.
+    file_attributes
+        Each file's coordinate variable attributes (for `FromData`), the units its CF
+        time bounds are encoded with.
     """
 
     keys: DimKeys
@@ -57,6 +60,7 @@ class DimInfo:
     source: str | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
     reencoded: bool = False
+    file_attributes: tuple[Mapping[str, Any], ...] = ()
 
 
 def find_array(group: RefGroup, name: str) -> str | None:
@@ -160,7 +164,9 @@ def _from_data(
             values, [a.meta.attributes for a in arrays], inputs.labels, f"variable {path!r}"
         )
     joined = np.concatenate([np.asarray(v).reshape(-1) for v in values])
-    return DimInfo(DimKeys(dim, lengths, joined), new, path, path, attributes, reencoded)
+    file_attributes = tuple(a.meta.attributes for a in arrays)
+    keys = DimKeys(dim, lengths, joined)
+    return DimInfo(keys, new, path, path, attributes, reencoded, file_attributes)
 
 
 def _coordinate(inputs: Inputs, k: int, path: str, dim: str, length: int, new: bool) -> RefArray:
