@@ -141,6 +141,8 @@ def coordinate(
         values = rebase_times(values, info.attributes, attributes, dtype)
     elif is_cf_time(info.attributes):
         attributes = {**attributes, **{k: info.attributes[k] for k in ("units", "calendar")}}
+    elif is_cf_time(attributes):  # values from a spec, not dates: not in the files' units
+        attributes = {k: v for k, v in attributes.items() if k not in ("units", "calendar")}
     return values, attributes, template
 
 
@@ -272,8 +274,14 @@ def _encode_dates(
     values: np.ndarray[Any, Any] | None, attributes: dict[str, Any]
 ) -> tuple[np.ndarray[Any, Any] | None, dict[str, Any]]:
     """Dates given by a spec are written as CF numbers (the files' units when they have
-    them); ordering is unchanged by the encoding."""
-    if values is None or not _is_dates(values):
+    them); ordering is unchanged by the encoding. Other values given by a spec (numbers or
+    text from a file name, say) are not in the files' time units: those are left out, so
+    that no reader decodes them as dates."""
+    if values is None:
+        return values, attributes
+    if not _is_dates(values):
+        if is_cf_time(attributes):
+            attributes = {k: v for k, v in attributes.items() if k not in ("units", "calendar")}
         return values, attributes
     from xarray.coding.times import encode_cf_datetime
 
