@@ -11,6 +11,7 @@ in the file or in external raw files, may be cut into several chunks
 from __future__ import annotations
 
 import array
+import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -37,6 +38,9 @@ from refzarr.scan.hdf5_virtual import SourceFile, SourceLayout, virtual_layout
 __all__ = ["ChunkColumns", "Layout", "chunk_shape", "dataset_filters", "manifest_for"]
 
 ReadRange = Callable[[int, int], bytes]
+
+_SMALL_GRID = 64
+"""Chunk grids of at most this many chunks are checked for order in plain Python."""
 
 
 class Layout(NamedTuple):
@@ -356,6 +360,8 @@ def _complete_in_order(coords: np.ndarray[Any, Any], grid: tuple[int, ...]) -> b
         return False
     if not grid:
         return True
+    if count <= _SMALL_GRID:  # plain Python: numpy's overhead per call outweighs the work
+        return coords.tolist() == [list(index) for index in itertools.product(*map(range, grid))]
     if (coords < 0).any() or (coords >= np.asarray(grid)).any():
         return False  # a damaged index: from_entries says which chunk
     numbers = np.ravel_multi_index(tuple(coords.T), grid)

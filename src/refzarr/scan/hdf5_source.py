@@ -136,6 +136,9 @@ def check_within_file(
     ids = [k for k, path in enumerate(manifest.paths) if path == url]
     if not ids:
         return
+    if manifest.nchunks <= SMALL_MANIFEST:
+        _check_small(manifest, set(ids), file_size, where, overlaps=overlaps)
+        return
     path_id = manifest.path_id.reshape(-1)
     lengths = manifest.length.reshape(-1)
     in_file = path_id == ids[0] if len(ids) == 1 else np.isin(path_id, ids)
@@ -158,6 +161,48 @@ def check_within_file(
         raise ScanError(
             f"{where}: {_chunk_at(manifest, first)} and {_chunk_at(manifest, second)} share "
             f"bytes ({overlap.size} overlaps in all): the chunk index is damaged"
+        )
+
+
+SMALL_MANIFEST = 64
+"""Manifests of at most this many chunks are checked in plain Python (numpy's overhead per
+call outweighs the work; the same checks and messages)."""
+
+_U64 = 2**64 - 1
+
+
+def _check_small(
+    manifest: ChunkManifest, ids: set[int], file_size: int, where: str, *, overlaps: bool
+) -> None:
+    """`check_within_file` for a small manifest, in plain Python (uint64 sums wrap alike)."""
+    whole = int(WHOLE_FILE)
+    columns = zip(
+        manifest.path_id.reshape(-1).tolist(),
+        manifest.offset.reshape(-1).tolist(),
+        manifest.length.reshape(-1).tolist(),
+        strict=True,
+    )
+    chunks = [
+        (k, offset, (offset + length) & _U64)
+        for k, (pid, offset, length) in enumerate(columns)
+        if pid in ids and length != whole
+    ]
+    beyond = [k for k, offset, end in chunks if end > file_size or end < offset]
+    if beyond:
+        raise ScanError(
+            f"{where}: {_chunk_at(manifest, beyond[0])} ends beyond the file's end "
+            f"({file_size} bytes; {len(beyond)} chunks in all): the file is truncated or its "
+            "chunk index is damaged"
+        )
+    if overlaps:
+        return
+    ordered = sorted(chunks, key=lambda chunk: chunk[1])  # stable, as the numpy path
+    overlap = [k for k in range(len(ordered) - 1) if ordered[k][2] > ordered[k + 1][1]]
+    if overlap:
+        first, second = ordered[overlap[0]][0], ordered[overlap[0] + 1][0]
+        raise ScanError(
+            f"{where}: {_chunk_at(manifest, first)} and {_chunk_at(manifest, second)} share "
+            f"bytes ({len(overlap)} overlaps in all): the chunk index is damaged"
         )
 
 
