@@ -361,7 +361,8 @@ def _complete_in_order(coords: np.ndarray[Any, Any], grid: tuple[int, ...]) -> b
     if not grid:
         return True
     if count <= _SMALL_GRID:  # plain Python: numpy's overhead per call outweighs the work
-        return coords.tolist() == [list(index) for index in itertools.product(*map(range, grid))]
+        listed: list[list[int]] = coords.tolist()
+        return listed == [list(index) for index in itertools.product(*map(range, grid))]
     if (coords < 0).any() or (coords >= np.asarray(grid)).any():
         return False  # a damaged index: from_entries says which chunk
     numbers = np.ravel_multi_index(tuple(coords.T), grid)
