@@ -6,6 +6,7 @@ The public API is what ``__all__`` lists; everything else is private.
 import importlib
 from typing import Any
 
+from refzarr.combine import FromAttribute, FromCallable, FromData, FromRegex, combine, merge
 from refzarr.errors import (
     ChunkDecodeError,
     ChunkFetchError,
@@ -17,7 +18,6 @@ from refzarr.errors import (
     SourceNotFoundError,
     UnsupportedFeatureError,
 )
-from refzarr.combine import FromAttribute, FromCallable, FromData, FromRegex, combine, merge
 from refzarr.formats.api import expand_references, read, write
 from refzarr.model import ArrayMeta, ChunkManifest, ChunkRef, RefArray, RefGroup
 from refzarr.parallel import scan_many
