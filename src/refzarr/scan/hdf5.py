@@ -26,6 +26,7 @@ from refzarr.scan.hdf5_dims import (
     is_dimension_only,
     variable_name,
 )
+from refzarr.scan.hdf5_headers import ObjectHeaders
 from refzarr.scan.hdf5_layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5_links import follow_external_link
 from refzarr.scan.hdf5_source import OpenSource, open_source
@@ -109,6 +110,10 @@ class _Walk:
     arrays: dict[Any, RefArray] = field(default_factory=dict)
     phony: PhonyDimensions = field(default_factory=PhonyDimensions)
     netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
+    headers: ObjectHeaders = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.headers = ObjectHeaders(self.source.h5, self.source.read_range)
 
     def where(self, path: str, kind: str = "dataset") -> str:
         return f"{self.source.url}: {kind} {path!r}"
@@ -137,8 +142,9 @@ class _Walk:
             member = self.guarded(path, partial(self.member, group, name, inside))
             if member is not None:
                 members[variable_name(name, group)] = member
+        table = AttributeTable(group, header=self.headers.attributes(group.id))
         attrs = read_attributes(
-            group, self.where(group.name, "group"), self.skip_attribute(group.name)
+            group, self.where(group.name, "group"), self.skip_attribute(group.name), table
         )
         return RefGroup(attrs, members)
 
@@ -172,7 +178,7 @@ class _Walk:
             return self.group(item, ancestors)
         if not isinstance(item, h5py.Dataset):
             return None
-        attrs = AttributeTable(item, creation_plist(item))
+        attrs = AttributeTable(item, creation_plist(item), self.headers.attributes(item.id))
         return None if is_dimension_only(item, attrs) else self.array(item, path, attrs)
 
     def array(self, ds: h5py.Dataset, path: str, attrs: AttributeTable | None = None) -> RefArray:

@@ -21,6 +21,7 @@ import numpy as np
 from h5py import h5, h5a, h5p, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
+from refzarr.scan.hdf5_attr_messages import UNREAD, HeaderAttributes
 
 __all__ = [
     "BASE64_PREFIX",
@@ -52,7 +53,7 @@ BASE64_PREFIX = "base64:"
 """Prefix of a bytes attribute that is not UTF-8 text."""
 
 
-_MISSING = object()
+_MISSING = UNREAD
 """Marks a value not read (yet), or one `_read_fast` leaves to h5py."""
 
 _TYPES: dict[bytes, tuple[np.dtype[Any], h5t.TypeID] | None] = {}
@@ -74,15 +75,25 @@ class AttributeTable:
         The group or dataset.
     plist
         Its creation property list, when at hand (else fetched).
+    header
+        Its attributes as read from its object header (`refzarr.scan.hdf5_attr_messages`),
+        when they could be: names and the values read there are taken from it.
     """
 
-    __slots__ = ("_attrs", "_id", "_values", "names")
+    __slots__ = ("_id", "_obj", "_values", "names")
 
-    def __init__(self, obj: h5py.HLObject, plist: Any = None) -> None:
-        self._id, self._attrs = obj.id, obj.attrs
-        self._values: dict[str, Any] = {}
-        self.names: list[str] = _attribute_names(obj.id, plist)
+    def __init__(
+        self, obj: h5py.HLObject, plist: Any = None, header: HeaderAttributes | None = None
+    ) -> None:
+        self._obj, self._id = obj, obj.id
+        self.names: list[str]
         """The attribute names, in the order ``obj.attrs`` lists them."""
+        if header is None:
+            self._values: dict[str, Any] = {}
+            self.names = _attribute_names(obj.id, plist)
+        else:
+            self._values = {k: v for k, v in header.values.items() if v is not UNREAD}
+            self.names = header.names
 
     def __contains__(self, name: str) -> bool:
         return name in self.names
@@ -104,8 +115,12 @@ class AttributeTable:
         size: int = h5a.open(self._id, name.encode("utf8")).get_storage_size()
         return size
 
+    def is_read(self, name: str) -> bool:
+        """Whether the value of attribute ``name`` is at hand (reading it costs nothing)."""
+        return name in self._values
+
     def _read(self, name: str) -> Any:
-        return _read_value(self._id, self._attrs, name)
+        return _read_value(self._id, self._obj.attrs, name)
 
 
 def get_attribute(obj: h5py.HLObject, name: str, default: Any = None) -> Any:
@@ -161,10 +176,9 @@ def _memory_type(tid: h5t.TypeID) -> tuple[np.dtype[Any], h5t.TypeID] | None:
     """h5py's dtype of a file type and the memory type it reads into, or None when h5py's
     read needs more (cached by the type's encoding, which describes it whole)."""
     key = tid.encode()
-    found = _TYPES.get(key, _MISSING)
-    if found is _MISSING:
-        found = _TYPES[key] = _translate(tid)
-    return found  # type: ignore[return-value]
+    if key not in _TYPES:
+        _TYPES[key] = _translate(tid)
+    return _TYPES[key]
 
 
 def _translate(tid: h5t.TypeID) -> tuple[np.dtype[Any], h5t.TypeID] | None:

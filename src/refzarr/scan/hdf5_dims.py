@@ -60,7 +60,7 @@ def is_dimension_only(ds: h5py.Dataset, attrs: AttributeTable | None = None) -> 
     ``attrs``: its attributes, when already read.
     """
     try:
-        if attrs is not None and _too_short(attrs):
+        if attrs is not None and not attrs.is_read("NAME") and _too_short(attrs):
             return False  # the NAME of a coordinate variable, say: no need to read it
         value = (ds.attrs if attrs is None else attrs).get("NAME")
     except (OSError, TypeError):

@@ -14,10 +14,14 @@ from typing import NamedTuple
 __all__ = [
     "CONTINUATION",
     "LAYOUT",
+    "SHARED",
     "FormatMismatch",
+    "Header",
+    "Message",
     "Read",
     "Superblock",
     "find_message",
+    "read_header",
     "read_superblock",
     "undefined",
 ]
@@ -31,7 +35,9 @@ CONTINUATION = 0x0010
 BTREE_K = 0x0013
 DEFAULT_ISTORE_K = 32  # the indexed storage (chunk B-tree) K when the file does not store one
 MAX_BLOCKS = 1024  # header continuation blocks followed at most (a damaged chain may loop)
-_SHARED = 0x02  # message flag: the message lives elsewhere
+SHARED = 0x02
+"""Message flag: the message lives elsewhere (a shared object header message)."""
+_SHARED = SHARED
 
 
 class FormatMismatch(Exception):
@@ -110,6 +116,72 @@ def find_message(read: Read, sb: Superblock, address: int, wanted: int) -> bytes
             if kind == CONTINUATION:
                 blocks.append(_continuation(read, sb, body, version))
     return None
+
+
+class Message(NamedTuple):
+    """One message of an object header."""
+
+    kind: int
+    flags: int
+    body: bytes
+    order: int
+    """Its creation order (version 2 headers that track it), else 0."""
+
+
+class Header(NamedTuple):
+    """Every message of an object header, in the order stored (continuation blocks last)."""
+
+    messages: list[Message]
+    attribute_order_tracked: bool
+    """Whether the header tracks its attributes' creation order (h5py then lists them so)."""
+
+
+def read_header(read: Read, sb: Superblock, address: int) -> Header:
+    """All messages of the object header at ``address``, continuation blocks followed.
+
+    `FormatMismatch` when the header is not as the specification describes.
+    """
+    position = sb.base + address
+    prefix = read(position, 16)
+    if prefix[:4] == b"OHDR":
+        blocks = [_v2_first_block(read, position, prefix)]
+        version, tracked = 2, bool(prefix[5] & 0x04)
+    elif prefix[0] == 1:
+        (size,) = struct.unpack_from("<I", prefix, 8)
+        blocks = [read(position + 16, size)]
+        version, tracked = 1, False
+    else:
+        raise FormatMismatch("unknown object header version")
+    messages: list[Message] = []
+    seen = 0
+    while blocks:
+        seen += 1
+        if seen > MAX_BLOCKS:
+            raise FormatMismatch("too many object header continuation blocks")
+        for message in _ordered_messages(blocks.pop(), version, tracked):
+            messages.append(message)
+            if message.kind == CONTINUATION:
+                blocks.append(_continuation(read, sb, message.body, version))
+    return Header(messages, tracked)
+
+
+def _ordered_messages(block: bytes, version: int, tracked: bool) -> list[Message]:
+    """The messages of one header block, with their creation order when tracked."""
+    if version == 1 or not tracked:
+        return [
+            Message(kind, flags, body, 0)
+            for kind, flags, body in _messages(block, 8 if version == 1 else 4)
+        ]
+    out = []
+    at, end = 0, len(block)
+    while at + 6 <= end:
+        kind, size, flags, order = struct.unpack_from("<BHBH", block, at)
+        at += 6
+        if at + size > end:
+            raise FormatMismatch("object header message runs past its block")
+        out.append(Message(kind, flags, block[at : at + size], order))
+        at += size
+    return out
 
 
 def _v2_first_block(read: Read, position: int, prefix: bytes) -> bytes:

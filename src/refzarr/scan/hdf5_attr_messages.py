@@ -1,0 +1,200 @@
+"""Attributes read straight from an object header's attribute messages, as h5py reads them.
+
+h5py reads an attribute with five HDF5 calls, three of which create objects (~20 µs); a
+netCDF file's few dozen small attributes are all in a handful of object headers, one or two
+reads each. Written from the HDF5 File Format Specification: attribute messages versions
+1-3, dataspace messages versions 1-2, and the datatypes h5py reads with nothing more than a
+memory type (integers and IEEE floats of 1-8 bytes, null-terminated or null-padded fixed
+strings). An attribute of any other type, or one whose datatype or dataspace is shared, is
+listed but left unread (the caller reads it with h5py); a header whose attributes are in
+dense storage (a fractal heap), or that is not as the specification says, gives None (the
+caller then does everything with h5py).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Header, Superblock, undefined
+
+__all__ = ["ATTRIBUTE", "ATTRIBUTE_INFO", "UNREAD", "HeaderAttributes", "header_attributes"]
+
+ATTRIBUTE = 0x000C
+ATTRIBUTE_INFO = 0x0015
+
+UNREAD: Any = object()
+"""The value of an attribute left to h5py."""
+
+_NULLTERM, _NULLPAD = 0, 1
+
+# IEEE 754 layouts by size: sign bit, (bit offset, precision, exponent location, exponent
+# size, mantissa location, mantissa size, exponent bias)
+_IEEE = {
+    2: (15, (0, 16, 10, 5, 0, 10, 15)),
+    4: (31, (0, 32, 23, 8, 0, 23, 127)),
+    8: (63, (0, 64, 52, 11, 0, 52, 1023)),
+}
+
+
+class HeaderAttributes(NamedTuple):
+    """The attributes of one object: names in h5py's order, the values read (by name)."""
+
+    names: list[str]
+    values: dict[str, Any]
+    """The value of each attribute read here; `UNREAD` for those left to h5py."""
+
+
+class _Type(NamedTuple):
+    dtype: np.dtype[Any]
+    nullterm: bool  # a null-terminated string: the bytes after the first NUL are not data
+
+
+_TYPES: dict[bytes, _Type | None] = {}
+"""Datatypes seen so far by their message bytes (None: left to h5py)."""
+
+
+def header_attributes(header: Header, sb: Superblock) -> HeaderAttributes | None:
+    """The attributes of the object whose header is ``header`` (None: let h5py read them).
+
+    Raises `FormatMismatch` when an attribute message is not as the specification says.
+    """
+    found: list[tuple[Any, str, Any]] = []
+    for message in header.messages:
+        if message.kind == ATTRIBUTE_INFO and _dense(message.body, sb):
+            return None
+        if message.kind == ATTRIBUTE:
+            if message.flags & SHARED:
+                return None
+            raw, value = _attribute(message.body, sb)
+            key = message.order if header.attribute_order_tracked else raw
+            found.append((key, _name(raw), value))
+    found.sort(key=lambda item: item[0])
+    names = [name for _, name, _ in found]
+    if len(set(names)) != len(names):
+        raise FormatMismatch("an attribute name twice")
+    return HeaderAttributes(names, {name: value for _, name, value in found})
+
+
+def _name(raw: bytes) -> Any:
+    """The name as h5py gives it: text, or bytes when not UTF-8."""
+    try:
+        return raw.decode("utf8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def _dense(body: bytes, sb: Superblock) -> bool:
+    """Whether an attribute info message puts the attributes in a fractal heap."""
+    if len(body) < 2 or body[0] != 0:
+        raise FormatMismatch("attribute info message of an unknown version")
+    at = 2 + (2 if body[1] & 0x01 else 0)
+    if len(body) < at + sb.offset_size:
+        raise FormatMismatch("short attribute info message")
+    heap = int.from_bytes(body[at : at + sb.offset_size], "little")
+    return not undefined(heap, sb.offset_size)
+
+
+def _attribute(body: bytes, sb: Superblock) -> tuple[bytes, Any]:
+    """The raw name and the value (or `UNREAD`) of one attribute message."""
+    if len(body) < 8:
+        raise FormatMismatch("short attribute message")
+    version, flags = body[0], body[1]
+    name_size, type_size, space_size = struct.unpack_from("<HHH", body, 2)
+    if version == 1:
+        at, align = 8, 8
+        flags = 0
+    elif version in (2, 3):
+        at, align = (8 if version == 2 else 9), 1
+    else:
+        raise FormatMismatch(f"attribute message version {version}")
+    fields = []
+    for size in (name_size, type_size, space_size):
+        fields.append(body[at : at + size])
+        at += -(-size // align) * align
+    name, type_bytes, space_bytes = fields
+    if at > len(body) or name_size < 1 or name[-1] != 0 or 0 in name[:-1]:
+        raise FormatMismatch("attribute message fields")
+    if flags & 0x03:  # shared datatype or dataspace
+        return name[:-1], UNREAD
+    return name[:-1], _value(type_bytes, space_bytes, body[at:], sb)
+
+
+def _value(type_bytes: bytes, space_bytes: bytes, data: bytes, sb: Superblock) -> Any:
+    kind = _TYPES.get(type_bytes, UNREAD)
+    if kind is UNREAD:
+        kind = _TYPES[type_bytes] = _datatype(type_bytes)
+    dims = _dataspace(space_bytes, sb)
+    if kind is None or dims is None:
+        return UNREAD
+    count = math.prod(dims)
+    size = kind.dtype.itemsize
+    if len(data) < count * size:
+        return UNREAD  # h5py says what is wrong
+    if kind.nullterm and any(_cut(data[k : k + size]) for k in range(0, count * size, size)):
+        return UNREAD  # bytes after a NUL: HDF5 drops them
+    values = np.frombuffer(data, kind.dtype, count).reshape(dims)
+    return values[()] if not dims else values.copy()
+
+
+def _cut(item: bytes) -> bool:
+    """Whether a null-terminated string holds something after its first NUL."""
+    return bool(item.partition(b"\0")[2].strip(b"\0"))
+
+
+def _dataspace(space: bytes, sb: Superblock) -> tuple[int, ...] | None:
+    """The dimensions of a dataspace message: () for scalar, None for null or unknown."""
+    if len(space) < 4:
+        return None
+    version, rank = space[0], space[1]
+    if version == 1:
+        at, scalar = 8, rank == 0
+    elif version == 2:
+        if space[3] not in (0, 1):  # 2: null
+            return None
+        at, scalar = 4, space[3] == 0
+    else:
+        return None
+    if scalar:
+        return ()
+    width = sb.length_size
+    if len(space) < at + rank * width:
+        return None
+    return tuple(
+        int.from_bytes(space[at + k * width : at + (k + 1) * width], "little") for k in range(rank)
+    )
+
+
+def _datatype(raw: bytes) -> _Type | None:
+    """The numpy dtype h5py gives a datatype message (None: not one read here)."""
+    if len(raw) < 8:
+        return None
+    cls = raw[0] & 0x0F
+    bits = raw[1] | raw[2] << 8 | raw[3] << 16
+    (size,) = struct.unpack_from("<I", raw, 4)
+    if cls == 0:  # fixed-point
+        if len(raw) < 12 or size not in (1, 2, 4, 8):
+            return None
+        if struct.unpack_from("<HH", raw, 8) != (0, 8 * size):
+            return None
+        order = ">" if bits & 0x01 else "<"
+        return _Type(np.dtype(f"{order}{'i' if bits & 0x08 else 'u'}{size}"), False)
+    if cls == 1:  # floating point
+        layout = _IEEE.get(size)
+        if layout is None or len(raw) < 20 or bits & 0x40 or bits & 0x0E:  # VAX order, pads
+            return None
+        if (bits >> 4) & 0x03 != 2 or (bits >> 8) & 0xFF != layout[0]:  # implied msb; sign
+            return None
+        if struct.unpack_from("<HHBBBBI", raw, 8) != layout[1]:
+            return None
+        return _Type(np.dtype(f"{'>' if bits & 0x01 else '<'}f{size}"), False)
+    if cls == 3:  # fixed-length string
+        pad, cset = bits & 0x0F, (bits >> 4) & 0x0F
+        if pad not in (_NULLTERM, _NULLPAD) or cset not in (0, 1) or size < 1:
+            return None
+        encoding = "ascii" if cset == 0 else "utf-8"
+        return _Type(np.dtype(f"S{size}", metadata={"h5py_encoding": encoding}), pad == _NULLTERM)
+    return None

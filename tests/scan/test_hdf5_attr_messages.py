@@ -1,0 +1,163 @@
+"""Attributes read from object header messages are exactly what h5py's ``obj.attrs`` gives.
+
+Over hand-written attributes of every kind (in version 1 and 2 headers, compact and dense
+storage, creation order tracked or not), hypothesis-generated ones, and every object of
+every file of the corpus.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pytest
+from h5kit import write_h5
+from h5py import h5g, h5p
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from test_hdf5_conformance import CORPUS_FILES
+from test_hdf5_fast_paths import _assert_same, _write_attributes
+
+from refzarr.scan.hdf5_attr_messages import UNREAD, HeaderAttributes
+from refzarr.scan.hdf5_attrs import AttributeTable
+from refzarr.scan.hdf5_headers import ObjectHeaders
+
+_KINDS = ("int", "scalar", "float", "one", "matrix", "empty array", "ascii", "fixed strings")
+
+
+def _objects(f: h5py.File) -> list[h5py.HLObject]:
+    found: list[h5py.HLObject] = [f]
+    f.visititems(lambda _name, obj: found.append(obj) if hasattr(obj, "attrs") else None)
+    return found
+
+
+def _check(header: HeaderAttributes, obj: h5py.HLObject) -> int:
+    """Compare with h5py; the number of values read from the header."""
+    assert header.names == list(obj.attrs)
+    read = 0
+    for name in header.names:
+        value = header.values[name]
+        if value is not UNREAD:
+            _assert_same(value, obj.attrs[name], name)
+            read += 1
+    return read
+
+
+def _group(f: h5py.File, name: str, *, tracked: bool, compact: bool) -> h5py.Group:
+    gcpl = h5p.create(h5p.GROUP_CREATE)
+    if tracked:
+        gcpl.set_attr_creation_order(h5p.CRT_ORDER_TRACKED | h5p.CRT_ORDER_INDEXED)
+    if compact:
+        gcpl.set_attr_phase_change(1000, 900)
+    return h5py.Group(h5g.create(f.id, name.encode(), gcpl=gcpl))
+
+
+@pytest.mark.parametrize("libver", ["earliest", "latest"])
+@pytest.mark.parametrize("tracked", [False, True])
+@pytest.mark.parametrize("compact", [False, True])
+def test_every_kind_of_attribute(tmp_path: Path, libver: str, tracked: bool, compact: bool) -> None:
+    def writer(f: h5py.File) -> None:
+        _write_attributes(_group(f, "g", tracked=tracked, compact=compact))
+
+    path = write_h5(tmp_path / "attrs.h5", writer, libver=libver)
+    with h5py.File(path, "r") as f:
+        header = ObjectHeaders(f, None).attributes(f["g"].id)
+        if not compact and (tracked or libver == "latest"):
+            assert header is None  # dense storage: left to h5py
+            return
+        assert header is not None
+        assert _check(header, f["g"]) >= 20
+        unread = {name for name in header.names if header.values[name] is UNREAD}
+        assert unread == {
+            "vlen str",
+            "vlen strs",
+            "empty float",
+            "empty str",
+            "bool",
+            "complex",
+            "compound",
+            "enum",
+            "spacepad",
+        }
+        table = AttributeTable(f["g"], header=header)
+        for name in f["g"].attrs:
+            _assert_same(table[name], f["g"].attrs[name], name)
+
+
+def test_netcdf_text_attribute_without_terminating_nul(tmp_path: Path) -> None:
+    netcdf4 = pytest.importorskip("netCDF4")
+    path = tmp_path / "t.nc"
+    with netcdf4.Dataset(path, "w") as nc:
+        nc.setncattr("title", "exactly")
+        nc.createDimension("x", 2)
+        v = nc.createVariable("v", "f4", ("x",), fill_value=-1.0)
+        v.setncattr("units", "K")
+        v.setncattr("valid_range", np.array([0, 5], "i2"))
+    with h5py.File(path, "r") as f:
+        headers = ObjectHeaders(f, None)
+        for obj in _objects(f):
+            header = headers.attributes(obj.id)
+            assert header is not None
+            _check(header, obj)
+
+
+def test_corpus_objects(tmp_path: Path) -> None:
+    parsed = read = 0
+    for path in CORPUS_FILES:
+        try:
+            f = h5py.File(path, "r")
+        except OSError:
+            continue
+        with f:
+            headers = ObjectHeaders(f, None)
+            for obj in _objects(f):
+                header = headers.attributes(obj.id)
+                if header is not None:
+                    parsed += 1
+                    read += _check(header, obj)
+    if CORPUS_FILES:
+        assert parsed > 20
+        assert read > 50
+
+
+_NUMBERS = st.sampled_from(["<i1", "<u1", ">i2", "<u2", "<i4", ">u4", "<i8", ">u8", "<f2", ">f4"])
+_NUMBERS |= st.sampled_from(["<f4", ">f8", "<f8"])
+_SHAPES = hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3)
+_VALUES = st.one_of(
+    _NUMBERS.flatmap(lambda dtype: hnp.arrays(np.dtype(dtype), _SHAPES)),
+    hnp.arrays(
+        np.dtype("S4"), _SHAPES, elements=st.binary(max_size=4).map(lambda b: b.rstrip(b"\0"))
+    ),
+    st.binary(min_size=1, max_size=12).map(np.bytes_),
+)
+_NAMES = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\0/."),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.dictionaries(_NAMES, _VALUES, min_size=0, max_size=7),
+    st.booleans(),
+    st.sampled_from(["earliest", "latest"]),
+)
+def test_generated_attributes(
+    tmp_path: Path, attrs: dict[str, Any], tracked: bool, libver: str
+) -> None:
+    def writer(f: h5py.File) -> None:
+        group = _group(f, "g", tracked=tracked, compact=True)
+        for name, value in attrs.items():
+            group.attrs[name] = value
+
+    path = write_h5(tmp_path / "gen.h5", writer, libver=libver)
+    with h5py.File(path, "r") as f:
+        header = ObjectHeaders(f, None).attributes(f["g"].id)
+        assert header is not None
+        assert _check(header, f["g"]) == len(attrs)
