@@ -31,14 +31,11 @@ settings.register_profile("ci", derandomize=True, database=None)
 # Asserts inside the kit report their operands like asserts in test modules do.
 pytest.register_assert_rewrite("roundtrip", "strategies")
 
-from roundtrip import KerchunkCase, kerchunk_hdf5_refs  # noqa: E402
+from roundtrip import INLINE_SMALL, KerchunkCase, kerchunk_hdf5_refs  # noqa: E402
 
 # Default fill values of the netCDF-C library, as netCDF4 files carry them.
 NC_FILL_FLOAT = np.float32(9.969209968386869e36)
 NC_FILL_SHORT = np.int16(-32767)
-
-INLINE_SMALL = 64
-"""kerchunk ``inline_threshold`` that inlines the small chunks of `write_netcdf`'s file."""
 
 # The shape of every variable in `write_netcdf`'s file, for tests that need to know.
 TIME, LAT, LON, STEP = 6, 4, 5, 3

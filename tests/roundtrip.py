@@ -29,6 +29,7 @@ from zarr.storage import FsspecStore
 from refzarr import RefArray, RefGroup
 
 __all__ = [
+    "INLINE_SMALL",
     "KerchunkCase",
     "assert_arrays_match_h5",
     "assert_groups_identical",
@@ -42,6 +43,10 @@ __all__ = [
     "reference_fs",
     "reference_options",
 ]
+
+INLINE_SMALL = 64
+"""kerchunk ``inline_threshold`` that inlines the small chunks of conftest's ``write_netcdf``
+file."""
 
 RefsLike = Mapping[str, Any] | str | os.PathLike[str]
 """A reference dict, or the path of a JSON (possibly compressed) or Parquet reference set."""

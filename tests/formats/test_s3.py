@@ -21,11 +21,10 @@ from zarr.core.sync import sync as zarr_sync
 from zarr.storage import FsspecStore
 
 import refzarr
-from conftest import INLINE_SMALL
 from refzarr.formats import json_write, parquet_write
 from refzarr.formats.source import locate
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
-from roundtrip import assert_groups_identical, h5_datasets, kerchunk_hdf5_refs
+from roundtrip import INLINE_SMALL, assert_groups_identical, h5_datasets, kerchunk_hdf5_refs
 
 S3Bucket = tuple[str, dict[str, Any]]
 
