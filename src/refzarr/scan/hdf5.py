@@ -113,7 +113,8 @@ class _Walk:
     headers: ObjectHeaders = field(init=False)
 
     def __post_init__(self) -> None:
-        self.headers = ObjectHeaders(self.source.h5, self.source.read_range)
+        source = self.source
+        self.headers = ObjectHeaders(source.h5, source.read_range, source.size)
 
     def where(self, path: str, kind: str = "dataset") -> str:
         return f"{self.source.url}: {kind} {path!r}"
@@ -205,15 +206,15 @@ class _Walk:
             raise UnsupportedFeatureError(
                 f"{where}: datasets with a null dataspace are not supported"
             )
-        if needs_decoding(ds):  # vlen strings, object references: decoded and inlined
-            attrs = self.array_attributes(ds, path, where, table)
+        tid = ds.id.get_type()
+        if needs_decoding(ds, tid):  # vlen strings, object references: decoded and inlined
+            attrs = self.array_attributes(ds, path, where, table, tid)
             dims = dimension_names(ds, self.phony, table)
             return decoded_array(ds, where, attrs, dims)
-        dtype = storage_dtype(ds, where)
+        dtype = storage_dtype(ds, where, tid)
         # codecs before the chunk index: an unsupported filter fails before any chunk is read
-        codecs = filters_to_codecs(
-            dataset_filters(ds), dtype, where=where, type_id=ds.id.get_type()
-        )
+        filters = dataset_filters(ds)
+        codecs = filters_to_codecs(filters, dtype, where=where, type_id=tid)
         chunks, manifest, codecs = manifest_for(  # a virtual dataset has its sources' codecs
             ds,
             dtype,
@@ -224,9 +225,10 @@ class _Walk:
             codecs=codecs,
             contiguous_chunk_bytes=self.options.contiguous_chunk_bytes,
             fs=getattr(self.source.raw, "fs", None),
+            filters=filters,
         )
         if dtype.subdtype is not None:  # an HDF5 array type: its axes become trailing axes
-            attrs = self.array_attributes(ds, path, where, table)
+            attrs = self.array_attributes(ds, path, where, table, tid)
             dims = dimension_names(ds, self.phony, table)
             return unfold_array_type(
                 ds,
@@ -248,16 +250,21 @@ class _Walk:
             dtype=dtype,
             fill_value=fill_value(ds, dtype, all_chunks_written=complete, attrs=table),
             codecs=codecs,
-            attributes=self.array_attributes(ds, path, where, table),
+            attributes=self.array_attributes(ds, path, where, table, tid),
             dimension_names=dimension_names(ds, self.phony, table),
         )
         return RefArray(meta, manifest)
 
     def array_attributes(
-        self, ds: h5py.Dataset, path: str, where: str, table: AttributeTable
+        self,
+        ds: h5py.Dataset,
+        path: str,
+        where: str,
+        table: AttributeTable,
+        tid: h5py.h5t.TypeID | None = None,
     ) -> dict[str, Any]:
         attrs = read_attributes(ds, where, self.skip_attribute(path), table)
-        attrs.update(type_attributes(ds))  # enum mapping, opaque tag
+        attrs.update(type_attributes(ds, tid))  # enum mapping, opaque tag
         return attrs
 
 

@@ -19,7 +19,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Header, Superblock, undefined
+from refzarr.scan.hdf5_dense_attrs import dense_attribute_messages
+from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Header, Read, Superblock, undefined
 
 __all__ = ["ATTRIBUTE", "ATTRIBUTE_INFO", "UNREAD", "HeaderAttributes", "header_attributes"]
 
@@ -53,25 +54,32 @@ class _Type(NamedTuple):
     nullterm: bool  # a null-terminated string: the bytes after the first NUL are not data
 
 
-_TYPES: dict[bytes, _Type | None] = {}
-"""Datatypes seen so far by their message bytes (None: left to h5py)."""
+_PREFIX = struct.Struct("<BBHHH")
 
 
-def header_attributes(header: Header, sb: Superblock) -> HeaderAttributes | None:
+def header_attributes(header: Header, sb: Superblock, read: Read) -> HeaderAttributes | None:
     """The attributes of the object whose header is ``header`` (None: let h5py read them).
 
-    Raises `FormatMismatch` when an attribute message is not as the specification says.
+    ``read`` reads the file (for attributes in dense storage). Raises `FormatMismatch` when
+    an attribute message is not as the specification says.
     """
-    found: list[tuple[Any, str, Any]] = []
+    messages: list[tuple[bytes, int]] = []
+    dense: tuple[int, int] | None = None
     for message in header.messages:
-        if message.kind == ATTRIBUTE_INFO and _dense(message.body, sb):
-            return None
-        if message.kind == ATTRIBUTE:
+        if message.kind == ATTRIBUTE_INFO:
+            dense = _dense(message.body, sb)
+        elif message.kind == ATTRIBUTE:
             if message.flags & SHARED:
                 return None
-            raw, value = _attribute(message.body, sb)
-            key = message.order if header.attribute_order_tracked else raw
-            found.append((key, _name(raw), value))
+            messages.append((message.body, message.order))
+    if dense is not None:
+        if messages:
+            raise FormatMismatch("attributes both in the header and in dense storage")
+        messages = [tuple(m) for m in dense_attribute_messages(read, sb, *dense)]  # type: ignore[misc]
+    found: list[tuple[Any, str, Any]] = []
+    for body, order in messages:
+        raw, value = _attribute(body, sb)
+        found.append((order if header.attribute_order_tracked else raw, _name(raw), value))
     found.sort(key=lambda item: item[0])
     names = [name for _, name, _ in found]
     if len(set(names)) != len(names):
@@ -87,57 +95,91 @@ def _name(raw: bytes) -> Any:
         return raw
 
 
-def _dense(body: bytes, sb: Superblock) -> bool:
-    """Whether an attribute info message puts the attributes in a fractal heap."""
+def _dense(body: bytes, sb: Superblock) -> tuple[int, int] | None:
+    """The addresses of the fractal heap and name index an attribute info message puts the
+    attributes in, or None when they are in the header."""
     if len(body) < 2 or body[0] != 0:
         raise FormatMismatch("attribute info message of an unknown version")
+    o = sb.offset_size
     at = 2 + (2 if body[1] & 0x01 else 0)
-    if len(body) < at + sb.offset_size:
+    if len(body) < at + 2 * o:
         raise FormatMismatch("short attribute info message")
-    heap = int.from_bytes(body[at : at + sb.offset_size], "little")
-    return not undefined(heap, sb.offset_size)
+    heap = int.from_bytes(body[at : at + o], "little")
+    index = int.from_bytes(body[at + o : at + 2 * o], "little")
+    if undefined(heap, o):
+        return None
+    if undefined(index, o):
+        raise FormatMismatch("dense attribute storage without a name index")
+    return heap, index
 
 
 def _attribute(body: bytes, sb: Superblock) -> tuple[bytes, Any]:
     """The raw name and the value (or `UNREAD`) of one attribute message."""
     if len(body) < 8:
         raise FormatMismatch("short attribute message")
-    version, flags = body[0], body[1]
-    name_size, type_size, space_size = struct.unpack_from("<HHH", body, 2)
-    if version == 1:
-        at, align = 8, 8
+    version, flags, name_size, type_size, space_size = _PREFIX.unpack_from(body)
+    if version == 1:  # each field padded to a multiple of 8 bytes
         flags = 0
+        at = 8
+        type_at = at + -(-name_size // 8) * 8
+        space_at = type_at + -(-type_size // 8) * 8
+        data_at = space_at + -(-space_size // 8) * 8
     elif version in (2, 3):
-        at, align = (8 if version == 2 else 9), 1
+        at = 8 if version == 2 else 9
+        type_at = at + name_size
+        space_at = type_at + type_size
+        data_at = space_at + space_size
     else:
         raise FormatMismatch(f"attribute message version {version}")
-    fields = []
-    for size in (name_size, type_size, space_size):
-        fields.append(body[at : at + size])
-        at += -(-size // align) * align
-    name, type_bytes, space_bytes = fields
-    if at > len(body) or name_size < 1 or name[-1] != 0 or 0 in name[:-1]:
+    name = body[at : at + name_size]
+    if data_at > len(body) or name_size < 1 or name[-1] != 0 or 0 in name[:-1]:
         raise FormatMismatch("attribute message fields")
     if flags & 0x03:  # shared datatype or dataspace
         return name[:-1], UNREAD
-    return name[:-1], _value(type_bytes, space_bytes, body[at:], sb)
+    key = (body[type_at : type_at + type_size], body[space_at : space_at + space_size])
+    layout = _LAYOUTS.get(key, UNREAD)
+    if layout is UNREAD:
+        layout = _LAYOUTS[key] = _layout(*key, sb)
+    if layout is None:
+        return name[:-1], UNREAD
+    return name[:-1], _value(layout, body, data_at)
 
 
-def _value(type_bytes: bytes, space_bytes: bytes, data: bytes, sb: Superblock) -> Any:
-    kind = _TYPES.get(type_bytes, UNREAD)
-    if kind is UNREAD:
-        kind = _TYPES[type_bytes] = _datatype(type_bytes)
+class _Layout(NamedTuple):
+    """How to read an attribute's value: its dtype, dimensions, count and byte size."""
+
+    dtype: np.dtype[Any]
+    dims: tuple[int, ...]
+    items: int
+    nbytes: int
+    nullterm: bool
+
+
+_LAYOUTS: dict[tuple[bytes, bytes], _Layout | None] = {}
+"""Layouts by the bytes of their datatype and dataspace messages (None: left to h5py)."""
+
+
+def _layout(type_bytes: bytes, space_bytes: bytes, sb: Superblock) -> _Layout | None:
+    kind = _datatype(type_bytes)
     dims = _dataspace(space_bytes, sb)
     if kind is None or dims is None:
-        return UNREAD
+        return None
     count = math.prod(dims)
-    size = kind.dtype.itemsize
-    if len(data) < count * size:
+    return _Layout(kind.dtype, dims, count, count * kind.dtype.itemsize, kind.nullterm)
+
+
+def _value(layout: _Layout, body: bytes, at: int) -> Any:
+    if len(body) - at < layout.nbytes:
         return UNREAD  # h5py says what is wrong
-    if kind.nullterm and any(_cut(data[k : k + size]) for k in range(0, count * size, size)):
-        return UNREAD  # bytes after a NUL: HDF5 drops them
-    values = np.frombuffer(data, kind.dtype, count).reshape(dims)
-    return values[()] if not dims else values.copy()
+    end = at + layout.nbytes
+    if layout.nullterm and body.find(b"\0", at, end) >= 0:
+        size = layout.dtype.itemsize
+        if any(_cut(body[k : k + size]) for k in range(at, end, size)):
+            return UNREAD  # bytes after a NUL: HDF5 drops them
+    values = np.frombuffer(body, layout.dtype, layout.items, at)
+    if not layout.dims:
+        return values[0]
+    return values.reshape(layout.dims).copy()  # writable, as h5py's
 
 
 def _cut(item: bytes) -> bool:

@@ -1,14 +1,14 @@
 """The object headers of an open HDF5 file read from its bytes, for their attribute messages.
 
-Local files are read with ``os.pread`` on h5py's own file descriptor, file objects (remote
-files) through the scan's ``read_range``. Whatever is not as expected (another driver, a
-header this reader does not parse, a read beyond the file's end) gives None: the caller
-then reads the attributes with h5py.
+The bytes come through the scan's ``read_range`` (the file object the scan opened: a plain
+file locally, fsspec's otherwise), which shows what HDF5 reads: the scanner opens files
+read-only, so nothing is written behind its back. Whatever is not as expected (a header this
+reader does not parse, a read beyond the file's end) gives None: the caller then reads the
+attributes with h5py.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 from typing import Any
 
@@ -16,7 +16,14 @@ import h5py
 
 from refzarr.errors import ScanError
 from refzarr.scan.hdf5_attr_messages import HeaderAttributes, header_attributes
-from refzarr.scan.hdf5_ohdr import FormatMismatch, Read, Superblock, read_header, read_superblock
+from refzarr.scan.hdf5_ohdr import (
+    SIGNATURE,
+    FormatMismatch,
+    Read,
+    Superblock,
+    read_header,
+    read_superblock,
+)
 
 __all__ = ["ObjectHeaders"]
 
@@ -29,23 +36,24 @@ class _Beyond(Exception):
 
 
 class ObjectHeaders:
-    """Attribute messages of the objects of one file open read-only.
+    """Attribute messages of the objects of one HDF5 file that h5py opened read-only.
 
     Parameters
     ----------
     h5
-        The file, as h5py opened it (read-only).
+        The file, as h5py opened it (read-only, and not for SWMR reading).
     read_range
-        ``read_range(offset, length)``: the file's bytes when h5py reads it through a file
-        object; unused for files h5py opened by path.
+        ``read_range(offset, length)``: the file's bytes.
+    size
+        The file's size in bytes.
     """
 
-    __slots__ = ("_h5", "_opened", "_read", "_read_range", "_sb")
+    __slots__ = ("_h5", "_opened", "_read", "_sb", "_size")
 
-    def __init__(self, h5: h5py.File, read_range: Read | None) -> None:
-        self._h5, self._read_range = h5, read_range
+    def __init__(self, h5: h5py.File, read_range: Read, size: int) -> None:
+        self._h5, self._size = h5, size
+        self._read = _checked(read_range, size)
         self._opened = False
-        self._read: Read | None = None
         self._sb: Superblock | None = None
 
     def attributes(self, oid: Any) -> HeaderAttributes | None:
@@ -53,33 +61,22 @@ class ObjectHeaders:
         if not self._opened:
             self._opened = True
             try:
-                self._open()
+                self._sb = self._superblock()
             except (*_FALLBACK, _Beyond):
                 return None
-        if self._read is None or self._sb is None:
+        if self._sb is None:
             return None
         try:
             header = read_header(self._read, self._sb, _header_address(oid))
-            return header_attributes(header, self._sb)
+            return header_attributes(header, self._sb, self._read)
         except (*_FALLBACK, _Beyond):
             return None
 
-    def _open(self) -> None:
-        """Find how to read the file and its superblock (once; nothing when not covered)."""
-        f = self._h5
-        if f.mode != "r" or f.swmr_mode:  # another writer: the bytes on disk may be stale
-            raise FormatMismatch("not a read-only file")
-        if f.driver == "sec2" and hasattr(os, "pread"):
-            fd = f.id.get_vfd_handle()
-            size = os.fstat(fd).st_size
-            read = _checked(lambda position, length: os.pread(fd, length, position), size)
-        elif f.driver == "fileobj" and self._read_range is not None:
-            size = f.id.get_filesize()
-            read = _checked(self._read_range, size)
-        else:
-            raise FormatMismatch(f"driver {f.driver}")
-        self._sb = read_superblock(read, f.id.get_create_plist().get_userblock(), size)
-        self._read = read
+    def _superblock(self) -> Superblock:
+        """The superblock, where HDF5 finds it: at byte 0, else after the user block."""
+        at0 = self._read(0, len(SIGNATURE)) == SIGNATURE
+        start = 0 if at0 else self._h5.id.get_create_plist().get_userblock()
+        return read_superblock(self._read, start, self._size)
 
 
 def _checked(read: Read, file_size: int) -> Read:

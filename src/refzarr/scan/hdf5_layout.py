@@ -73,12 +73,14 @@ def manifest_for(
     codecs: Sequence[dict[str, Any]] = (),
     contiguous_chunk_bytes: int | None = None,
     fs: AbstractFileSystem | None = None,
+    filters: Sequence[Hdf5Filter] | None = None,
 ) -> Layout:
     """The chunk shape and manifest of a dataset (chunks under ``inline_threshold`` inlined).
 
     ``codecs`` (the pipeline, one config per HDF5 filter) re-encode chunks that skipped
     filters; ``contiguous_chunk_bytes`` cuts contiguous data into chunks of at most that many
-    bytes; ``fs`` (the file's filesystem, derived from ``url`` when None) finds external files.
+    bytes; ``fs`` (the file's filesystem, derived from ``url`` when None) finds external files;
+    ``filters``: the dataset's filter pipeline (`dataset_filters`), when at hand.
     """
     layout = creation_plist(ds).get_layout()
     chunks = chunk_shape(ds)
@@ -88,7 +90,8 @@ def manifest_for(
         return Layout(chunks, _compact(ds, dtype, grid), codecs)
     if layout == h5d.CHUNKED:
         columns = ChunkColumns.collect(ds, read_range)
-        recode = _recoder(ds, dtype, columns, codecs, where)
+        stages = dataset_filters(ds) if filters is None else filters
+        recode = _recoder(ds, dtype, columns, codecs, where, stages)
         manifest = columns.manifest(grid, url, read_range, inline_threshold, recode)
         return Layout(chunks, manifest, codecs)
     place = _Place(url, read_range, fs, inline_threshold, where)
@@ -155,9 +158,9 @@ def _recoder(
     columns: ChunkColumns,
     codecs: Sequence[dict[str, Any]],
     where: str,
+    filters: Sequence[Hdf5Filter],
 ) -> Recoder | None:
     """Re-encoding of chunks that skipped filters; None when every chunk applied them all."""
-    filters = dataset_filters(ds)
     columns.masks &= np.uint32((1 << len(filters)) - 1)  # HDF5 ignores bits past the pipeline
     if not columns.masks.any():
         return None

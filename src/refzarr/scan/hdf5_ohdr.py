@@ -15,6 +15,7 @@ __all__ = [
     "CONTINUATION",
     "LAYOUT",
     "SHARED",
+    "SIGNATURE",
     "FormatMismatch",
     "Header",
     "Message",

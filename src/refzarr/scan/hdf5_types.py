@@ -65,14 +65,14 @@ def creation_plist(ds: h5py.Dataset) -> h5py.h5p.PropDCID:
     return ds.id.get_create_plist() if dcpl is None else dcpl
 
 
-def storage_dtype(ds: h5py.Dataset, where: str) -> np.dtype[Any]:
-    """The numpy dtype of the dataset's stored elements.
+def storage_dtype(ds: h5py.Dataset, where: str, tid: h5t.TypeID | None = None) -> np.dtype[Any]:
+    """The numpy dtype of the dataset's stored elements (``tid``: its datatype, when at hand).
 
     Raises `UnsupportedFeatureError` for variable-length data or references inside other types,
     nested compounds and compound members that are arrays (zarr-python 3 reads neither), and
     integers or floats with a non-standard bit layout.
     """
-    tid = ds.id.get_type()
+    tid = ds.id.get_type() if tid is None else tid
     _check_type(tid, where)
     dtype: np.dtype[Any] = ds.dtype
     if dtype.hasobject:
@@ -122,21 +122,22 @@ def without_metadata(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return np.dtype(dtype.str)
 
 
-def type_attributes(ds: h5py.Dataset) -> dict[str, Any]:
-    """Attributes describing the datatype beyond its dtype: enum mapping, opaque tag."""
+def type_attributes(ds: h5py.Dataset, tid: h5t.TypeID | None = None) -> dict[str, Any]:
+    """Attributes describing the datatype beyond its dtype: enum mapping, opaque tag
+    (``tid``: its datatype, when at hand)."""
     attrs: dict[str, Any] = {}
     mapping = enum_mapping(ds)
     if mapping is not None:
         attrs[ENUM_ATTR] = mapping
-    tag = opaque_tag(ds)
+    tag = opaque_tag(ds, tid)
     if tag:
         attrs[OPAQUE_TAG_ATTR] = tag
     return attrs
 
 
-def opaque_tag(ds: h5py.Dataset) -> str | None:
+def opaque_tag(ds: h5py.Dataset, tid: h5t.TypeID | None = None) -> str | None:
     """The tag of an opaque dataset (None for other types); non-UTF-8 bytes escaped."""
-    tid = ds.id.get_type()
+    tid = ds.id.get_type() if tid is None else tid
     if tid.get_class() != h5t.OPAQUE:
         return None
     tag: bytes = tid.get_tag()

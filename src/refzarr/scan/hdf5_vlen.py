@@ -54,9 +54,12 @@ ChunkReader = Callable[[np.ndarray[Any, Any], tuple[int, ...]], list[bytes]]
 _UINT32 = struct.Struct("<I")
 
 
-def needs_decoding(ds: h5py.Dataset) -> bool:
-    """Whether the dataset's values live outside its bytes (vlen data, references)."""
-    tid = ds.id.get_type()
+def needs_decoding(ds: h5py.Dataset, tid: h5t.TypeID | None = None) -> bool:
+    """Whether the dataset's values live outside its bytes (vlen data, references).
+
+    ``tid``: its datatype, when at hand.
+    """
+    tid = ds.id.get_type() if tid is None else tid
     cls = tid.get_class()
     return cls in (h5t.VLEN, h5t.REFERENCE) or (cls == h5t.STRING and tid.is_variable_str())
 
