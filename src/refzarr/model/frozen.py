@@ -44,18 +44,27 @@ class FrozenDict(Mapping[str, Any]):
         return f"FrozenDict({self._data!r})"
 
 
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+"""Exactly these types are JSON scalars as they are (subclasses take the general path)."""
+
+
 def freeze_json(value: Any, *, where: str = "value") -> Any:
     """Return an immutable copy of a JSON-like value (dicts -> FrozenDict, lists -> tuples).
 
     numpy scalars and arrays become Python numbers and tuples, so that attributes taken straight
     from a source library (h5py, netCDF4) are accepted.
     """
+    if type(value) in _SCALAR_TYPES:  # the usual case first: no ABC instance checks
+        return value
     if isinstance(value, Mapping):
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"{where}: mapping keys must be str, got {key!r}")
-            out[key] = freeze_json(item, where=f"{where}[{key!r}]")
+            if type(item) in _SCALAR_TYPES:  # no recursion, no error context to format
+                out[key] = item
+            else:
+                out[key] = freeze_json(item, where=f"{where}[{key!r}]")
         return FrozenDict(out)
     if isinstance(value, list | tuple):
         return tuple(freeze_json(item, where=where) for item in value)

@@ -299,6 +299,8 @@ def _hashable(value: Any) -> Any:
 
 
 def _parse_ints(values: Sequence[int], name: str, *, minimum: int) -> tuple[int, ...]:
+    if type(values) is tuple and all(type(v) is int and v >= minimum for v in values):
+        return values  # already what the checks below would make of it
     if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
         raise RefFormatError(f"{name} must be a sequence of integers, got {values!r}")
     out = []

@@ -275,6 +275,8 @@ def _elements(values: Any) -> Any:
 
 
 def _element(value: Any) -> Any:
+    if type(value) is np.bytes_:  # the usual case (netCDF text) first
+        return _text(value.item())
     if isinstance(value, np.void) or (isinstance(value, np.ndarray) and value.dtype.names):
         raise TypeError(f"compound-typed attributes ({value.dtype}) are not supported")
     if isinstance(value, np.generic):
