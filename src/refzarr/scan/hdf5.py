@@ -115,6 +115,7 @@ class _Walk:
     def __post_init__(self) -> None:
         source = self.source
         self.headers = ObjectHeaders(source.h5, source.read_range, source.size)
+        self.netcdf.headers = self.headers
 
     def where(self, path: str, kind: str = "dataset") -> str:
         return f"{self.source.url}: {kind} {path!r}"

@@ -22,7 +22,17 @@ import numpy as np
 from refzarr.scan.hdf5_dense_attrs import dense_attribute_messages
 from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Header, Read, Superblock, undefined
 
-__all__ = ["ATTRIBUTE", "ATTRIBUTE_INFO", "UNREAD", "HeaderAttributes", "header_attributes"]
+__all__ = [
+    "ATTRIBUTE",
+    "ATTRIBUTE_INFO",
+    "UNREAD",
+    "AttributeFields",
+    "HeaderAttributes",
+    "attribute_fields",
+    "attribute_messages",
+    "dataspace_dims",
+    "header_attributes",
+]
 
 ATTRIBUTE = 0x000C
 ATTRIBUTE_INFO = 0x0015
@@ -63,19 +73,9 @@ def header_attributes(header: Header, sb: Superblock, read: Read) -> HeaderAttri
     ``read`` reads the file (for attributes in dense storage). Raises `FormatMismatch` when
     an attribute message is not as the specification says.
     """
-    messages: list[tuple[bytes, int]] = []
-    dense: tuple[int, int] | None = None
-    for message in header.messages:
-        if message.kind == ATTRIBUTE_INFO:
-            dense = _dense(message.body, sb)
-        elif message.kind == ATTRIBUTE:
-            if message.flags & SHARED:
-                return None
-            messages.append((message.body, message.order))
-    if dense is not None:
-        if messages:
-            raise FormatMismatch("attributes both in the header and in dense storage")
-        messages = [tuple(m) for m in dense_attribute_messages(read, sb, *dense)]  # type: ignore[misc]
+    messages = attribute_messages(header, sb, read)
+    if messages is None:
+        return None
     found: list[tuple[Any, str, Any]] = []
     for body, order in messages:
         raw, value = _attribute(body, sb)
@@ -85,6 +85,27 @@ def header_attributes(header: Header, sb: Superblock, read: Read) -> HeaderAttri
     if len(set(names)) != len(names):
         raise FormatMismatch("an attribute name twice")
     return HeaderAttributes(names, {name: value for _, name, value in found})
+
+
+def attribute_messages(
+    header: Header, sb: Superblock, read: Read
+) -> list[tuple[bytes, int]] | None:
+    """(body, creation order) of every attribute message of an object, in the header or in
+    dense storage; None when one is shared (stored elsewhere)."""
+    messages: list[tuple[bytes, int]] = []
+    dense: tuple[int, int] | None = None
+    for message in header.messages:
+        if message.kind == ATTRIBUTE_INFO:
+            dense = _dense(message.body, sb)
+        elif message.kind == ATTRIBUTE:
+            if message.flags & SHARED:
+                return None
+            messages.append((message.body, message.order))
+    if dense is None:
+        return messages
+    if messages:
+        raise FormatMismatch("attributes both in the header and in dense storage")
+    return [(m.body, m.order) for m in dense_attribute_messages(read, sb, *dense)]
 
 
 def _name(raw: bytes) -> Any:
@@ -113,8 +134,19 @@ def _dense(body: bytes, sb: Superblock) -> tuple[int, int] | None:
     return heap, index
 
 
-def _attribute(body: bytes, sb: Superblock) -> tuple[bytes, Any]:
-    """The raw name and the value (or `UNREAD`) of one attribute message."""
+class AttributeFields(NamedTuple):
+    """The parts of one attribute message."""
+
+    name: bytes
+    type_bytes: bytes
+    space_bytes: bytes
+    data_at: int
+    shared: bool
+    """Whether its datatype or dataspace is shared (stored elsewhere)."""
+
+
+def attribute_fields(body: bytes) -> AttributeFields:
+    """Split an attribute message into its name, datatype, dataspace and where data starts."""
     if len(body) < 8:
         raise FormatMismatch("short attribute message")
     version, flags, name_size, type_size, space_size = _PREFIX.unpack_from(body)
@@ -134,15 +166,27 @@ def _attribute(body: bytes, sb: Superblock) -> tuple[bytes, Any]:
     name = body[at : at + name_size]
     if data_at > len(body) or name_size < 1 or name[-1] != 0 or 0 in name[:-1]:
         raise FormatMismatch("attribute message fields")
-    if flags & 0x03:  # shared datatype or dataspace
-        return name[:-1], UNREAD
-    key = (body[type_at : type_at + type_size], body[space_at : space_at + space_size])
+    return AttributeFields(
+        name[:-1],
+        body[type_at : type_at + type_size],
+        body[space_at : space_at + space_size],
+        data_at,
+        bool(flags & 0x03),
+    )
+
+
+def _attribute(body: bytes, sb: Superblock) -> tuple[bytes, Any]:
+    """The raw name and the value (or `UNREAD`) of one attribute message."""
+    name, type_bytes, space_bytes, data_at, shared = attribute_fields(body)
+    if shared:
+        return name, UNREAD
+    key = (type_bytes, space_bytes)
     layout = _LAYOUTS.get(key, UNREAD)
     if layout is UNREAD:
         layout = _LAYOUTS[key] = _layout(*key, sb)
     if layout is None:
-        return name[:-1], UNREAD
-    return name[:-1], _value(layout, body, data_at)
+        return name, UNREAD
+    return name, _value(layout, body, data_at)
 
 
 class _Layout(NamedTuple):
@@ -161,7 +205,7 @@ _LAYOUTS: dict[tuple[bytes, bytes], _Layout | None] = {}
 
 def _layout(type_bytes: bytes, space_bytes: bytes, sb: Superblock) -> _Layout | None:
     kind = _datatype(type_bytes)
-    dims = _dataspace(space_bytes, sb)
+    dims = dataspace_dims(space_bytes, sb)
     if kind is None or dims is None:
         return None
     count = math.prod(dims)
@@ -187,7 +231,7 @@ def _cut(item: bytes) -> bool:
     return bool(item.partition(b"\0")[2].strip(b"\0"))
 
 
-def _dataspace(space: bytes, sb: Superblock) -> tuple[int, ...] | None:
+def dataspace_dims(space: bytes, sb: Superblock) -> tuple[int, ...] | None:
     """The dimensions of a dataspace message: () for scalar, None for null or unknown."""
     if len(space) < 4:
         return None

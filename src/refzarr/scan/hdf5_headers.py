@@ -24,6 +24,7 @@ from refzarr.scan.hdf5_ohdr import (
     read_header,
     read_superblock,
 )
+from refzarr.scan.hdf5_scale_users import ScaleUser, scale_users
 
 __all__ = ["ObjectHeaders"]
 
@@ -58,19 +59,35 @@ class ObjectHeaders:
 
     def attributes(self, oid: Any) -> HeaderAttributes | None:
         """The attributes of the object ``oid`` (a group or dataset id), or None: use h5py."""
+        sb = self._superblock_once()
+        if sb is None:
+            return None
+        try:
+            header = read_header(self._read, sb, _header_address(oid))
+            return header_attributes(header, sb, self._read)
+        except (*_FALLBACK, _Beyond):
+            return None
+
+    def scale_users(self, oid: Any) -> list[ScaleUser] | None:
+        """The datasets the dimension scale ``oid`` is attached to (`scale_users`), or None:
+        use h5py."""
+        sb = self._superblock_once()
+        if sb is None:
+            return None
+        try:
+            return scale_users(self._read, sb, _header_address(oid))
+        except (*_FALLBACK, _Beyond):
+            return None
+
+    def _superblock_once(self) -> Superblock | None:
+        """The superblock (looked for on first use; None when not found)."""
         if not self._opened:
             self._opened = True
             try:
                 self._sb = self._superblock()
             except (*_FALLBACK, _Beyond):
-                return None
-        if self._sb is None:
-            return None
-        try:
-            header = read_header(self._read, self._sb, _header_address(oid))
-            return header_attributes(header, self._sb, self._read)
-        except (*_FALLBACK, _Beyond):
-            return None
+                self._sb = None
+        return self._sb
 
     def _superblock(self) -> Superblock:
         """The superblock, where HDF5 finds it: at byte 0, else after the user block."""

@@ -21,6 +21,7 @@ from h5py import h5a, h5d, h5ds, h5i, h5r
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import MISSING, ChunkManifest
 from refzarr.scan.hdf5_attrs import get_attribute
+from refzarr.scan.hdf5_headers import ObjectHeaders
 from refzarr.scan.hdf5_types import creation_plist
 
 __all__ = ["NetcdfExtents", "extend_to"]
@@ -31,6 +32,8 @@ class NetcdfExtents:
     """Lengths of the unlimited netCDF dimensions of one file, computed once per dimension."""
 
     _lengths: dict[Any, int | None] = field(default_factory=dict)
+    headers: ObjectHeaders | None = None
+    """The file's object headers, read directly (else h5py reads ``REFERENCE_LIST``)."""
 
     def shape(self, ds: h5py.Dataset) -> tuple[int, ...]:
         """The dataset's shape as netCDF sees it (unlimited axes at their dimension's length)."""
@@ -51,7 +54,7 @@ class NetcdfExtents:
             return None
         key = scale.id
         if key not in self._lengths:
-            self._lengths[key] = _longest_user(scale)
+            self._lengths[key] = _longest_user(scale, self.headers)
         return self._lengths[key]
 
 
@@ -77,9 +80,15 @@ def _only_scale(ds: h5py.Dataset, axis: int) -> h5py.Dataset | None:
     return h5py.Dataset(scales[0], readonly=True) if len(scales) == 1 else None
 
 
-def _longest_user(scale: h5py.Dataset) -> int | None:
+def _longest_user(scale: h5py.Dataset, headers: ObjectHeaders | None = None) -> int | None:
     """The longest extent, along the attached axis, of the scale and the datasets using it."""
     longest = int(scale.shape[0]) if scale.shape else 0
+    users = None if headers is None else headers.scale_users(scale.id)
+    if users is not None:  # read from the headers: what h5py's path below finds
+        for shape, axis in users:
+            if shape is not None and axis < len(shape):
+                longest = max(longest, int(shape[axis]))
+        return longest
     references = get_attribute(scale, "REFERENCE_LIST")
     if references is None:
         return longest
