@@ -25,6 +25,7 @@ from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Header, Read, Superbl
 __all__ = [
     "ATTRIBUTE",
     "ATTRIBUTE_INFO",
+    "ATTRIBUTE_KINDS",
     "UNREAD",
     "AttributeFields",
     "HeaderAttributes",
@@ -36,6 +37,8 @@ __all__ = [
 
 ATTRIBUTE = 0x000C
 ATTRIBUTE_INFO = 0x0015
+ATTRIBUTE_KINDS = frozenset({ATTRIBUTE, ATTRIBUTE_INFO})
+"""The header messages that say where an object's attributes are."""
 
 UNREAD: Any = object()
 """The value of an attribute left to h5py."""
@@ -220,6 +223,8 @@ def _value(layout: _Layout, body: bytes, at: int) -> Any:
         size = layout.dtype.itemsize
         if any(_cut(body[k : k + size]) for k in range(at, end, size)):
             return UNREAD  # bytes after a NUL: HDF5 drops them
+    if not layout.dims and layout.dtype.kind == "S":  # numpy drops trailing NULs alike
+        return np.bytes_(body[at:end].rstrip(b"\0"))
     values = np.frombuffer(body, layout.dtype, layout.items, at)
     if not layout.dims:
         return values[0]

@@ -37,12 +37,15 @@ def dense_attribute_messages(
     """The attribute messages of the fractal heap at ``heap_address``, as listed by the
     name index B-tree at ``index_address`` (in the index's order: by name hash)."""
     records = _leaf_records(read, sb, index_address)
+    if not records:
+        return []
     heap = _Heap.read(read, sb, heap_address)
+    block = read(heap.block, heap.block_size)  # one read for every object
     out = []
     for heap_id, flags, order in records:
         if flags & SHARED:
             raise FormatMismatch("a shared attribute message in dense storage")
-        out.append(DenseAttribute(heap.object(read, heap_id), order))
+        out.append(DenseAttribute(heap.object(block, heap_id), order))
     return out
 
 
@@ -117,8 +120,8 @@ class _Heap(NamedTuple):
             raise FormatMismatch("direct block of another heap, or not the root")
         return cls(sb.base + root, block_head, start_block, offset_bytes, length_bytes)
 
-    def object(self, read: Read, heap_id: bytes) -> bytes:
-        """The bytes of the managed object ``heap_id`` names."""
+    def object(self, block: bytes, heap_id: bytes) -> bytes:
+        """The bytes of the managed object ``heap_id`` names, in the direct ``block``."""
         if heap_id[0] >> 6 != 0 or (heap_id[0] >> 4) & 0x03 != _MANAGED:
             raise FormatMismatch("not a managed heap object")
         at = 1 + self.offset_bytes
@@ -126,4 +129,4 @@ class _Heap(NamedTuple):
         length = int.from_bytes(heap_id[at : at + self.length_bytes], "little")
         if length < 1 or offset < self.block_head or offset + length > self.block_size:
             raise FormatMismatch("heap object outside the root direct block")
-        return read(self.block + offset, length)
+        return block[offset : offset + length]

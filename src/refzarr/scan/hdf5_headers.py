@@ -15,7 +15,7 @@ from typing import Any
 import h5py
 
 from refzarr.errors import ScanError
-from refzarr.scan.hdf5_attr_messages import HeaderAttributes, header_attributes
+from refzarr.scan.hdf5_attr_messages import ATTRIBUTE_KINDS, HeaderAttributes, header_attributes
 from refzarr.scan.hdf5_ohdr import (
     SIGNATURE,
     FormatMismatch,
@@ -63,7 +63,7 @@ class ObjectHeaders:
         if sb is None:
             return None
         try:
-            header = read_header(self._read, sb, _header_address(oid))
+            header = read_header(self._read, sb, _header_address(oid), ATTRIBUTE_KINDS)
             return header_attributes(header, sb, self._read)
         except (*_FALLBACK, _Beyond):
             return None

@@ -137,8 +137,11 @@ class Header(NamedTuple):
     """Whether the header tracks its attributes' creation order (h5py then lists them so)."""
 
 
-def read_header(read: Read, sb: Superblock, address: int) -> Header:
-    """All messages of the object header at ``address``, continuation blocks followed.
+def read_header(
+    read: Read, sb: Superblock, address: int, kinds: frozenset[int] | None = None
+) -> Header:
+    """The messages of the object header at ``address``, continuation blocks followed:
+    all of them, or those of ``kinds``.
 
     `FormatMismatch` when the header is not as the specification describes.
     """
@@ -153,36 +156,36 @@ def read_header(read: Read, sb: Superblock, address: int) -> Header:
         version, tracked = 1, False
     else:
         raise FormatMismatch("unknown object header version")
+    if version == 1:
+        layout, heading = _V1, 8  # 3 reserved bytes after the flags
+    else:
+        layout, heading = (_V2_ORDERED, 6) if tracked else (_V2, 4)
     messages: list[Message] = []
     seen = 0
     while blocks:
         seen += 1
         if seen > MAX_BLOCKS:
             raise FormatMismatch("too many object header continuation blocks")
-        for message in _ordered_messages(blocks.pop(), version, tracked):
-            messages.append(message)
-            if message.kind == CONTINUATION:
-                blocks.append(_continuation(read, sb, message.body, version))
+        block = blocks.pop()
+        at, end = 0, len(block)
+        while at + heading <= end:  # a version 2 block may end in a gap shorter than that
+            kind, size, flags, *order = layout.unpack_from(block, at)
+            at += heading
+            if at + size > end:
+                raise FormatMismatch("object header message runs past its block")
+            if kind == CONTINUATION:
+                blocks.append(_continuation(read, sb, block[at : at + size], version))
+            if kinds is None or kind in kinds:
+                messages.append(
+                    Message(kind, flags, block[at : at + size], order[0] if order else 0)
+                )
+            at += size
     return Header(messages, tracked)
 
 
-def _ordered_messages(block: bytes, version: int, tracked: bool) -> list[Message]:
-    """The messages of one header block, with their creation order when tracked."""
-    if version == 1 or not tracked:
-        return [
-            Message(kind, flags, body, 0)
-            for kind, flags, body in _messages(block, 8 if version == 1 else 4)
-        ]
-    out = []
-    at, end = 0, len(block)
-    while at + 6 <= end:
-        kind, size, flags, order = struct.unpack_from("<BHBH", block, at)
-        at += 6
-        if at + size > end:
-            raise FormatMismatch("object header message runs past its block")
-        out.append(Message(kind, flags, block[at : at + size], order))
-        at += size
-    return out
+_V1 = struct.Struct("<HHB")  # type, size, flags
+_V2 = struct.Struct("<BHB")  # type, size, flags
+_V2_ORDERED = struct.Struct("<BHBH")  # type, size, flags, creation order
 
 
 def _v2_first_block(read: Read, position: int, prefix: bytes) -> bytes:

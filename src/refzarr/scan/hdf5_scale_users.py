@@ -14,13 +14,19 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from refzarr.scan.hdf5_attr_messages import attribute_fields, attribute_messages, dataspace_dims
+from refzarr.scan.hdf5_attr_messages import (
+    ATTRIBUTE_KINDS,
+    attribute_fields,
+    attribute_messages,
+    dataspace_dims,
+)
 from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Read, Superblock, read_header
 
 __all__ = ["ScaleUser", "scale_users"]
 
 REFERENCE_LIST = b"REFERENCE_LIST"
 DATASPACE = 0x0001
+_DATASPACE_ONLY = frozenset({DATASPACE})
 _COMPOUND, _FIXED, _REFERENCE = 6, 0, 7
 
 
@@ -35,7 +41,7 @@ class ScaleUser(NamedTuple):
 def scale_users(read: Read, sb: Superblock, address: int) -> list[ScaleUser]:
     """The users in ``REFERENCE_LIST`` of the scale whose header is at ``address`` (none
     when it has no such attribute)."""
-    messages = attribute_messages(read_header(read, sb, address), sb, read)
+    messages = attribute_messages(read_header(read, sb, address, ATTRIBUTE_KINDS), sb, read)
     if messages is None:
         raise FormatMismatch("a shared attribute message")
     for body, _order in messages:
@@ -67,7 +73,7 @@ def _shape(read: Read, sb: Superblock, address: int) -> tuple[int, ...] | None:
     dataset, or a null dataspace)."""
     if address == 0:
         raise FormatMismatch("a null reference")
-    for message in read_header(read, sb, address).messages:
+    for message in read_header(read, sb, address, _DATASPACE_ONLY).messages:
         if message.kind == DATASPACE:
             if message.flags & SHARED:
                 raise FormatMismatch("shared dataspace")
