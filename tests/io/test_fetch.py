@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from refzarr import ChunkFetchError
-from refzarr.io import FetchPolicy, RangeReader
+from refzarr.io import LOCAL_POLICY, FetchPolicy, RangeReader
 
 DATA = np.random.default_rng(0).integers(0, 256, 20_000, dtype=np.uint8).tobytes()
 
@@ -115,3 +115,39 @@ def test_missing_s3_object_and_range_past_end(s3: tuple[str, dict[str, Any]]) ->
 def test_invalid_policy() -> None:
     with pytest.raises(ValueError, match="invalid fetch policy"):
         FetchPolicy(max_gap=-1, max_block=1, concurrency=1)
+
+
+def test_many_files_read_with_few_descriptors_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read across more files than the descriptor cap: every range right, at most the cap
+    open at once besides the files being read (small blocks are read in the calling thread,
+    large ones by the pool)."""
+    from refzarr.io import fetch
+
+    opened: list[int] = []
+    real = fetch._LocalFiles
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def _acquire(self, path: str) -> int:
+            fd = super()._acquire(path)
+            opened.append(self.open_count)
+            return fd
+
+    monkeypatch.setattr(fetch, "_LocalFiles", lambda: Counting(max_open=4))
+    big = DATA * 4  # larger than a small block
+    paths = []
+    for k in range(40):
+        path = tmp_path / f"f{k}.bin"
+        path.write_bytes(big[k:] + big[:k])
+        paths.append(str(path))
+    sizes = [10, fetch.SMALL_LOCAL_BLOCK + 1]  # both paths through `_fetch_blocks`
+    urls = [p for p in paths for _ in sizes] * 2
+    offsets = [k % 7 for k in range(len(urls))]
+    lengths = [sizes[k % 2] for k in range(len(urls))]
+    got = RangeReader().read(urls, offsets, lengths)
+    for url, offset, length, data in zip(urls, offsets, lengths, got, strict=True):
+        k = paths.index(url)
+        assert bytes(data) == (big[k:] + big[:k])[offset : offset + length]
+    assert opened
+    assert max(opened) <= 4 + LOCAL_POLICY.concurrency  # the cap, plus files being read

@@ -3,7 +3,9 @@
 `RangeReader.read` returns one buffer per request; `RangeReader.iter_read` yields them block by
 block as blocks arrive, so a caller can decode while later blocks are still in flight and hold
 only what is in flight. Local files are read with ``os.pread`` from a thread pool (no event
-loop); any other fsspec URL through its filesystem's ``cat_file``. A failed block is retried with
+loop; blocks of at most `SMALL_LOCAL_BLOCK` bytes in the calling thread, where a thread
+hand-off would cost more than the read), keeping at most `MAX_OPEN_FILES` descriptors open;
+any other fsspec URL through its filesystem's ``cat_file``. A failed block is retried with
 exponential backoff a bounded number of times, then raises `ChunkFetchError` naming the URL, the
 range and the keys that needed it. A range that comes back short (past the end of the object) is
 an error at once: missing bytes are never padded or read as fill values.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
@@ -28,7 +31,23 @@ from refzarr.errors import ChunkFetchError
 from refzarr.io.allow import URLPolicy
 from refzarr.io.plan import Block, ReadPlan, plan_reads
 
-__all__ = ["LOCAL_POLICY", "REMOTE_POLICY", "FetchPolicy", "RangeReader"]
+__all__ = [
+    "LOCAL_POLICY",
+    "MAX_OPEN_FILES",
+    "REMOTE_POLICY",
+    "SMALL_LOCAL_BLOCK",
+    "FetchPolicy",
+    "RangeReader",
+]
+
+SMALL_LOCAL_BLOCK = 64 * 2**10
+"""Local blocks up to this size are read in the calling thread: a pread from the page cache
+takes microseconds, a hand-off to the pool tens (thousands of small files' coordinates)."""
+
+MAX_OPEN_FILES = 128
+"""Idle local file descriptors one read keeps open at most, besides the files being read (a
+read across 10,000 files must not exhaust the process's limit, often 1,024): the least
+recently used idle one is closed."""
 
 _NOT_TRANSIENT = (
     FileNotFoundError,
@@ -233,6 +252,9 @@ class RangeReader:
                 for block_index in queue:
                     block = plan.blocks[block_index]
                     where = names.of(members[block_index])
+                    if files is not None and block.length <= SMALL_LOCAL_BLOCK:
+                        yield block_index, self._fetch_block(block, policy, files, where)
+                        continue
                     future = pool.submit(self._fetch_block, block, policy, files, where)
                     pending[future] = block_index
                     if len(pending) >= policy.concurrency:
@@ -289,34 +311,74 @@ class RangeReader:
 
 
 class _LocalFiles:
-    """Open descriptors of local files for the duration of one read, shared by the threads."""
+    """Descriptors of local files for the duration of one read, shared by the threads.
 
-    def __init__(self) -> None:
-        self._fds: dict[str, int] = {}
+    At most ``max_open`` stay open: when more are needed, the least recently used ones that
+    no thread is reading from are closed (they are opened again if asked for again).
+    """
+
+    def __init__(self, max_open: int = MAX_OPEN_FILES) -> None:
+        self._fds: OrderedDict[str, int] = OrderedDict()
+        self._busy: dict[str, int] = {}
+        self._max_open = max_open
         self._lock = threading.Lock()
 
     def __enter__(self) -> _LocalFiles:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        with self._lock:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+
+    @property
+    def open_count(self) -> int:
+        """Descriptors open now."""
+        return len(self._fds)
 
     def pread(self, path: str, offset: int, length: int) -> bytes:
+        fd = self._acquire(path)
+        try:
+            parts = []
+            while length > 0:  # pread may return less than asked (large reads, signals)
+                data = os.pread(fd, length, offset)
+                if not data:
+                    break
+                parts.append(data)
+                offset += len(data)
+                length -= len(data)
+        finally:
+            self._release(path)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _acquire(self, path: str) -> int:
         with self._lock:
             fd = self._fds.get(path)
             if fd is None:
-                fd = self._fds[path] = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        parts = []
-        while length > 0:  # pread may return less than asked (large reads, signals)
-            data = os.pread(fd, length, offset)
-            if not data:
-                break
-            parts.append(data)
-            offset += len(data)
-            length -= len(data)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+                self._close_idle(self._max_open - 1)
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                self._fds[path] = fd
+            else:
+                self._fds.move_to_end(path)
+            self._busy[path] = self._busy.get(path, 0) + 1
+            return fd
+
+    def _release(self, path: str) -> None:
+        with self._lock:
+            left = self._busy[path] - 1
+            if left:
+                self._busy[path] = left
+            else:
+                del self._busy[path]
+
+    def _close_idle(self, keep: int) -> None:
+        """Close least recently used idle descriptors until at most ``keep`` are open."""
+        for path in list(self._fds):
+            if len(self._fds) <= keep:
+                return
+            if path not in self._busy:
+                os.close(self._fds.pop(path))
 
 
 @dataclass(frozen=True, slots=True)
