@@ -29,6 +29,7 @@ from refzarr.scan.hdf5_dims import (
 from refzarr.scan.hdf5_headers import ObjectHeaders
 from refzarr.scan.hdf5_layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5_links import follow_external_link
+from refzarr.scan.hdf5_scale_names import ScaleNames
 from refzarr.scan.hdf5_source import OpenSource, open_source
 from refzarr.scan.hdf5_types import creation_plist, fill_value, storage_dtype, type_attributes
 from refzarr.scan.hdf5_unlimited import NetcdfExtents, extend_to
@@ -111,11 +112,13 @@ class _Walk:
     phony: PhonyDimensions = field(default_factory=PhonyDimensions)
     netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
     headers: ObjectHeaders = field(init=False)
+    scale_names: ScaleNames = field(init=False)
 
     def __post_init__(self) -> None:
         source = self.source
         self.headers = ObjectHeaders(source.h5, source.read_range, source.size)
         self.netcdf.headers = self.headers
+        self.scale_names = self.netcdf.scale_names = ScaleNames(self.headers)
 
     def where(self, path: str, kind: str = "dataset") -> str:
         return f"{self.source.url}: {kind} {path!r}"
@@ -139,7 +142,9 @@ class _Walk:
         """A group and everything below it."""
         inside = ancestors | {group.id}
         members: dict[str, RefArray | RefGroup] = {}
-        for name in group:
+        names = list(group)
+        self.scale_names.add_group(group, names)
+        for name in names:
             path = _join(group.name, name)
             member = self.guarded(path, partial(self.member, group, name, inside))
             if member is not None:
@@ -210,7 +215,7 @@ class _Walk:
         tid = ds.id.get_type()
         if needs_decoding(ds, tid):  # vlen strings, object references: decoded and inlined
             attrs = self.array_attributes(ds, path, where, table, tid)
-            dims = dimension_names(ds, self.phony, table)
+            dims = dimension_names(ds, self.phony, table, self.scale_names)
             return decoded_array(ds, where, attrs, dims)
         dtype = storage_dtype(ds, where, tid)
         # codecs before the chunk index: an unsupported filter fails before any chunk is read
@@ -230,7 +235,7 @@ class _Walk:
         )
         if dtype.subdtype is not None:  # an HDF5 array type: its axes become trailing axes
             attrs = self.array_attributes(ds, path, where, table, tid)
-            dims = dimension_names(ds, self.phony, table)
+            dims = dimension_names(ds, self.phony, table, self.scale_names)
             return unfold_array_type(
                 ds,
                 dtype,
@@ -252,7 +257,7 @@ class _Walk:
             fill_value=fill_value(ds, dtype, all_chunks_written=complete, attrs=table),
             codecs=codecs,
             attributes=self.array_attributes(ds, path, where, table, tid),
-            dimension_names=dimension_names(ds, self.phony, table),
+            dimension_names=dimension_names(ds, self.phony, table, self.scale_names),
         )
         return RefArray(meta, manifest)
 

@@ -20,6 +20,7 @@ import numpy as np
 from h5py import h5ds
 
 from refzarr.scan.hdf5_attrs import AttributeTable
+from refzarr.scan.hdf5_scale_names import UNKNOWN, ScaleNames
 
 __all__ = [
     "NETCDF_DIMENSION_ONLY",
@@ -95,10 +96,13 @@ def variable_name(name: str, group: h5py.Group) -> str:
 
 
 def dimension_names(
-    ds: h5py.Dataset, phony: PhonyDimensions, attrs: AttributeTable | None = None
+    ds: h5py.Dataset,
+    phony: PhonyDimensions,
+    attrs: AttributeTable | None = None,
+    scales: ScaleNames | None = None,
 ) -> tuple[str, ...]:
     """One name per axis of ``ds`` (empty for a scalar); ``attrs``: its attributes, when
-    already read."""
+    already read; ``scales``: the file's scale names found without HDF5, when at hand."""
     names: list[str] = []
     phonies: list[str] = []
     own_scale = h5ds.is_scale(ds.id)
@@ -110,7 +114,9 @@ def dimension_names(
         elif netcdf is not None:
             name = netcdf[axis]
         else:
-            name = _scale_name(ds, axis)
+            name = UNKNOWN if scales is None or own_scale else scales.first_scale(ds, axis)
+            if name is UNKNOWN:
+                name = _scale_name(ds, axis)
         if name is None or name in phonies:
             name = phony.name(group, length, names)
             phonies.append(name)

@@ -16,6 +16,7 @@ import h5py
 
 from refzarr.errors import ScanError
 from refzarr.scan.hdf5_attr_messages import ATTRIBUTE_KINDS, HeaderAttributes, header_attributes
+from refzarr.scan.hdf5_dimension_list import dimension_list
 from refzarr.scan.hdf5_ohdr import (
     SIGNATURE,
     FormatMismatch,
@@ -26,7 +27,7 @@ from refzarr.scan.hdf5_ohdr import (
 )
 from refzarr.scan.hdf5_scale_users import ScaleUser, scale_users
 
-__all__ = ["ObjectHeaders"]
+__all__ = ["ObjectHeaders", "header_address"]
 
 _FALLBACK = (FormatMismatch, OSError, ValueError, IndexError, struct.error, ScanError)
 _LONG = 8 * struct.calcsize("L")
@@ -63,7 +64,7 @@ class ObjectHeaders:
         if sb is None:
             return None
         try:
-            header = read_header(self._read, sb, _header_address(oid), ATTRIBUTE_KINDS)
+            header = read_header(self._read, sb, header_address(oid), ATTRIBUTE_KINDS)
             return header_attributes(header, sb, self._read)
         except (*_FALLBACK, _Beyond):
             return None
@@ -75,9 +76,21 @@ class ObjectHeaders:
         if sb is None:
             return None
         try:
-            return scale_users(self._read, sb, _header_address(oid))
+            return scale_users(self._read, sb, header_address(oid))
         except (*_FALLBACK, _Beyond):
             return None
+
+    def dimension_list(self, oid: Any) -> list[list[int]] | None:
+        """The header addresses of the scales attached to each axis of the dataset ``oid``
+        (`dimension_list`; no axes when it has none), or None: use HDF5."""
+        sb = self._superblock_once()
+        if sb is None:
+            return None
+        try:
+            axes = dimension_list(self._read, sb, header_address(oid))
+        except (*_FALLBACK, _Beyond):
+            return None
+        return [] if axes is None else axes
 
     def _superblock_once(self) -> Superblock | None:
         """The superblock (looked for on first use; None when not found)."""
@@ -110,7 +123,7 @@ def _checked(read: Read, file_size: int) -> Read:
     return checked
 
 
-def _header_address(oid: Any) -> int:
+def header_address(oid: Any) -> int:
     """The address of an object's header (``H5Gget_objinfo``; ``h5o.get_info`` would also
     walk a dataset's chunk index)."""
     low, high = h5py.h5g.get_objinfo(oid).objno

@@ -22,6 +22,7 @@ from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import MISSING, ChunkManifest
 from refzarr.scan.hdf5_attrs import get_attribute
 from refzarr.scan.hdf5_headers import ObjectHeaders
+from refzarr.scan.hdf5_scale_names import UNKNOWN, ScaleNames
 from refzarr.scan.hdf5_types import creation_plist
 
 __all__ = ["NetcdfExtents", "extend_to"]
@@ -34,6 +35,8 @@ class NetcdfExtents:
     _lengths: dict[Any, int | None] = field(default_factory=dict)
     headers: ObjectHeaders | None = None
     """The file's object headers, read directly (else h5py reads ``REFERENCE_LIST``)."""
+    scale_names: ScaleNames | None = None
+    """The file's scales found without HDF5's search (else `h5ds.iterate` finds them)."""
 
     def shape(self, ds: h5py.Dataset) -> tuple[int, ...]:
         """The dataset's shape as netCDF sees it (unlimited axes at their dimension's length)."""
@@ -49,7 +52,7 @@ class NetcdfExtents:
         return tuple(shape)
 
     def _dimension_length(self, ds: h5py.Dataset, axis: int) -> int | None:
-        scale = _scale(ds, axis)
+        scale = _scale(ds, axis, self.scale_names)
         if scale is None:
             return None
         key = scale.id
@@ -58,12 +61,19 @@ class NetcdfExtents:
         return self._lengths[key]
 
 
-def _scale(ds: h5py.Dataset, axis: int) -> h5py.Dataset | None:
+def _scale(ds: h5py.Dataset, axis: int, names: ScaleNames | None = None) -> h5py.Dataset | None:
     """The netCDF dimension scale of ``ds``'s axis (the dataset itself for a coordinate)."""
     if h5ds.is_scale(ds.id):
         candidate: h5py.Dataset | None = ds if axis == 0 else None
     else:
-        candidate = _only_scale(ds, axis)
+        found = UNKNOWN if names is None else names.only_scale(ds, axis)
+        if found is UNKNOWN:
+            candidate = _only_scale(ds, axis)
+        elif found is None:
+            candidate = None
+        else:
+            h5ds.get_scale_name(found)  # as h5py's ``ds.dims[axis].values()``: fails if damaged
+            candidate = h5py.Dataset(found, readonly=True)
     if candidate is None or not h5a.exists(candidate.id, b"_Netcdf4Dimid"):
         return None
     return candidate
