@@ -31,6 +31,7 @@ __all__ = [
     "HeaderAttributes",
     "attribute_fields",
     "attribute_messages",
+    "attributes_of",
     "dataspace_dims",
     "header_attributes",
 ]
@@ -79,10 +80,18 @@ def header_attributes(header: Header, sb: Superblock, read: Read) -> HeaderAttri
     messages = attribute_messages(header, sb, read)
     if messages is None:
         return None
+    return attributes_of(messages, header.attribute_order_tracked, sb)
+
+
+def attributes_of(
+    messages: list[tuple[bytes, int]], tracked: bool, sb: Superblock
+) -> HeaderAttributes:
+    """The attributes of ``messages`` (`attribute_messages`), in h5py's order: by creation
+    order when ``tracked``, else by name."""
     found: list[tuple[Any, str, Any]] = []
     for body, order in messages:
         raw, value = _attribute(body, sb)
-        found.append((order if header.attribute_order_tracked else raw, _name(raw), value))
+        found.append((order if tracked else raw, _name(raw), value))
     found.sort(key=lambda item: item[0])
     names = [name for _, name, _ in found]
     if len(set(names)) != len(names):

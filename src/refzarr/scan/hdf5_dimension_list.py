@@ -11,13 +11,8 @@ from __future__ import annotations
 
 import struct
 
-from refzarr.scan.hdf5_attr_messages import (
-    ATTRIBUTE_KINDS,
-    attribute_fields,
-    attribute_messages,
-    dataspace_dims,
-)
-from refzarr.scan.hdf5_ohdr import FormatMismatch, Read, Superblock, read_header
+from refzarr.scan.hdf5_attr_messages import attribute_fields, dataspace_dims
+from refzarr.scan.hdf5_ohdr import FormatMismatch, Read, Superblock
 
 __all__ = ["dimension_list"]
 
@@ -25,12 +20,12 @@ DIMENSION_LIST = b"DIMENSION_LIST"
 _VLEN, _REFERENCE = 9, 7
 
 
-def dimension_list(read: Read, sb: Superblock, address: int) -> list[list[int]] | None:
-    """The header addresses of the scales attached to each axis of the dataset whose header
-    is at ``address``, in HDF5's order (None: it has no ``DIMENSION_LIST``)."""
-    messages = attribute_messages(read_header(read, sb, address, ATTRIBUTE_KINDS), sb, read)
-    if messages is None:
-        raise FormatMismatch("a shared attribute message")
+def dimension_list(
+    read: Read, sb: Superblock, messages: list[tuple[bytes, int]]
+) -> list[list[int]] | None:
+    """The header addresses of the scales attached to each axis of a dataset whose attribute
+    messages are ``messages`` (`attribute_messages`), in HDF5's order (None: it has no
+    ``DIMENSION_LIST``)."""
     for body, _order in messages:
         fields = attribute_fields(body)
         if fields.name != DIMENSION_LIST:

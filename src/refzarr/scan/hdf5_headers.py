@@ -15,7 +15,12 @@ from typing import Any
 import h5py
 
 from refzarr.errors import ScanError
-from refzarr.scan.hdf5_attr_messages import ATTRIBUTE_KINDS, HeaderAttributes, header_attributes
+from refzarr.scan.hdf5_attr_messages import (
+    ATTRIBUTE_KINDS,
+    HeaderAttributes,
+    attribute_messages,
+    attributes_of,
+)
 from refzarr.scan.hdf5_dimension_list import dimension_list
 from refzarr.scan.hdf5_ohdr import (
     SIGNATURE,
@@ -50,22 +55,22 @@ class ObjectHeaders:
         The file's size in bytes.
     """
 
-    __slots__ = ("_h5", "_opened", "_read", "_sb", "_size")
+    __slots__ = ("_h5", "_messages", "_opened", "_read", "_sb", "_size")
 
     def __init__(self, h5: h5py.File, read_range: Read, size: int) -> None:
         self._h5, self._size = h5, size
         self._read = _checked(read_range, size)
         self._opened = False
         self._sb: Superblock | None = None
+        self._messages: dict[int, tuple[list[tuple[bytes, int]], bool] | None] = {}
+        """Attribute messages and whether creation order is tracked, by header address."""
 
     def attributes(self, oid: Any) -> HeaderAttributes | None:
         """The attributes of the object ``oid`` (a group or dataset id), or None: use h5py."""
         sb = self._superblock_once()
-        if sb is None:
-            return None
         try:
-            header = read_header(self._read, sb, header_address(oid), ATTRIBUTE_KINDS)
-            return header_attributes(header, sb, self._read)
+            found = None if sb is None else self._attribute_messages(header_address(oid), sb)
+            return None if found is None or sb is None else attributes_of(*found, sb)
         except (*_FALLBACK, _Beyond):
             return None
 
@@ -73,10 +78,9 @@ class ObjectHeaders:
         """The datasets the dimension scale ``oid`` is attached to (`scale_users`), or None:
         use h5py."""
         sb = self._superblock_once()
-        if sb is None:
-            return None
         try:
-            return scale_users(self._read, sb, header_address(oid))
+            found = None if sb is None else self._attribute_messages(header_address(oid), sb)
+            return None if found is None or sb is None else scale_users(self._read, sb, found[0])
         except (*_FALLBACK, _Beyond):
             return None
 
@@ -84,13 +88,26 @@ class ObjectHeaders:
         """The header addresses of the scales attached to each axis of the dataset ``oid``
         (`dimension_list`; no axes when it has none), or None: use HDF5."""
         sb = self._superblock_once()
-        if sb is None:
-            return None
         try:
-            axes = dimension_list(self._read, sb, header_address(oid))
+            found = None if sb is None else self._attribute_messages(header_address(oid), sb)
+            if found is None or sb is None:
+                return None
+            axes = dimension_list(self._read, sb, found[0])
         except (*_FALLBACK, _Beyond):
             return None
         return [] if axes is None else axes
+
+    def _attribute_messages(
+        self, address: int, sb: Superblock
+    ) -> tuple[list[tuple[bytes, int]], bool] | None:
+        """The attribute messages of the header at ``address`` and whether it tracks their
+        creation order (None: one is shared), read once per header."""
+        if address not in self._messages:
+            header = read_header(self._read, sb, address, ATTRIBUTE_KINDS)
+            messages = attribute_messages(header, sb, self._read)
+            found = None if messages is None else (messages, header.attribute_order_tracked)
+            self._messages[address] = found
+        return self._messages[address]
 
     def _superblock_once(self) -> Superblock | None:
         """The superblock (looked for on first use; None when not found)."""

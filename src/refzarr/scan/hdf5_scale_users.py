@@ -14,12 +14,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from refzarr.scan.hdf5_attr_messages import (
-    ATTRIBUTE_KINDS,
-    attribute_fields,
-    attribute_messages,
-    dataspace_dims,
-)
+from refzarr.scan.hdf5_attr_messages import attribute_fields, dataspace_dims
 from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Read, Superblock, read_header
 
 __all__ = ["ScaleUser", "scale_users"]
@@ -38,12 +33,9 @@ class ScaleUser(NamedTuple):
     axis: int
 
 
-def scale_users(read: Read, sb: Superblock, address: int) -> list[ScaleUser]:
-    """The users in ``REFERENCE_LIST`` of the scale whose header is at ``address`` (none
-    when it has no such attribute)."""
-    messages = attribute_messages(read_header(read, sb, address, ATTRIBUTE_KINDS), sb, read)
-    if messages is None:
-        raise FormatMismatch("a shared attribute message")
+def scale_users(read: Read, sb: Superblock, messages: list[tuple[bytes, int]]) -> list[ScaleUser]:
+    """The users in ``REFERENCE_LIST`` of a scale whose attribute messages are ``messages``
+    (`attribute_messages`; none when it has no such attribute)."""
     for body, _order in messages:
         fields = attribute_fields(body)
         if fields.name != REFERENCE_LIST:
