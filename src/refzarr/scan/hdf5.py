@@ -144,22 +144,23 @@ class _Walk:
         members: dict[str, RefArray | RefGroup] = {}
         names = list(group)
         self.scale_names.add_group(group, names)
+        group_path = group.name  # asked once: h5py asks HDF5 each time
         for name in names:
-            path = _join(group.name, name)
-            member = self.guarded(path, partial(self.member, group, name, inside))
+            path = _join(group_path, name)
+            member = self.guarded(path, partial(self.member, group, name, inside, path))
             if member is not None:
                 members[variable_name(name, group)] = member
         table = AttributeTable(group, header=self.headers.attributes(group.id))
         attrs = read_attributes(
-            group, self.where(group.name, "group"), self.skip_attribute(group.name), table
+            group, self.where(group_path, "group"), self.skip_attribute(group_path), table
         )
         return RefGroup(attrs, members)
 
     def member(
-        self, group: h5py.Group, name: str, ancestors: frozenset[Any]
+        self, group: h5py.Group, name: str, ancestors: frozenset[Any], path: str
     ) -> RefArray | RefGroup | None:
-        """One link of a group: a subgroup, an array, or None (named datatypes, dimensions)."""
-        path = _join(group.name, name)
+        """One link of a group (at ``path``): a subgroup, an array, or None (named
+        datatypes, dimensions)."""
         if _is_external(group, name):
             return follow_external_link(
                 group.get(name, getlink=True),

@@ -107,10 +107,11 @@ def dimension_names(
     phonies: list[str] = []
     own_scale = h5ds.is_scale(ds.id)
     netcdf = _netcdf_dimension_names(ds, attrs) if own_scale and ds.ndim > 1 else None
-    group = ds.name.rpartition("/")[0]
+    path = ds.name
+    group = path.rpartition("/")[0]
     for axis, length in enumerate(ds.shape):
         if own_scale and axis == 0:
-            name: str | None = short_name(ds.name)
+            name: str | None = short_name(path)
         elif netcdf is not None:
             name = netcdf[axis]
         else:
