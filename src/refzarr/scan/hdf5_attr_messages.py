@@ -6,8 +6,9 @@ reads each. Written from the HDF5 File Format Specification: attribute messages 
 1-3, dataspace messages versions 1-2, and the datatypes h5py reads with nothing more than a
 memory type (integers and IEEE floats of 1-8 bytes, null-terminated or null-padded fixed
 strings). An attribute of any other type, or one whose datatype or dataspace is shared, is
-listed but left unread (the caller reads it with h5py); a header whose attributes are in
-dense storage (a fractal heap), or that is not as the specification says, gives None (the
+listed but left unread (the caller reads it with h5py). Attributes in dense storage (a
+fractal heap) come from `refzarr.scan.hdf5_dense_attrs`; a header with a shared attribute
+message gives None, and one that is not as the specification says `FormatMismatch` (the
 caller then does everything with h5py).
 """
 

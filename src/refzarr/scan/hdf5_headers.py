@@ -1,10 +1,10 @@
-"""The object headers of an open HDF5 file read from its bytes, for their attribute messages.
+"""The object headers of an open HDF5 file read from its bytes: attributes, dimension scales.
 
 The bytes come through the scan's ``read_range`` (the file object the scan opened: a plain
 file locally, fsspec's otherwise), which shows what HDF5 reads: the scanner opens files
 read-only, so nothing is written behind its back. Whatever is not as expected (a header this
-reader does not parse, a read beyond the file's end) gives None: the caller then reads the
-attributes with h5py.
+reader does not parse, a read beyond the file's end) gives None: the caller then asks
+h5py. Each object's attribute messages are read once per scan.
 """
 
 from __future__ import annotations
