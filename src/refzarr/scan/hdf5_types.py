@@ -73,6 +73,25 @@ def storage_dtype(ds: h5py.Dataset, where: str, tid: h5t.TypeID | None = None) -
     integers or floats with a non-standard bit layout.
     """
     tid = ds.id.get_type() if tid is None else tid
+    try:
+        key: bytes | None = tid.encode()
+    except (TypeError, ValueError, RuntimeError):
+        key = None
+    found = None if key is None else _STORAGE_DTYPES.get(key)
+    if found is not None:
+        return found
+    dtype = _checked_dtype(ds, tid, where)
+    if key is not None:
+        _STORAGE_DTYPES[key] = dtype
+    return dtype
+
+
+_STORAGE_DTYPES: dict[bytes, np.dtype[Any]] = {}
+"""`storage_dtype` of the datatypes seen so far, by their HDF5 encoding (which describes a
+type whole: h5py's dtype and every check below depend on nothing else)."""
+
+
+def _checked_dtype(ds: h5py.Dataset, tid: h5t.TypeID, where: str) -> np.dtype[Any]:
     _check_type(tid, where)
     dtype: np.dtype[Any] = ds.dtype
     if dtype.hasobject:
