@@ -10,6 +10,7 @@ import numpy as np
 
 from refzarr.errors import ChunkDecodeError
 from refzarr.model import ArrayMeta
+from refzarr.reader.unshuffle import faster
 
 __all__ = ["ChunkDecoder"]
 
@@ -32,7 +33,7 @@ class ChunkDecoder:
         self.order = meta.order
         self.count = int(np.prod(meta.chunks, dtype=np.int64))
         try:
-            self.codecs = [numcodecs.get_codec(dict(config)) for config in meta.codecs]
+            self.codecs = [faster(numcodecs.get_codec(dict(config))) for config in meta.codecs]
         except (ValueError, KeyError, TypeError) as exc:
             ids = [config.get("id") for config in meta.codecs]
             raise ChunkDecodeError(
