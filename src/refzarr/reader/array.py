@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -176,7 +176,7 @@ class ArrayReader:
         # an irregular grid: the chunk decodes to the length it was stored with, which may
         # exceed what it holds (a file's padded edge chunk); `in_chunk` selects only data
         shape = None if self._bounds is None else self.array.meta.stored_chunk_shape(coords)
-        chunk = self.decoder.decode(data, self._key(coords), shape)
+        chunk = self.decoder.decode(data, lambda: self._key(coords), shape)  # key: errors only
         source = tuple(axis.in_chunk(c) for axis, c in zip(job.axes, coords, strict=True))
         job.out[_out_region(job.axes, coords)] = chunk[source]
 
@@ -231,22 +231,43 @@ def _execute(jobs: Sequence[_Job], reader: RangeReader, threads: int) -> None:
 
 def _requests(
     referenced: list[tuple[_Job, int]], reader: RangeReader
-) -> tuple[list[str], np.ndarray[Any, Any], np.ndarray[Any, Any], list[str]]:
+) -> tuple[list[str], np.ndarray[Any, Any], np.ndarray[Any, Any], _ChunkKeys]:
     """URLs, offsets, lengths and keys of the stored chunks (whole files measured)."""
     urls: list[str] = []
     offsets = np.empty(len(referenced), dtype=np.int64)
     lengths = np.empty(len(referenced), dtype=np.int64)
-    keys: list[str] = []
     for k, (job, row) in enumerate(referenced):
         entries = job.entries
         assert entries is not None
         urls.append(entries.urls[row] or "")
         offsets[k] = entries.offsets[row]
         lengths[k] = entries.lengths[row]
-        keys.append(job.array._key(entries.coords[row]))
     for k in np.flatnonzero(lengths < 0).tolist():  # a whole-file reference: the file's size
         lengths[k] = reader.size(urls[k]) - offsets[k]
-    return urls, offsets, lengths, keys
+    return urls, offsets, lengths, _ChunkKeys(referenced)
+
+
+class _ChunkKeys(Sequence[str]):
+    """The keys of the stored chunks being fetched, built only when an error names one."""
+
+    def __init__(self, referenced: list[tuple[_Job, int]]) -> None:
+        self.referenced = referenced
+
+    def __len__(self) -> int:
+        return len(self.referenced)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        job, row = self.referenced[index]
+        assert job.entries is not None
+        return job.array._key(job.entries.coords[row])
 
 
 class _Decoding:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numcodecs
@@ -42,7 +43,10 @@ class ChunkDecoder:
             ) from exc
 
     def decode(
-        self, data: bytes | memoryview, key: str, shape: tuple[int, ...] | None = None
+        self,
+        data: bytes | memoryview,
+        key: str | Callable[[], str],
+        shape: tuple[int, ...] | None = None,
     ) -> np.ndarray[Any, Any]:
         """The chunk stored as ``data``, shaped like a whole chunk.
 
@@ -51,7 +55,7 @@ class ChunkDecoder:
         data
             The stored (encoded) bytes.
         key
-            The chunk's key, named in errors.
+            The chunk's key, named in errors (or a function giving it: built only then).
         shape
             The shape the chunk was encoded with (`ArrayMeta.stored_chunk_shape`) when the
             chunk grid is irregular; None for the array's chunk shape.
@@ -66,7 +70,8 @@ class ChunkDecoder:
             for codec in reversed(self.codecs):
                 buffer = codec.decode(buffer)
         except Exception as exc:  # any codec failure means the bytes are not this chunk
-            raise ChunkDecodeError(f"{key}: decoding failed: {type(exc).__name__}: {exc}") from exc
+            reason = f"{type(exc).__name__}: {exc}"
+            raise ChunkDecodeError(f"{_text(key)}: decoding failed: {reason}") from exc
         chunks, count = (self.chunks, self.count) if shape is None else (shape, math.prod(shape))
         if isinstance(buffer, np.ndarray) and buffer.dtype == object:
             values = buffer
@@ -74,10 +79,16 @@ class ChunkDecoder:
             raw = np.frombuffer(memoryview(buffer).cast("B"), dtype=np.uint8)
             if raw.size != count * self.dtype.itemsize:
                 raise ChunkDecodeError(
-                    f"{key}: decoded to {raw.size} bytes, a chunk of {chunks} "
+                    f"{_text(key)}: decoded to {raw.size} bytes, a chunk of {chunks} "
                     f"{self.dtype} needs {count * self.dtype.itemsize}"
                 )
             values = raw.view(self.dtype)
         if values.size != count:
-            raise ChunkDecodeError(f"{key}: decoded to {values.size} values, a chunk holds {count}")
+            raise ChunkDecodeError(
+                f"{_text(key)}: decoded to {values.size} values, a chunk holds {count}"
+            )
         return values.reshape(chunks, order=self.order)
+
+
+def _text(key: str | Callable[[], str]) -> str:
+    return key if isinstance(key, str) else key()
