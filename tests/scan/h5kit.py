@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,30 @@ __all__ = [
 ]
 
 Writer = Callable[[h5py.File], None]
+
+
+CORPUS = (Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files").resolve()
+"""The real-file corpus (read in place)."""
+
+CORPUS_FILES = sorted(
+    path
+    for kind in ("hdf5", "netcdf4")
+    if (CORPUS / kind).is_dir()
+    for path in (CORPUS / kind).iterdir()
+    if path.is_file()
+)
+"""Every HDF5 and netCDF4 file of the corpus."""
+
+
+def corpus_h5_files() -> Iterator[h5py.File]:
+    """Each corpus file h5py can open, open read-only while the caller looks at it."""
+    for path in CORPUS_FILES:
+        try:
+            f = h5py.File(path, "r")
+        except OSError:
+            continue
+        with f:
+            yield f
 
 
 def write_h5(path: Path, writer: Writer, **kwargs: Any) -> Path:

@@ -13,12 +13,11 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
-from h5kit import write_h5
+from h5kit import CORPUS_FILES, corpus_h5_files, write_h5
 from h5py import h5g, h5p
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from test_hdf5_conformance import CORPUS_FILES
 from test_hdf5_fast_paths import _assert_same, _write_attributes
 
 from refzarr.scan.hdf5_attr_messages import UNREAD, HeaderAttributes
@@ -111,18 +110,13 @@ def test_netcdf_text_attribute_without_terminating_nul(tmp_path: Path) -> None:
 
 def test_corpus_objects(tmp_path: Path) -> None:
     parsed = read = 0
-    for path in CORPUS_FILES:
-        try:
-            f = h5py.File(path, "r")
-        except OSError:
-            continue
-        with f:
-            headers = _headers(f)
-            for obj in _objects(f):
-                header = headers.attributes(obj.id)
-                if header is not None:
-                    parsed += 1
-                    read += _check(header, obj)
+    for f in corpus_h5_files():
+        headers = _headers(f)
+        for obj in _objects(f):
+            header = headers.attributes(obj.id)
+            if header is not None:
+                parsed += 1
+                read += _check(header, obj)
     if CORPUS_FILES:
         assert parsed > 20
         assert read > 50

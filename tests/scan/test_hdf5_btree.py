@@ -18,16 +18,11 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
-from h5kit import write_h5
+from h5kit import CORPUS, CORPUS_FILES, corpus_h5_files, write_h5
 
 import refzarr
 from refzarr.scan import hdf5_btree, hdf5_layout, hdf5_ohdr
 from refzarr.scan.hdf5_btree import read_btree_chunks
-
-CORPUS = (Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files").resolve()
-CORPUS_FILES = sorted(
-    p for kind in ("hdf5", "netcdf4") for p in (CORPUS / kind).glob("*") if p.is_file()
-)
 
 Chunk = tuple[tuple[int, ...], int, int, int]
 
@@ -371,21 +366,16 @@ def _scan_outcome(path: Path) -> Any:
 @pytest.mark.skipif(not CORPUS_FILES, reason=f"no HDF5 / netCDF4 corpus under {CORPUS}")
 def test_corpus_none_or_equal() -> None:
     fast = 0
-    for path in CORPUS_FILES:
-        try:
-            f = h5py.File(path, "r")
-        except OSError:
-            continue
-        with f:
-            for ds in chunked_datasets(f):
-                try:
-                    expected = chunk_iter_set(ds)
-                except (RuntimeError, OSError, ValueError):
-                    continue  # HDF5 cannot list them: the scanner reports it, not ours to check
-                got = fast_set(ds)
-                if got is not None:
-                    assert got == expected, f"{path.name}{ds.name}"
-                    fast += 1
+    for f in corpus_h5_files():
+        for ds in chunked_datasets(f):
+            try:
+                expected = chunk_iter_set(ds)
+            except (RuntimeError, OSError, ValueError):
+                continue  # HDF5 cannot list them: the scanner reports it, not ours to check
+            got = fast_set(ds)
+            if got is not None:
+                assert got == expected, f"{f.filename}{ds.name}"
+                fast += 1
     assert fast > 0  # netCDF-4 files index chunks with version 1 B-trees
 
 

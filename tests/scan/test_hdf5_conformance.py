@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import zarr
 from fsspec.implementations.reference import ReferenceFileSystem
-from h5kit import assert_matches_h5
+from h5kit import CORPUS, CORPUS_FILES, assert_matches_h5
 
 import refzarr
 from refzarr import ReferenceStore, UnsupportedFeatureError
@@ -29,15 +29,6 @@ from refzarr.reader import ArrayReader
 from refzarr.scan import ScannedGroup
 from refzarr.scan.hdf5_dims import is_dimension_only, variable_name
 from roundtrip import open_zarr_group, reference_fs
-
-CORPUS = (Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files").resolve()
-CORPUS_FILES = sorted(
-    path
-    for kind in ("hdf5", "netcdf4")
-    if (CORPUS / kind).is_dir()
-    for path in (CORPUS / kind).iterdir()
-    if path.is_file()
-)
 
 ZARR_READ_LIMIT = 1000
 """Arrays of more chunks are read through zarr from JSON only (see `_compare`)."""
