@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from refzarr.codecs.chunk import ChunkDecoder
 from refzarr.errors import RefzarrError
 from refzarr.io import RangeReader
 from refzarr.model import INLINED, WHOLE_FILE, ManifestBlock, RefArray
 from refzarr.model.hierarchy import chunk_key
-from refzarr.reader.decode import ChunkDecoder
 
 __all__ = ["Failure", "Report", "check_decode", "check_ranges", "file_sizes"]
 

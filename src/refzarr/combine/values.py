@@ -6,9 +6,10 @@ Combine reads only small arrays, but of thousands of files, so the shape of the 
 (merged per file, fetched concurrently), inlined chunks need no I/O, and arrays stored
 without codecs in one chunk are decoded together by one ``numpy.frombuffer``.
 
-Importing `refzarr.io` and numcodecs from combine goes beyond DESIGN.md's table (combine:
-model only); both are imported here, on first use, because checking coordinate values and
-identical variables means reading them (issue 5), and the io layer is the batched reader.
+Importing `refzarr.io` and `refzarr.codecs` (the chunk decoder) from combine goes beyond
+DESIGN.md's table (combine: model only); both are imported here, on first use, because
+checking coordinate values and identical variables means reading them (issue 5), and the io
+layer is the batched reader.
 """
 
 from __future__ import annotations
@@ -138,18 +139,20 @@ def _only(raw: Raw) -> bytes | memoryview:
 
 def _assemble(meta: ArrayMeta, raw: Raw, name: str) -> np.ndarray[Any, Any]:
     """Decode every chunk and place its data part (chunk by chunk: for the unusual arrays)."""
-    from refzarr.combine.decode import decode_chunk, fill_of
+    from refzarr.codecs.chunk import ChunkDecoder, missing_value
 
     out = np.empty(meta.shape, dtype=meta.dtype)
     bounds = [meta.chunk_bounds(axis) for axis in range(meta.ndim)]
     grid = meta.grid_shape
-    fill = fill_of(meta)
+    fill = missing_value(meta)
+    decoder = ChunkDecoder(meta, name)
     for number, data in enumerate(raw):
         index = tuple(int(i) for i in np.unravel_index(number, grid)) if grid else ()
         region = tuple(slice(b[i], b[i + 1]) for b, i in zip(bounds, index, strict=True))
         if data is None:
             out[region] = fill
             continue
-        chunk = decode_chunk(meta, data, index, name)
+        key = f"{name}/{'.'.join(map(str, index)) or '0'}"
+        chunk = decoder.decode(data, key, meta.stored_chunk_shape(index))
         out[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
     return out

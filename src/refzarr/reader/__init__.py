@@ -1,7 +1,7 @@
 """Reading data through references: a fast array reader (and, built on it, a zarr Store and an
 xarray backend)."""
 
+from refzarr.codecs.chunk import ChunkDecoder
 from refzarr.reader.array import ArrayReader
-from refzarr.reader.decode import ChunkDecoder
 
 __all__ = ["ArrayReader", "ChunkDecoder"]

@@ -18,9 +18,9 @@ from typing import Any, overload
 
 import numpy as np
 
+from refzarr.codecs.chunk import ChunkDecoder, missing_value
 from refzarr.io import RangeReader
 from refzarr.model import INLINED, MISSING, WHOLE_FILE, RefArray
-from refzarr.reader.decode import ChunkDecoder
 from refzarr.reader.select import Axis, normalize_selection
 
 __all__ = ["ArrayReader"]
@@ -162,7 +162,7 @@ class ArrayReader:
         missing = np.flatnonzero(entries.path_id == MISSING)
         if not missing.size:
             return
-        value = _fill(self.array.meta.fill_value, out.dtype, self.array.meta.codecs)
+        value = missing_value(self.array.meta)
         if missing.size == len(entries.path_id):
             out[...] = value
             return
@@ -312,17 +312,6 @@ class _Decoding:
 def _place_batch(batch: list[tuple[_Job, int, bytes | memoryview]]) -> None:
     for job, row, data in batch:
         job.array.place(job, row, data)
-
-
-def _fill(fill_value: Any, dtype: np.dtype[Any], codecs: Sequence[Any]) -> Any:
-    """What an unwritten chunk holds: the fill value; with none, zeros (as Zarr v2 reads), and
-    for object arrays of strings or bytes the empty value of their codec."""
-    if fill_value is not None:
-        return fill_value
-    if dtype.kind == "O":
-        ids = {codec.get("id") for codec in codecs}
-        return b"" if "vlen-bytes" in ids else "" if "vlen-utf8" in ids else None
-    return np.zeros((), dtype=dtype)
 
 
 def _out_region(axes: Sequence[Axis], coords: Sequence[int]) -> tuple[slice, ...]:

@@ -1,4 +1,5 @@
-"""Decoding one stored chunk into a numpy array of its stored shape with the array's codecs."""
+"""Decoding one stored chunk into a numpy array of its stored shape with the array's codecs,
+and what a chunk never written reads as (shared by the reader, combine and the CLI)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 import numcodecs
 import numpy as np
 
+from refzarr.codecs.unshuffle import faster
 from refzarr.errors import ChunkDecodeError
 from refzarr.model import ArrayMeta
-from refzarr.reader.unshuffle import faster
 
-__all__ = ["ChunkDecoder"]
+__all__ = ["ChunkDecoder", "missing_value"]
 
 
 class ChunkDecoder:
@@ -92,3 +93,14 @@ class ChunkDecoder:
 
 def _text(key: str | Callable[[], str]) -> str:
     return key if isinstance(key, str) else key()
+
+
+def missing_value(meta: ArrayMeta) -> Any:
+    """What a chunk never written holds: the fill value; with none, zeros (as Zarr v2 reads),
+    and for object arrays of strings or bytes the empty value of their codec."""
+    if meta.fill_value is not None:
+        return meta.fill_value
+    if meta.dtype.kind == "O":
+        ids = {codec.get("id") for codec in meta.codecs}
+        return b"" if "vlen-bytes" in ids else "" if "vlen-utf8" in ids else None
+    return np.zeros((), dtype=meta.dtype)

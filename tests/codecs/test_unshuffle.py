@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numcodecs import Shuffle, Zlib
 
-from refzarr.reader.unshuffle import MAX_ELEMENT_SIZE, FastUnshuffle, faster
+from refzarr.codecs.unshuffle import MAX_ELEMENT_SIZE, FastUnshuffle, faster
 
 
 @given(st.integers(2, MAX_ELEMENT_SIZE), st.integers(0, 300), st.integers(0, 2**32 - 1))
