@@ -13,7 +13,7 @@ from h5py import h5ds
 from test_hdf5_attr_messages import _headers
 
 from refzarr.scan.hdf5_dims import _scale_name
-from refzarr.scan.hdf5_headers import header_address
+from refzarr.scan.hdf5_ohdr import header_address
 from refzarr.scan.hdf5_scale_names import UNKNOWN, ScaleNames
 from refzarr.scan.hdf5_unlimited import _only_scale
 

@@ -31,6 +31,7 @@ from refzarr.scan.hdf5_ohdr import (
     Read,
     Superblock,
     find_message,
+    header_address,
     read_superblock,
     undefined,
 )
@@ -166,15 +167,10 @@ def _btree_address(ds: h5py.Dataset, read: Read, sb: Superblock) -> int | None:
 
 
 def _header_address(ds: h5py.Dataset) -> int:
-    """The address of the dataset's object header.
-
-    ``H5Gget_objinfo`` gives it at once; ``h5o.get_info`` would also compute the size of
-    the chunk index (a walk of the whole tree).
-    """
+    """The address of the dataset's object header."""
     if not hasattr(h5py.h5g, "get_objinfo"):  # deprecated in HDF5
         raise _Mismatch("no H5Gget_objinfo")
-    low, high = h5py.h5g.get_objinfo(ds.id).objno
-    return int(low) | int(high) << (8 * struct.calcsize("L"))
+    return header_address(ds.id)
 
 
 def _empty(ndim: int) -> BtreeChunks:

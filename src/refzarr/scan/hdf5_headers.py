@@ -27,15 +27,15 @@ from refzarr.scan.hdf5_ohdr import (
     FormatMismatch,
     Read,
     Superblock,
+    header_address,
     read_header,
     read_superblock,
 )
 from refzarr.scan.hdf5_scale_users import ScaleUser, scale_users
 
-__all__ = ["ObjectHeaders", "header_address"]
+__all__ = ["ObjectHeaders"]
 
 _FALLBACK = (FormatMismatch, OSError, ValueError, IndexError, struct.error, ScanError)
-_LONG = 8 * struct.calcsize("L")
 
 
 class _Beyond(Exception):
@@ -138,10 +138,3 @@ def _checked(read: Read, file_size: int) -> Read:
         return data
 
     return checked
-
-
-def header_address(oid: Any) -> int:
-    """The address of an object's header (``H5Gget_objinfo``; ``h5o.get_info`` would also
-    walk a dataset's chunk index)."""
-    low, high = h5py.h5g.get_objinfo(oid).objno
-    return int(low) | int(high) << _LONG

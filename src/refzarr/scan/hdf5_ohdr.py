@@ -1,4 +1,4 @@
-"""Just enough of HDF5's superblock and object headers to find one message of an object.
+"""Just enough of HDF5's superblock and object headers to read an object's messages.
 
 Written from the HDF5 File Format Specification (superblock versions 0-3, object header
 versions 1 and 2 with their continuation blocks). Anything this module does not expect
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import h5py
 
 __all__ = [
     "CONTINUATION",
@@ -22,6 +24,8 @@ __all__ = [
     "Read",
     "Superblock",
     "find_message",
+    "header_address",
+    "objno_address",
     "read_header",
     "read_superblock",
     "undefined",
@@ -39,6 +43,7 @@ MAX_BLOCKS = 1024  # header continuation blocks followed at most (a damaged chai
 SHARED = 0x02
 """Message flag: the message lives elsewhere (a shared object header message)."""
 _SHARED = SHARED
+_LONG_BITS = 8 * struct.calcsize("L")  # objno holds two C longs
 
 
 class FormatMismatch(Exception):
@@ -92,31 +97,23 @@ def find_message(read: Read, sb: Superblock, address: int, wanted: int) -> bytes
     None when the header has no such message; `FormatMismatch` when it is shared (stored
     elsewhere) or the header is not as the specification describes.
     """
-    position = sb.base + address
-    prefix = read(position, 16)
-    if prefix[:4] == b"OHDR":
-        blocks = [_v2_first_block(read, position, prefix)]
-        version = 2
-        heading = 6 if prefix[5] & 0x04 else 4  # message creation order tracked
-    elif prefix[0] == 1:
-        (size,) = struct.unpack_from("<I", prefix, 8)
-        blocks = [read(position + 16, size)]
-        version, heading = 1, 8
-    else:
-        raise FormatMismatch("unknown object header version")
-    seen = 0
-    while blocks:
-        seen += 1
-        if seen > MAX_BLOCKS:
-            raise FormatMismatch("too many object header continuation blocks")
-        for kind, flags, body in _messages(blocks.pop(), heading):
-            if kind == wanted:
-                if flags & _SHARED:
-                    raise FormatMismatch("shared message")
-                return body
-            if kind == CONTINUATION:
-                blocks.append(_continuation(read, sb, body, version))
+    for message in read_header(read, sb, address, frozenset({wanted})).messages:
+        if message.flags & _SHARED:
+            raise FormatMismatch("shared message")
+        return message.body
     return None
+
+
+def objno_address(objno: tuple[int, int]) -> int:
+    """The object header address in HDF5's ``objno`` pair (``H5G_stat_t``: two C longs)."""
+    low, high = objno
+    return int(low) | int(high) << _LONG_BITS
+
+
+def header_address(oid: Any) -> int:
+    """The address of an object's header (``H5Gget_objinfo`` gives it at once;
+    ``h5o.get_info`` would also walk a dataset's chunk index)."""
+    return objno_address(h5py.h5g.get_objinfo(oid).objno)
 
 
 class Message(NamedTuple):
@@ -214,26 +211,6 @@ def _continuation(read: Read, sb: Superblock, body: bytes, version: int) -> byte
     if len(block) < 8 or block[:4] != b"OCHK":
         raise FormatMismatch("no OCHK signature")
     return block[4:-4]  # signature and checksum
-
-
-def _messages(block: bytes, heading: int) -> list[tuple[int, int, bytes]]:
-    """(type, flags, body) of each message in one header block.
-
-    ``heading`` is the size of a message's header: 8 in version 1 headers, 4 or 6 (with
-    creation order) in version 2 ones.
-    """
-    out = []
-    at = 0
-    end = len(block)
-    layout = "<HHB" if heading == 8 else "<BHB"
-    while at + heading <= end:  # a version 2 chunk may end in a gap shorter than a header
-        kind, size, flags = struct.unpack_from(layout, block, at)
-        at += heading
-        if at + size > end:
-            raise FormatMismatch("object header message runs past its block")
-        out.append((kind, flags, block[at : at + size]))
-        at += size
-    return out
 
 
 def _address(data: bytes, at: int, size: int) -> int:

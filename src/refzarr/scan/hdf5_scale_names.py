@@ -10,20 +10,19 @@ name is its name. Otherwise it says it does not know, and the caller asks HDF5.
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import h5py
 from h5py import h5d, h5g, h5o
 
 from refzarr.scan.hdf5_headers import ObjectHeaders
+from refzarr.scan.hdf5_ohdr import objno_address
 
 __all__ = ["UNKNOWN", "ScaleNames"]
 
 UNKNOWN: Any = object()
 """What `ScaleNames.first_scale` gives when it cannot tell."""
 
-_LONG = 8 * struct.calcsize("L")
 _HARD = frozenset({h5g.GROUP, h5g.DATASET, h5g.TYPE})
 
 
@@ -57,8 +56,7 @@ class ScaleNames:
                 continue
             if info.type not in _HARD:
                 continue
-            low, high = info.objno
-            address = int(low) | int(high) << _LONG
+            address = objno_address(info.objno)
             # a second link to one object (here or elsewhere): its name depends on the search
             unique = info.nlink == 1 and address not in self._links
             self._links[address] = name if unique else None
