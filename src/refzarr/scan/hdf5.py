@@ -20,6 +20,7 @@ from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
 from refzarr.scan.hdf5_array_type import unfold_array_type
 from refzarr.scan.hdf5_attrs import AttributeTable, read_attributes
 from refzarr.scan.hdf5_contiguous import check_chunk_bytes
+from refzarr.scan.hdf5_dataset import ScannedDataset
 from refzarr.scan.hdf5_dims import (
     PhonyDimensions,
     dimension_names,
@@ -288,7 +289,7 @@ def _open_member(group: h5py.Group, name: str) -> h5py.HLObject | None:
         return None
     kind = h5i.get_type(oid)
     if kind == h5i.DATASET:
-        return h5py.Dataset(oid, readonly=True)  # scanned files are always opened read-only
+        return ScannedDataset(oid, readonly=True)  # scanned files are always opened read-only
     if kind == h5i.GROUP:
         return h5py.Group(oid)
     return group.get(name)  # a named datatype: h5py's own object

@@ -49,6 +49,9 @@ _UNSUPPORTED_CLASSES = {
     h5t.VLEN: "variable-length sequences inside compound or array types are not supported",
 }
 
+_NEVER_ENUM = frozenset({h5t.INTEGER, h5t.FLOAT, h5t.STRING})
+"""Datatype classes whose h5py dtype never holds an enum mapping."""
+
 _HEAP_VALUES = (
     "such values live in the file's global heap, and zarr-python 3 cannot read structured "
     "dtypes with object fields"
@@ -145,7 +148,9 @@ def type_attributes(ds: h5py.Dataset, tid: h5t.TypeID | None = None) -> dict[str
     """Attributes describing the datatype beyond its dtype: enum mapping, opaque tag
     (``tid``: its datatype, when at hand)."""
     attrs: dict[str, Any] = {}
-    mapping = enum_mapping(ds)
+    tid = ds.id.get_type() if tid is None else tid
+    # ``ds.dtype`` is costly the first time; numbers and strings never carry a mapping
+    mapping = None if tid.get_class() in _NEVER_ENUM else enum_mapping(ds)
     if mapping is not None:
         attrs[ENUM_ATTR] = mapping
     tag = opaque_tag(ds, tid)

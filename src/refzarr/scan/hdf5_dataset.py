@@ -1,0 +1,38 @@
+"""An h5py dataset whose chunk shape, rank and maximum shape are asked of HDF5 once per scan.
+
+h5py asks HDF5 again on every ``ds.chunks``, ``ds.ndim`` and ``ds.maxshape`` (several µs
+each, more on a dataset just opened), and a scan asks them of each dataset a dozen times.
+None of them can change while a file is open read-only (and not for SWMR reading, which the
+scanner never does), as h5py itself assumes when it keeps ``ds.shape`` of such a file.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import h5py
+
+__all__ = ["ScannedDataset"]
+
+
+class ScannedDataset(h5py.Dataset):  # type: ignore[misc]  # h5py has no type information
+    """`h5py.Dataset` of a file opened read-only, with ``chunks``, ``ndim`` and ``maxshape``
+    read once."""
+
+    @cached_property
+    def chunks(self) -> tuple[int, ...] | None:
+        """The HDF5 chunk shape (None: not chunked)."""
+        chunks: tuple[int, ...] | None = super().chunks
+        return chunks
+
+    @cached_property
+    def ndim(self) -> int:
+        """The number of axes (0 for a scalar or null dataspace)."""
+        rank: int = super().ndim
+        return rank
+
+    @cached_property
+    def maxshape(self) -> tuple[int | None, ...] | None:
+        """The largest shape the dataset may grow to (None along unlimited axes)."""
+        maxshape: tuple[int | None, ...] | None = super().maxshape
+        return maxshape
