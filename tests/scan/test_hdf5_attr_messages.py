@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 from h5kit import CORPUS_FILES, corpus_h5_files, write_h5
-from h5py import h5g, h5p
+from h5py import h5a, h5ds, h5g, h5p, h5s, h5t
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -41,6 +41,8 @@ def _objects(f: h5py.File) -> list[h5py.HLObject]:
 def _check(header: HeaderAttributes, obj: h5py.HLObject) -> int:
     """Compare with h5py; the number of values read from the header."""
     assert header.names == list(obj.attrs)
+    if isinstance(obj, h5py.Dataset):
+        _check_scale(header, obj)
     read = 0
     for name in header.names:
         value = header.values[name]
@@ -48,6 +50,16 @@ def _check(header: HeaderAttributes, obj: h5py.HLObject) -> int:
             _assert_same(value, obj.attrs[name], name)
             read += 1
     return read
+
+
+def _check_scale(header: HeaderAttributes, ds: h5py.Dataset) -> None:
+    """What the header says of ``H5DSis_scale``, when it says something, is HDF5's answer."""
+    if header.dimension_scale is None:
+        assert "CLASS" in header.names
+        return
+    assert header.dimension_scale == h5ds.is_scale(ds.id), ds.name
+    table = AttributeTable(ds, header=header)
+    assert table.dimension_scale() == h5ds.is_scale(ds.id), ds.name
 
 
 def _group(f: h5py.File, name: str, *, tracked: bool, compact: bool) -> h5py.Group:
@@ -192,3 +204,52 @@ def test_file_with_a_user_block(tmp_path: Path) -> None:
             header = headers.attributes(obj.id)
             assert header is not None
             assert _check(header, obj) == 1
+
+
+_CLASS_VALUES = st.sampled_from(
+    [b"DIMENSION_SCALE", b"DIMENSION_SCAL", b"DIMENSION_SCALEX", b"DIM", b"", b"dimension_scale"]
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    _CLASS_VALUES,
+    st.integers(min_value=-1, max_value=3),
+    st.sampled_from([h5t.STR_NULLTERM, h5t.STR_NULLPAD, h5t.STR_SPACEPAD]),
+    st.sampled_from([h5t.CSET_ASCII, h5t.CSET_UTF8]),
+    st.sampled_from(["scalar", "one", "vlen", "int", "none", "make_scale"]),
+    st.sampled_from(["earliest", "latest"]),
+)
+def test_dimension_scale_class_as_hdf5_judges_it(
+    tmp_path: Path, value: bytes, extra: int, pad: int, cset: int, kind: str, libver: str
+) -> None:
+    """``CLASS`` attributes of every shape and type: the header's answer is HDF5's."""
+
+    def writer(f: h5py.File) -> None:
+        ds = f.create_dataset("d", data=np.arange(3))
+        if kind == "make_scale":
+            ds.make_scale(value.decode())
+        elif kind == "vlen":
+            ds.attrs["CLASS"] = value.decode()
+        elif kind == "int":
+            ds.attrs["CLASS"] = np.int32(len(value))
+        elif kind != "none":
+            tid = h5t.C_S1.copy()
+            size = max(1, len(value) + extra)
+            tid.set_size(size)
+            tid.set_strpad(pad)
+            tid.set_cset(cset)
+            space = h5s.create(h5s.SCALAR) if kind == "scalar" else h5s.create_simple((1,))
+            attr = h5a.create(ds.id, b"CLASS", tid, space)
+            data = value.ljust(size, b"\0")[:size]
+            attr.write(np.array(data if kind == "scalar" else [data], dtype=f"S{size}"), mtype=tid)
+
+    path = write_h5(tmp_path / "cls.h5", writer, libver=libver)
+    with h5py.File(path, "r") as f:
+        header = _headers(f).attributes(f["d"].id)
+        assert header is not None
+        _check_scale(header, f["d"])
+        if kind in ("none", "make_scale"):
+            assert header.dimension_scale is (kind == "make_scale")

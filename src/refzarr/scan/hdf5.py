@@ -249,7 +249,7 @@ class _Walk:
                 phony=self.phony,
                 where=where,
             )
-        shape = self.netcdf.shape(ds)  # unlimited dimensions at their netCDF length
+        shape = self.netcdf.shape(ds, table)  # unlimited dimensions at their netCDF length
         manifest = extend_to(ds, shape, chunks, manifest, where)
         complete = not bool((manifest.path_id == MISSING).any())
         meta = ArrayMeta(

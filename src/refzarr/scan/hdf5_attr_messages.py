@@ -62,6 +62,11 @@ class HeaderAttributes(NamedTuple):
     names: list[str]
     values: dict[str, Any]
     """The value of each attribute read here; `UNREAD` for those left to h5py."""
+    dimension_scale: bool | None = None
+    """What HDF5's ``H5DSis_scale`` says of the object when its attributes settle it: False
+    without a ``CLASS`` attribute, True with the one ``H5DSset_scale`` writes (the
+    null-terminated 16-byte scalar string ``DIMENSION_SCALE``); None otherwise (ask HDF5:
+    how it judges other ``CLASS`` values differs between its versions)."""
 
 
 class _Type(NamedTuple):
@@ -90,14 +95,35 @@ def attributes_of(
     """The attributes of ``messages`` (`attribute_messages`), in h5py's order: by creation
     order when ``tracked``, else by name."""
     found: list[tuple[Any, str, Any]] = []
+    scale: bool | None = False
     for body, order in messages:
         raw, value = _attribute(body, sb)
         found.append((order if tracked else raw, _name(raw), value))
+        if raw == b"CLASS":
+            scale = True if _scale_class(body) else None
     found.sort(key=lambda item: item[0])
     names = [name for _, name, _ in found]
     if len(set(names)) != len(names):
         raise FormatMismatch("an attribute name twice")
-    return HeaderAttributes(names, {name: value for _, name, value in found})
+    return HeaderAttributes(names, {name: value for _, name, value in found}, scale)
+
+
+_SCALE_CLASS = b"DIMENSION_SCALE\0"
+"""The value ``H5DSset_scale`` gives the ``CLASS`` attribute (a null-terminated string)."""
+
+
+def _scale_class(body: bytes) -> bool:
+    """Whether a ``CLASS`` attribute message holds exactly what ``H5DSset_scale`` writes."""
+    _, type_bytes, space_bytes, data_at, shared = attribute_fields(body)
+    if shared or len(type_bytes) < 8 or type_bytes[0] & 0x0F != 3:  # a fixed-length string
+        return False
+    if type_bytes[1] & 0x0F != _NULLTERM or struct.unpack_from("<I", type_bytes, 4)[0] != 16:
+        return False
+    scalar = len(space_bytes) >= 4 and (
+        (space_bytes[0] == 1 and space_bytes[1] == 0)
+        or (space_bytes[0] == 2 and space_bytes[3] == 0)
+    )
+    return scalar and body[data_at : data_at + 16] == _SCALE_CLASS
 
 
 def attribute_messages(

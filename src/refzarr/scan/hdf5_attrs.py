@@ -18,7 +18,7 @@ from typing import Any
 
 import h5py
 import numpy as np
-from h5py import h5, h5a, h5p, h5s, h5t
+from h5py import h5, h5a, h5ds, h5p, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.scan.hdf5_attr_messages import UNREAD, HeaderAttributes
@@ -80,7 +80,7 @@ class AttributeTable:
         when they could be: names and the values read there are taken from it.
     """
 
-    __slots__ = ("_id", "_obj", "_values", "names")
+    __slots__ = ("_id", "_obj", "_scale", "_values", "names")
 
     def __init__(
         self, obj: h5py.HLObject, plist: Any = None, header: HeaderAttributes | None = None
@@ -88,12 +88,14 @@ class AttributeTable:
         self._obj, self._id = obj, obj.id
         self.names: list[str]
         """The attribute names, in the order ``obj.attrs`` lists them."""
+        self._scale: bool | None = None
         if header is None:
             self._values: dict[str, Any] = {}
             self.names = _attribute_names(obj.id, plist)
         else:
             self._values = {k: v for k, v in header.values.items() if v is not UNREAD}
             self.names = header.names
+            self._scale = header.dimension_scale
 
     def __contains__(self, name: str) -> bool:
         return name in self.names
@@ -114,6 +116,15 @@ class AttributeTable:
         """Bytes the value of attribute ``name`` takes in the file (without reading it)."""
         size: int = h5a.open(self._id, name.encode("utf8")).get_storage_size()
         return size
+
+    def dimension_scale(self) -> bool:
+        """``h5ds.is_scale`` of the dataset, asked of HDF5 only when its attributes do not
+        settle it (HDF5 looks for a ``CLASS`` attribute first: without one, it is no scale)."""
+        if "CLASS" not in self.names:
+            return False
+        if self._scale is None:
+            self._scale = bool(h5ds.is_scale(self._id))
+        return self._scale
 
     def is_read(self, name: str) -> bool:
         """Whether the value of attribute ``name`` is at hand (reading it costs nothing)."""

@@ -105,7 +105,7 @@ def dimension_names(
     already read; ``scales``: the file's scale names found without HDF5, when at hand."""
     names: list[str] = []
     phonies: list[str] = []
-    own_scale = h5ds.is_scale(ds.id)
+    own_scale = h5ds.is_scale(ds.id) if attrs is None else attrs.dimension_scale()
     netcdf = _netcdf_dimension_names(ds, attrs) if own_scale and ds.ndim > 1 else None
     path = ds.name
     group = path.rpartition("/")[0]

@@ -20,7 +20,7 @@ from h5py import h5a, h5d, h5ds, h5i, h5r
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import MISSING, ChunkManifest
-from refzarr.scan.hdf5_attrs import get_attribute
+from refzarr.scan.hdf5_attrs import AttributeTable, get_attribute
 from refzarr.scan.hdf5_headers import ObjectHeaders
 from refzarr.scan.hdf5_scale_names import UNKNOWN, ScaleNames
 from refzarr.scan.hdf5_types import creation_plist
@@ -38,21 +38,24 @@ class NetcdfExtents:
     scale_names: ScaleNames | None = None
     """The file's scales found without HDF5's search (else `h5ds.iterate` finds them)."""
 
-    def shape(self, ds: h5py.Dataset) -> tuple[int, ...]:
-        """The dataset's shape as netCDF sees it (unlimited axes at their dimension's length)."""
+    def shape(self, ds: h5py.Dataset, attrs: AttributeTable | None = None) -> tuple[int, ...]:
+        """The dataset's shape as netCDF sees it (unlimited axes at their dimension's length;
+        ``attrs``: its attributes, when already read)."""
         maxshape = ds.maxshape or ()
         if None not in maxshape:
             return tuple(ds.shape)
         shape = list(ds.shape)
         for axis, limit in enumerate(maxshape):
             if limit is None:
-                length = self._dimension_length(ds, axis)
+                length = self._dimension_length(ds, axis, attrs)
                 if length is not None:
                     shape[axis] = max(shape[axis], length)
         return tuple(shape)
 
-    def _dimension_length(self, ds: h5py.Dataset, axis: int) -> int | None:
-        scale = _scale(ds, axis, self.scale_names)
+    def _dimension_length(
+        self, ds: h5py.Dataset, axis: int, attrs: AttributeTable | None
+    ) -> int | None:
+        scale = _scale(ds, axis, self.scale_names, attrs)
         if scale is None:
             return None
         key = scale.id
@@ -61,22 +64,34 @@ class NetcdfExtents:
         return self._lengths[key]
 
 
-def _scale(ds: h5py.Dataset, axis: int, names: ScaleNames | None = None) -> h5py.Dataset | None:
-    """The netCDF dimension scale of ``ds``'s axis (the dataset itself for a coordinate)."""
-    if h5ds.is_scale(ds.id):
-        candidate: h5py.Dataset | None = ds if axis == 0 else None
+def _scale(
+    ds: h5py.Dataset,
+    axis: int,
+    names: ScaleNames | None = None,
+    attrs: AttributeTable | None = None,
+) -> h5py.Dataset | None:
+    """The netCDF dimension scale of ``ds``'s axis (the dataset itself for a coordinate;
+    ``attrs``: its attributes, when already read)."""
+    if h5ds.is_scale(ds.id) if attrs is None else attrs.dimension_scale():
+        if axis != 0:
+            return None
+        has_id = h5a.exists(ds.id, _DIMID) if attrs is None else _DIMID.decode() in attrs
+        return ds if has_id else None
+    found = UNKNOWN if names is None else names.only_scale(ds, axis)
+    if found is UNKNOWN:
+        candidate = _only_scale(ds, axis)
+    elif found is None:
+        candidate = None
     else:
-        found = UNKNOWN if names is None else names.only_scale(ds, axis)
-        if found is UNKNOWN:
-            candidate = _only_scale(ds, axis)
-        elif found is None:
-            candidate = None
-        else:
-            h5ds.get_scale_name(found)  # as h5py's ``ds.dims[axis].values()``: fails if damaged
-            candidate = h5py.Dataset(found, readonly=True)
-    if candidate is None or not h5a.exists(candidate.id, b"_Netcdf4Dimid"):
+        h5ds.get_scale_name(found)  # as h5py's ``ds.dims[axis].values()``: fails if damaged
+        candidate = h5py.Dataset(found, readonly=True)
+    if candidate is None or not h5a.exists(candidate.id, _DIMID):
         return None
     return candidate
+
+
+_DIMID = b"_Netcdf4Dimid"
+"""The attribute netCDF-C gives a dimension scale: its dimension id."""
 
 
 def _only_scale(ds: h5py.Dataset, axis: int) -> h5py.Dataset | None:
