@@ -25,9 +25,11 @@ def _compare(f: h5py.File) -> tuple[int, int]:
 
     def walk(group: h5py.Group) -> None:
         members = list(group)
-        names.add_group(group, members)
+        addresses = names.add_group(group, members)
         for name in members:
             item = group.get(name)
+            if name in addresses:  # a hard link: the address of the object it opens
+                assert addresses[name] == header_address(item.id), name
             if isinstance(item, h5py.Group):
                 walk(item)
             elif isinstance(item, h5py.Dataset):

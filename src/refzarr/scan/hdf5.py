@@ -30,6 +30,7 @@ from refzarr.scan.hdf5_dims import (
 from refzarr.scan.hdf5_headers import ObjectHeaders
 from refzarr.scan.hdf5_layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5_links import follow_external_link
+from refzarr.scan.hdf5_ohdr import header_address
 from refzarr.scan.hdf5_scale_names import ScaleNames
 from refzarr.scan.hdf5_source import OpenSource, open_source
 from refzarr.scan.hdf5_types import creation_plist, fill_value, storage_dtype, type_attributes
@@ -109,7 +110,7 @@ class _Walk:
     options: Hdf5Scanner
     source: OpenSource
     skipped: list[Skipped] = field(default_factory=list)
-    arrays: dict[Any, RefArray] = field(default_factory=dict)
+    arrays: dict[int, RefArray] = field(default_factory=dict)
     phony: PhonyDimensions = field(default_factory=PhonyDimensions)
     netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
     headers: ObjectHeaders = field(init=False)
@@ -144,11 +145,12 @@ class _Walk:
         inside = ancestors | {group.id}
         members: dict[str, RefArray | RefGroup] = {}
         names = list(group)
-        self.scale_names.add_group(group, names)
+        addresses = self.scale_names.add_group(group, names)
         group_path = group.name  # asked once: h5py asks HDF5 each time
         for name in names:
             path = _join(group_path, name)
-            member = self.guarded(path, partial(self.member, group, name, inside, path))
+            address = addresses.get(name)
+            member = self.guarded(path, partial(self.member, group, name, inside, path, address))
             if member is not None:
                 members[variable_name(name, group)] = member
         table = AttributeTable(group, header=self.headers.attributes(group.id))
@@ -158,10 +160,15 @@ class _Walk:
         return RefGroup(attrs, members)
 
     def member(
-        self, group: h5py.Group, name: str, ancestors: frozenset[Any], path: str
+        self,
+        group: h5py.Group,
+        name: str,
+        ancestors: frozenset[Any],
+        path: str,
+        address: int | None = None,
     ) -> RefArray | RefGroup | None:
         """One link of a group (at ``path``): a subgroup, an array, or None (named
-        datatypes, dimensions)."""
+        datatypes, dimensions); ``address``: the header address of its object, when known."""
         if _is_external(group, name):
             return follow_external_link(
                 group.get(name, getlink=True),
@@ -171,7 +178,7 @@ class _Walk:
                 lambda source: _Walk(self.options, source, phony=self.phony),
                 self.skipped,
             )
-        item = _open_member(group, name)
+        item = _open_member(group, name, address)
         if item is None:
             raise UnsupportedFeatureError(f"{self.where(path, 'link')}: dangling soft link")
         if item.id.fileno != group.id.fileno:  # a soft link through an external link
@@ -187,12 +194,15 @@ class _Walk:
             return self.group(item, ancestors)
         if not isinstance(item, h5py.Dataset):
             return None
-        attrs = AttributeTable(item, creation_plist(item), self.headers.attributes(item.id))
+        header = self.headers.attributes(item.id, getattr(item, "header_address", None))
+        attrs = AttributeTable(item, creation_plist(item), header)
         return None if is_dimension_only(item, attrs) else self.array(item, path, attrs)
 
     def array(self, ds: h5py.Dataset, path: str, attrs: AttributeTable | None = None) -> RefArray:
         """A dataset as an array; one seen before under another name is not scanned again."""
-        seen = self.arrays.get(ds.id)
+        # one object, one header address (what h5py's ObjectID hash is built from, in a file)
+        key = ds.header_address if isinstance(ds, ScannedDataset) else header_address(ds.id)
+        seen = self.arrays.get(key)
         if seen is None:
             try:
                 seen = self.build_array(ds, path, AttributeTable(ds) if attrs is None else attrs)
@@ -205,7 +215,7 @@ class _Walk:
             # chunks of one HDF5 chunk index never share bytes; cut contiguous data may
             contiguous = ds.chunks is None
             self.source.check_within_file(seen.manifest, self.where(path), overlaps=contiguous)
-            self.arrays[ds.id] = seen
+            self.arrays[key] = seen
         return seen
 
     def build_array(self, ds: h5py.Dataset, path: str, table: AttributeTable) -> RefArray:
@@ -281,15 +291,19 @@ def _is_external(group: h5py.Group, name: str) -> bool:
     return bool(group.id.links.get_info(_encode(name)).type == h5l.TYPE_EXTERNAL)
 
 
-def _open_member(group: h5py.Group, name: str) -> h5py.HLObject | None:
-    """``group.get(name)`` for a hard or soft link (None when dangling), opened directly."""
+def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLObject | None:
+    """``group.get(name)`` for a hard or soft link (None when dangling), opened directly
+    (``address``: the header address of the object a hard link names, when known)."""
     try:
         oid = h5o.open(group.id, _encode(name))
     except KeyError:
         return None
     kind = h5i.get_type(oid)
     if kind == h5i.DATASET:
-        return ScannedDataset(oid, readonly=True)  # scanned files are always opened read-only
+        ds = ScannedDataset(oid, readonly=True)  # scanned files are always opened read-only
+        if address is not None:
+            ds.header_address = address
+        return ds
     if kind == h5i.GROUP:
         return h5py.Group(oid)
     return group.get(name)  # a named datatype: h5py's own object

@@ -1,4 +1,5 @@
-"""An h5py dataset whose chunk shape, rank and maximum shape are asked of HDF5 once per scan.
+"""An h5py dataset whose chunk shape, rank, maximum shape and header address are asked of
+HDF5 once per scan.
 
 h5py asks HDF5 again on every ``ds.chunks``, ``ds.ndim`` and ``ds.maxshape`` (several µs
 each, more on a dataset just opened), and a scan asks them of each dataset a dozen times.
@@ -12,12 +13,23 @@ from functools import cached_property
 
 import h5py
 
+from refzarr.scan.hdf5_ohdr import header_address
+
 __all__ = ["ScannedDataset"]
 
 
 class ScannedDataset(h5py.Dataset):  # type: ignore[misc]  # h5py has no type information
-    """`h5py.Dataset` of a file opened read-only, with ``chunks``, ``ndim`` and ``maxshape``
-    read once."""
+    """`h5py.Dataset` of a file opened read-only, with ``chunks``, ``ndim``, ``maxshape`` and
+    ``header_address`` read once.
+
+    ``header_address`` may be given at once (``ds.header_address = address``) by a caller
+    that knows it (from the link the dataset was opened by).
+    """
+
+    @cached_property
+    def header_address(self) -> int:
+        """The address of the dataset's object header (what identifies it in its file)."""
+        return header_address(self.id)
 
     @cached_property
     def chunks(self) -> tuple[int, ...] | None:
@@ -28,7 +40,8 @@ class ScannedDataset(h5py.Dataset):  # type: ignore[misc]  # h5py has no type in
     @cached_property
     def ndim(self) -> int:
         """The number of axes (0 for a scalar or null dataspace)."""
-        rank: int = super().ndim
+        shape = self.shape  # h5py keeps it for a file opened read-only
+        rank: int = super().ndim if shape is None else len(shape)
         return rank
 
     @cached_property

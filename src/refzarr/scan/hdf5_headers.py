@@ -65,11 +65,12 @@ class ObjectHeaders:
         self._messages: dict[int, tuple[list[tuple[bytes, int]], bool] | None] = {}
         """Attribute messages and whether creation order is tracked, by header address."""
 
-    def attributes(self, oid: Any) -> HeaderAttributes | None:
-        """The attributes of the object ``oid`` (a group or dataset id), or None: use h5py."""
+    def attributes(self, oid: Any, address: int | None = None) -> HeaderAttributes | None:
+        """The attributes of the object ``oid`` (a group or dataset id; ``address``: its
+        header's, when known), or None: use h5py."""
         sb = self._superblock_once()
         try:
-            found = None if sb is None else self._attribute_messages(header_address(oid), sb)
+            found = None if sb is None else self._attribute_messages(_at(oid, address), sb)
             return None if found is None or sb is None else attributes_of(*found, sb)
         except (*_FALLBACK, _Beyond):
             return None
@@ -84,12 +85,13 @@ class ObjectHeaders:
         except (*_FALLBACK, _Beyond):
             return None
 
-    def dimension_list(self, oid: Any) -> list[list[int]] | None:
+    def dimension_list(self, oid: Any, address: int | None = None) -> list[list[int]] | None:
         """The header addresses of the scales attached to each axis of the dataset ``oid``
-        (`dimension_list`; no axes when it has none), or None: use HDF5."""
+        (`dimension_list`; no axes when it has none; ``address``: its header's, when known),
+        or None: use HDF5."""
         sb = self._superblock_once()
         try:
-            found = None if sb is None else self._attribute_messages(header_address(oid), sb)
+            found = None if sb is None else self._attribute_messages(_at(oid, address), sb)
             if found is None or sb is None:
                 return None
             axes = dimension_list(self._read, sb, found[0])
@@ -124,6 +126,11 @@ class ObjectHeaders:
         at0 = self._read(0, len(SIGNATURE)) == SIGNATURE
         start = 0 if at0 else self._h5.id.get_create_plist().get_userblock()
         return read_superblock(self._read, start, self._size)
+
+
+def _at(oid: Any, address: int | None) -> int:
+    """The header address of ``oid``: ``address`` when known."""
+    return header_address(oid) if address is None else address
 
 
 def _checked(read: Read, file_size: int) -> Read:

@@ -45,8 +45,10 @@ class ScaleNames:
         self._dataset: Any = None
         self._scales: list[list[int]] | None = None
 
-    def add_group(self, group: h5py.Group, names: list[Any]) -> None:
-        """Learn the hard links of ``group`` (its member ``names``, as h5py lists them)."""
+    def add_group(self, group: h5py.Group, names: list[Any]) -> dict[str, int]:
+        """Learn the hard links of ``group`` (its member ``names``, as h5py lists them); the
+        header address of the object each hard link names."""
+        addresses: dict[str, int] = {}
         for name in names:
             if not isinstance(name, str):
                 continue  # a name h5py keeps as bytes: left to HDF5
@@ -56,11 +58,12 @@ class ScaleNames:
                 continue
             if info.type not in _HARD:
                 continue
-            address = objno_address(info.objno)
+            address = addresses[name] = objno_address(info.objno)
             # a second link to one object (here or elsewhere): its name depends on the search
             unique = info.nlink == 1 and address not in self._links
             self._links[address] = name if unique else None
             self._where.setdefault(address, (group.id, name.encode("utf8")))
+        return addresses
 
     def first_scale(self, ds: h5py.Dataset, axis: int) -> Any:
         """The name of the first scale attached to ``axis`` of ``ds`` (None: no scale), or
@@ -93,7 +96,8 @@ class ScaleNames:
     def _axis(self, ds: h5py.Dataset, axis: int) -> Any:
         """The addresses of the scales of ``axis`` of ``ds``, or `UNKNOWN`."""
         if self._dataset is not ds.id:
-            self._dataset, self._scales = ds.id, self._headers.dimension_list(ds.id)
+            address = getattr(ds, "header_address", None)  # a ScannedDataset knows it
+            self._dataset, self._scales = ds.id, self._headers.dimension_list(ds.id, address)
         scales = self._scales
         if scales is None or (scales and len(scales) != ds.ndim):
             return UNKNOWN
