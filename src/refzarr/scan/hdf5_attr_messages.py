@@ -34,6 +34,7 @@ __all__ = [
     "attribute_messages",
     "attributes_of",
     "dataspace_dims",
+    "dataspace_max_dims",
     "header_attributes",
 ]
 
@@ -293,6 +294,30 @@ def dataspace_dims(space: bytes, sb: Superblock) -> tuple[int, ...] | None:
     return tuple(
         int.from_bytes(space[at + k * width : at + (k + 1) * width], "little") for k in range(rank)
     )
+
+
+def dataspace_max_dims(
+    space: bytes, sb: Superblock
+) -> tuple[tuple[int, ...], tuple[int | None, ...]] | None:
+    """The dimensions and maximum dimensions (None: unlimited) of a simple or scalar
+    dataspace message, or None for a null or unknown one, or lengths of other than 8 bytes
+    (whose "unlimited" this reader does not decode)."""
+    dims = dataspace_dims(space, sb)
+    if dims is None or sb.length_size != 8:
+        return None
+    if not dims or not space[2] & 0x01:  # scalar, or no maximum dimensions stored
+        return dims, dims
+    at = (8 if space[0] == 1 else 4) + 8 * len(dims)
+    if len(space) < at + 8 * len(dims):
+        return None
+    limits = struct.unpack_from(f"<{len(dims)}Q", space, at)
+    if any(limit < dim for dim, limit in zip(dims, limits, strict=True)):
+        return None  # HDF5 never writes this: let it say what it makes of it
+    return dims, tuple(None if limit == _UNLIMITED else limit for limit in limits)
+
+
+_UNLIMITED = 2**64 - 1
+"""A maximum dimension of all bits set: unlimited (``H5S_UNLIMITED``)."""
 
 
 def _datatype(raw: bytes) -> _Type | None:

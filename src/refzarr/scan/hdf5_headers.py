@@ -1,4 +1,5 @@
-"""The object headers of an open HDF5 file read from its bytes: attributes, dimension scales.
+"""The object headers of an open HDF5 file read from its bytes: attributes, dimension scales,
+maximum shapes.
 
 The bytes come through the scan's ``read_range`` (the file object the scan opened: a plain
 file locally, fsspec's otherwise), which shows what HDF5 reads: the scanner opens files
@@ -20,9 +21,11 @@ from refzarr.scan.hdf5_attr_messages import (
     HeaderAttributes,
     attribute_messages,
     attributes_of,
+    dataspace_max_dims,
 )
 from refzarr.scan.hdf5_dimension_list import dimension_list
 from refzarr.scan.hdf5_ohdr import (
+    SHARED,
     SIGNATURE,
     FormatMismatch,
     Read,
@@ -34,6 +37,10 @@ from refzarr.scan.hdf5_ohdr import (
 from refzarr.scan.hdf5_scale_users import ScaleUser, scale_users
 
 __all__ = ["ObjectHeaders"]
+
+DATASPACE = 0x0001
+_KINDS = ATTRIBUTE_KINDS | {DATASPACE}
+"""The messages read from each header: where its attributes are, and its dataspace."""
 
 _FALLBACK = (FormatMismatch, OSError, ValueError, IndexError, struct.error, ScanError)
 
@@ -55,7 +62,7 @@ class ObjectHeaders:
         The file's size in bytes.
     """
 
-    __slots__ = ("_h5", "_messages", "_opened", "_read", "_sb", "_size")
+    __slots__ = ("_h5", "_messages", "_opened", "_read", "_sb", "_size", "_spaces")
 
     def __init__(self, h5: h5py.File, read_range: Read, size: int) -> None:
         self._h5, self._size = h5, size
@@ -64,6 +71,8 @@ class ObjectHeaders:
         self._sb: Superblock | None = None
         self._messages: dict[int, tuple[list[tuple[bytes, int]], bool] | None] = {}
         """Attribute messages and whether creation order is tracked, by header address."""
+        self._spaces: dict[int, bytes] = {}
+        """The dataspace message of each header read (that has an unshared one)."""
 
     def attributes(self, oid: Any, address: int | None = None) -> HeaderAttributes | None:
         """The attributes of the object ``oid`` (a group or dataset id; ``address``: its
@@ -99,13 +108,36 @@ class ObjectHeaders:
             return None
         return [] if axes is None else axes
 
+    def max_shape(
+        self, oid: Any, address: int | None, shape: tuple[int, ...] | None
+    ) -> tuple[int | None, ...] | None:
+        """The maximum shape of the dataset ``oid`` (None along unlimited axes; ``address``:
+        its header's, when known) when its header says it for a dataspace of ``shape`` (what
+        HDF5 says it is), else None: ask HDF5."""
+        sb = self._superblock_once()
+        if sb is None or shape is None:
+            return None
+        try:
+            address = _at(oid, address)
+            self._attribute_messages(address, sb)  # reads the header once, its dataspace too
+            space = self._spaces.get(address)
+            found = None if space is None else dataspace_max_dims(space, sb)
+        except (*_FALLBACK, _Beyond):
+            return None
+        if found is None or found[0] != shape:
+            return None
+        return found[1]
+
     def _attribute_messages(
         self, address: int, sb: Superblock
     ) -> tuple[list[tuple[bytes, int]], bool] | None:
         """The attribute messages of the header at ``address`` and whether it tracks their
         creation order (None: one is shared), read once per header."""
         if address not in self._messages:
-            header = read_header(self._read, sb, address, ATTRIBUTE_KINDS)
+            header = read_header(self._read, sb, address, _KINDS)
+            for message in header.messages:
+                if message.kind == DATASPACE and not message.flags & SHARED:
+                    self._spaces.setdefault(address, message.body)
             messages = attribute_messages(header, sb, self._read)
             found = None if messages is None else (messages, header.attribute_order_tracked)
             self._messages[address] = found

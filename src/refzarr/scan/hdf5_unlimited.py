@@ -41,7 +41,7 @@ class NetcdfExtents:
     def shape(self, ds: h5py.Dataset, attrs: AttributeTable | None = None) -> tuple[int, ...]:
         """The dataset's shape as netCDF sees it (unlimited axes at their dimension's length;
         ``attrs``: its attributes, when already read)."""
-        maxshape = ds.maxshape or ()
+        maxshape = self._max_shape(ds) or ()
         if None not in maxshape:
             return tuple(ds.shape)
         shape = list(ds.shape)
@@ -51,6 +51,12 @@ class NetcdfExtents:
                 if length is not None:
                     shape[axis] = max(shape[axis], length)
         return tuple(shape)
+
+    def _max_shape(self, ds: h5py.Dataset) -> tuple[int | None, ...] | None:
+        """``ds.maxshape``, from its object header when read there."""
+        address = getattr(ds, "header_address", None)  # a ScannedDataset knows it
+        found = None if self.headers is None else self.headers.max_shape(ds.id, address, ds.shape)
+        return ds.maxshape if found is None else found
 
     def _dimension_length(
         self, ds: h5py.Dataset, axis: int, attrs: AttributeTable | None
