@@ -253,3 +253,25 @@ def test_dimension_scale_class_as_hdf5_judges_it(
         _check_scale(header, f["d"])
         if kind in ("none", "make_scale"):
             assert header.dimension_scale is (kind == "make_scale")
+
+
+def test_values_parsed_once_per_process_stay_apart(tmp_path: Path) -> None:
+    """Scalars are parsed once for every file repeating them; arrays are never shared."""
+
+    def writer(f: h5py.File) -> None:
+        _write_attributes(f.create_group("g"))
+
+    path = write_h5(tmp_path / "twice.h5", writer)
+    with h5py.File(path, "r") as f:
+        first = _headers(f).attributes(f["g"].id)
+        second = _headers(f).attributes(f["g"].id)
+        assert first is not None
+        assert second is not None
+        assert _check(second, f["g"]) > 20
+        for name, value in first.values.items():
+            if isinstance(value, np.ndarray):
+                assert value is not second.values[name], name
+                value[...] = 0  # a caller changing its copy changes nobody else's
+        third = _headers(f).attributes(f["g"].id)
+        assert third is not None
+        assert _check(third, f["g"]) > 20

@@ -217,6 +217,27 @@ def attribute_fields(body: bytes) -> AttributeFields:
 
 def _attribute(body: bytes, sb: Superblock) -> tuple[bytes, Any]:
     """The raw name and the value (or `UNREAD`) of one attribute message."""
+    key = (body, sb.length_size)  # all a message's meaning depends on
+    found = _SCALARS.get(key)
+    if found is not None:
+        return found
+    found = _parse_attribute(body, sb)
+    if not isinstance(found[1], np.ndarray):  # immutable: numpy scalars, bytes, `UNREAD`
+        if len(_SCALARS) >= _MAX_SCALARS:
+            _SCALARS.clear()
+        _SCALARS[key] = found
+    return found
+
+
+_SCALARS: dict[tuple[bytes, int], tuple[bytes, Any]] = {}
+"""`_attribute` of the messages seen so far whose value is no array (the files of one
+collection repeat their attributes byte for byte: units, long names, fill values)."""
+
+_MAX_SCALARS = 4096
+"""Entries `_SCALARS` holds at most (it starts again when full)."""
+
+
+def _parse_attribute(body: bytes, sb: Superblock) -> tuple[bytes, Any]:
     name, type_bytes, space_bytes, data_at, shared = attribute_fields(body)
     if shared:
         return name, UNREAD

@@ -159,6 +159,7 @@ def read_header(
         layout, heading = (_V2_ORDERED, 6) if tracked else (_V2, 4)
     messages: list[Message] = []
     seen = 0
+    unpack = layout.unpack_from
     while blocks:
         seen += 1
         if seen > MAX_BLOCKS:
@@ -166,16 +167,16 @@ def read_header(
         block = blocks.pop()
         at, end = 0, len(block)
         while at + heading <= end:  # a version 2 block may end in a gap shorter than that
-            kind, size, flags, *order = layout.unpack_from(block, at)
+            fields = unpack(block, at)
+            kind, size = fields[0], fields[1]
             at += heading
             if at + size > end:
                 raise FormatMismatch("object header message runs past its block")
             if kind == CONTINUATION:
                 blocks.append(_continuation(read, sb, block[at : at + size], version))
             if kinds is None or kind in kinds:
-                messages.append(
-                    Message(kind, flags, block[at : at + size], order[0] if order else 0)
-                )
+                order = fields[3] if tracked else 0
+                messages.append(Message(kind, fields[2], block[at : at + size], order))
             at += size
     return Header(messages, tracked)
 
