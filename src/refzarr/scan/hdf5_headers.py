@@ -11,6 +11,7 @@ h5py. Each object's attribute messages are read once per scan.
 from __future__ import annotations
 
 import struct
+from functools import partial
 from typing import Any
 
 import h5py
@@ -28,6 +29,7 @@ from refzarr.scan.hdf5_ohdr import (
     SHARED,
     SIGNATURE,
     FormatMismatch,
+    Header,
     Read,
     Superblock,
     header_address,
@@ -62,7 +64,7 @@ class ObjectHeaders:
         The file's size in bytes.
     """
 
-    __slots__ = ("_h5", "_messages", "_opened", "_read", "_sb", "_size", "_spaces")
+    __slots__ = ("_h5", "_headers", "_messages", "_opened", "_read", "_sb", "_size", "_spaces")
 
     def __init__(self, h5: h5py.File, read_range: Read, size: int) -> None:
         self._h5, self._size = h5, size
@@ -73,6 +75,8 @@ class ObjectHeaders:
         """Attribute messages and whether creation order is tracked, by header address."""
         self._spaces: dict[int, bytes] = {}
         """The dataspace message of each header read (that has an unshared one)."""
+        self._headers: dict[int, Header] = {}
+        """The messages of each header read (`_KINDS`), by address."""
 
     def attributes(self, oid: Any, address: int | None = None) -> HeaderAttributes | None:
         """The attributes of the object ``oid`` (a group or dataset id; ``address``: its
@@ -84,13 +88,15 @@ class ObjectHeaders:
         except (*_FALLBACK, _Beyond):
             return None
 
-    def scale_users(self, oid: Any) -> list[ScaleUser] | None:
-        """The datasets the dimension scale ``oid`` is attached to (`scale_users`), or None:
-        use h5py."""
+    def scale_users(self, oid: Any, address: int | None = None) -> list[ScaleUser] | None:
+        """The datasets the dimension scale ``oid`` is attached to (`scale_users`; ``address``:
+        its header's, when known), or None: use h5py."""
         sb = self._superblock_once()
         try:
-            found = None if sb is None else self._attribute_messages(header_address(oid), sb)
-            return None if found is None or sb is None else scale_users(self._read, sb, found[0])
+            found = None if sb is None else self._attribute_messages(_at(oid, address), sb)
+            if found is None or sb is None:
+                return None
+            return scale_users(self._read, sb, found[0], partial(self._header, sb=sb))
         except (*_FALLBACK, _Beyond):
             return None
 
@@ -134,14 +140,22 @@ class ObjectHeaders:
         """The attribute messages of the header at ``address`` and whether it tracks their
         creation order (None: one is shared), read once per header."""
         if address not in self._messages:
-            header = read_header(self._read, sb, address, _KINDS)
-            for message in header.messages:
-                if message.kind == DATASPACE and not message.flags & SHARED:
-                    self._spaces.setdefault(address, message.body)
+            header = self._header(address, sb)
             messages = attribute_messages(header, sb, self._read)
             found = None if messages is None else (messages, header.attribute_order_tracked)
             self._messages[address] = found
         return self._messages[address]
+
+    def _header(self, address: int, sb: Superblock) -> Header:
+        """The messages of the header at ``address`` this reader uses (`_KINDS`), read once
+        per header (a scale's users are read for their dataspace, then for their attributes)."""
+        header = self._headers.get(address)
+        if header is None:
+            header = self._headers[address] = read_header(self._read, sb, address, _KINDS)
+            for message in header.messages:
+                if message.kind == DATASPACE and not message.flags & SHARED:
+                    self._spaces.setdefault(address, message.body)
+        return header
 
     def _superblock_once(self) -> Superblock | None:
         """The superblock (looked for on first use; None when not found)."""

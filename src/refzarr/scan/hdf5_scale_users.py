@@ -12,10 +12,11 @@ reference and one 32-bit integer, in a simple dataspace); anything else raises
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import NamedTuple
 
 from refzarr.scan.hdf5_attr_messages import attribute_fields, dataspace_dims
-from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Read, Superblock, read_header
+from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Header, Read, Superblock, read_header
 
 __all__ = ["ScaleUser", "scale_users"]
 
@@ -33,9 +34,15 @@ class ScaleUser(NamedTuple):
     axis: int
 
 
-def scale_users(read: Read, sb: Superblock, messages: list[tuple[bytes, int]]) -> list[ScaleUser]:
+def scale_users(
+    read: Read,
+    sb: Superblock,
+    messages: list[tuple[bytes, int]],
+    header_of: Callable[[int], Header] | None = None,
+) -> list[ScaleUser]:
     """The users in ``REFERENCE_LIST`` of a scale whose attribute messages are ``messages``
-    (`attribute_messages`; none when it has no such attribute)."""
+    (`attribute_messages`; none when it has no such attribute). ``header_of(address)``: the
+    messages of a header, at least its dataspace (None: read here)."""
     for body, _order in messages:
         fields = attribute_fields(body)
         if fields.name != REFERENCE_LIST:
@@ -55,17 +62,23 @@ def scale_users(read: Read, sb: Superblock, messages: list[tuple[bytes, int]]) -
             entry = data[k * size : (k + 1) * size]
             target = int.from_bytes(entry[ref_at : ref_at + o], "little")
             (axis,) = struct.unpack_from(axis_format, entry, axis_at)
-            users.append(ScaleUser(_shape(read, sb, target), axis))
+            users.append(ScaleUser(_shape(read, sb, target, header_of), axis))
         return users
     return []
 
 
-def _shape(read: Read, sb: Superblock, address: int) -> tuple[int, ...] | None:
+def _shape(
+    read: Read, sb: Superblock, address: int, header_of: Callable[[int], Header] | None
+) -> tuple[int, ...] | None:
     """The current dimensions of the dataset whose header is at ``address`` (None: not a
     dataset, or a null dataspace)."""
     if address == 0:
         raise FormatMismatch("a null reference")
-    for message in read_header(read, sb, address, _DATASPACE_ONLY).messages:
+    if header_of is None:
+        header = read_header(read, sb, address, _DATASPACE_ONLY)
+    else:
+        header = header_of(address)
+    for message in header.messages:
         if message.kind == DATASPACE:
             if message.flags & SHARED:
                 raise FormatMismatch("shared dataspace")

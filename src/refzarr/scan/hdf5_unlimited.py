@@ -114,7 +114,8 @@ def _only_scale(ds: h5py.Dataset, axis: int) -> h5py.Dataset | None:
 def _longest_user(scale: h5py.Dataset, headers: ObjectHeaders | None = None) -> int | None:
     """The longest extent, along the attached axis, of the scale and the datasets using it."""
     longest = int(scale.shape[0]) if scale.shape else 0
-    users = None if headers is None else headers.scale_users(scale.id)
+    address = getattr(scale, "header_address", None)  # a ScannedDataset knows it
+    users = None if headers is None else headers.scale_users(scale.id, address)
     if users is not None:  # read from the headers: what h5py's path below finds
         for shape, axis in users:
             if shape is not None and axis < len(shape):
