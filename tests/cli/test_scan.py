@@ -36,6 +36,10 @@ def test_options_reach_the_scanner(
     argv = ["scan", archive[0], "-o", out_path, "--format", "json", "--inline-threshold", "100"]
     assert _run(capsys, *argv)[0] == 0
     assert refzarr.read(out_path) == refzarr.scan(archive[0], inline_threshold=100)
+    argv = ["scan", archive[0], "-o", out_path, "--format", "json", "--inline-coordinates", "0"]
+    assert _run(capsys, *argv)[0] == 0
+    assert refzarr.read(out_path) == refzarr.scan(archive[0], inline_coordinates=0)
+    assert refzarr.read(out_path) != refzarr.scan(archive[0])
 
 
 @pytest.mark.parametrize("workers", [["--workers", "1"], ["--workers", "2"], []])

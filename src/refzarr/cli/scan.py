@@ -72,6 +72,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="keep chunks smaller than this in the reference set (default 0)",
     )
     parser.add_argument(
+        "--inline-coordinates",
+        type=non_negative_int,
+        metavar="BYTES",
+        help="hold dimension coordinates (time, lat, ...) of at most BYTES in the reference "
+        "set (default 65536; 0: reference them)",
+    )
+    parser.add_argument(
         "--skip-errors",
         action="store_true",
         help="leave out files that cannot be scanned (listed on stderr) instead of failing",
@@ -95,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if args.inline_threshold is not None:
         options["inline_threshold"] = args.inline_threshold
+    if args.inline_coordinates is not None:
+        options["inline_coordinates"] = args.inline_coordinates
     on_error: OnError = "skip" if args.skip_errors else "raise"
     with _Executor(args) as executor:
         results = scan_many(urls, executor=executor, on_error=on_error, **options)
