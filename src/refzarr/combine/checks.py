@@ -61,19 +61,24 @@ def certainly_alike(a: ArrayMeta, b: ArrayMeta) -> bool:
     """Whether two metas are equal field by field by Python equality: a fast check for
     the usual case of files written alike (False is no proof of a difference: NaN fill
     values, say, take the slow comparisons)."""
-    return a is b or (
+    if a is b:
+        return True
+    if not (
         a.shape == b.shape
         and a.chunks == b.chunks
-        and a.dtype == b.dtype
-        and a.order == b.order
+        and (a.dtype is b.dtype or a.dtype == b.dtype)
         and a.dimension_names == b.dimension_names
-        and a.rectilinear == b.rectilinear
+        and a.attributes.items() == b.attributes.items()
         and type(a.fill_value) is type(b.fill_value)
         and a.fill_value == b.fill_value
-        and len(a.codecs) == len(b.codecs)
-        and all(x.items() == y.items() for x, y in zip(a.codecs, b.codecs, strict=True))
-        and a.attributes.items() == b.attributes.items()
-    )
+        and a.order == b.order
+        and a.rectilinear == b.rectilinear
+    ):
+        return False
+    codecs = b.codecs
+    if len(a.codecs) != len(codecs):
+        return False
+    return all(codec.items() == codecs[k].items() for k, codec in enumerate(a.codecs))
 
 
 def _fields(meta: ArrayMeta, fixed_axes: Sequence[int], skip_units: bool) -> dict[str, Any]:

@@ -117,7 +117,7 @@ def _fingerprint_classes(arrays: Sequence[RefArray]) -> dict[Any, list[int]]:
 
 def _entries(manifest: ChunkManifest) -> tuple[Any, ...] | None:
     """The chunk entries of a one-block manifest (None for more blocks: no fast path)."""
-    if manifest.nblocks != 1:
+    if manifest.nchunks > manifest.block_size:  # more than one block
         return None
     block = manifest.block(0)
     inlined = block.inlined
