@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -79,7 +80,44 @@ class ManifestBlock:
     def __reduce__(self) -> tuple[Any, ...]:
         # rebuilt through the constructor: validated, columns read-only again, inlined a proxy
         columns = (self.path_id, self.offset, self.length)
-        return (ManifestBlock, (self.start, self.paths, *columns, dict(self.inlined)))
+        return (_unpickled_block, (self.start, self.paths, *columns, dict(self.inlined)))
+
+
+def _unpickled_block(
+    start: int,
+    paths: tuple[str, ...],
+    path_id: IntArray,
+    offset: UIntArray,
+    length: UIntArray,
+    inlined: dict[int, bytes],
+) -> ManifestBlock:
+    """A block from a pickle, its larger inlined chunks shared with equal ones unpickled
+    recently: the ``lat`` / ``lon`` every file of a scan_many holds are kept once."""
+    shared = {number: _share(data) for number, data in inlined.items()}
+    return ManifestBlock(start, paths, path_id, offset, length, shared)
+
+
+SHARED_MIN_BYTES = 1024
+"""Inlined chunks of at least this many bytes are shared between unpickled blocks."""
+
+_SHARED_COUNT = 64
+_recent: OrderedDict[bytes, bytes] = OrderedDict()
+_recent_lock = threading.Lock()
+
+
+def _share(data: bytes) -> bytes:
+    """``data``, or an equal bytes object kept from a recent unpickling."""
+    if len(data) < SHARED_MIN_BYTES or type(data) is not bytes:
+        return data
+    with _recent_lock:
+        found = _recent.get(data)
+        if found is not None:
+            _recent.move_to_end(found)
+            return found
+        _recent[data] = data
+        if len(_recent) > _SHARED_COUNT:
+            _recent.popitem(last=False)
+    return data
 
 
 class ManifestSource(Protocol):
