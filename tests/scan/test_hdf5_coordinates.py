@@ -173,3 +173,9 @@ def test_loaded_values_equal_h5py(
     assert node.meta.dtype == np.dtype(dtype)
     with h5py.File(path) as f:
         assert_matches_h5(np.frombuffer(node.manifest[0], node.meta.dtype), f["x"][()], "x")
+
+
+def test_equal_loaded_coordinates_are_held_once(tmp_path: Path) -> None:
+    paths = [_write_day(tmp_path / f"day{k}.nc", nlat=400) for k in range(3)]
+    lats = [array(refzarr.scan(str(p)), "lat").manifest[0] for p in paths]
+    assert lats[0] is lats[1] is lats[2]  # 1,600 bytes each: one object for the archive

@@ -83,7 +83,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--storage-options",
         type=json_object,
         metavar="JSON",
-        help='fsspec options for the files, as JSON or @FILE (e.g. \'{"anon": true}\'); '
+        help="fsspec options for the files, as JSON or @FILE (e.g. '{\"anon\": true}'); "
         "also for OUT when it uses the same protocol",
     )
     parser.add_argument(

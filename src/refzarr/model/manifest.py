@@ -36,6 +36,7 @@ __all__ = [
     "ChunkRef",
     "ManifestBlock",
     "ManifestSource",
+    "share_bytes",
 ]
 
 MISSING = -1
@@ -93,20 +94,21 @@ def _unpickled_block(
 ) -> ManifestBlock:
     """A block from a pickle, its larger inlined chunks shared with equal ones unpickled
     recently: the ``lat`` / ``lon`` every file of a scan_many holds are kept once."""
-    shared = {number: _share(data) for number, data in inlined.items()}
+    shared = {number: share_bytes(data) for number, data in inlined.items()}
     return ManifestBlock(start, paths, path_id, offset, length, shared)
 
 
 SHARED_MIN_BYTES = 1024
-"""Inlined chunks of at least this many bytes are shared between unpickled blocks."""
+"""Inlined chunks of at least this many bytes are shared (`share_bytes`)."""
 
 _SHARED_COUNT = 64
 _recent: OrderedDict[bytes, bytes] = OrderedDict()
 _recent_lock = threading.Lock()
 
 
-def _share(data: bytes) -> bytes:
-    """``data``, or an equal bytes object kept from a recent unpickling."""
+def share_bytes(data: bytes) -> bytes:
+    """``data``, or an equal bytes object met recently (kept once in memory: the loaded
+    ``lat`` of every file of an archive, unpickled or scanned in this process)."""
     if len(data) < SHARED_MIN_BYTES or type(data) is not bytes:
         return data
     with _recent_lock:

@@ -21,6 +21,7 @@ import numpy as np
 from refzarr.codecs.chunk import decode_whole
 from refzarr.errors import RefzarrError
 from refzarr.model import INLINED, WHOLE_FILE, ChunkManifest, RefArray
+from refzarr.model.manifest import share_bytes
 
 __all__ = ["DEFAULT_COORDINATE_BYTES", "check_coordinate_bytes", "load_coordinate"]
 
@@ -80,7 +81,7 @@ def load_coordinate(
         return array
     empty = np.zeros(1, np.uint64)
     manifest = ChunkManifest.from_arrays(
-        (), np.array([INLINED]), empty, empty, {(0,): values.tobytes()}
+        (), np.array([INLINED]), empty, empty, {(0,): share_bytes(values.tobytes())}
     )
     return RefArray(meta.replace(chunks=meta.shape, codecs=()), manifest)
 
