@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -36,6 +38,10 @@ def test_options_reach_the_scanner(
     argv = ["scan", archive[0], "-o", out_path, "--format", "json", "--inline-threshold", "100"]
     assert _run(capsys, *argv)[0] == 0
     assert refzarr.read(out_path) == refzarr.scan(archive[0], inline_threshold=100)
+    argv = ["scan", archive[0], "-o", out_path, "--format", "json", "--inline-coordinates", "0"]
+    assert _run(capsys, *argv)[0] == 0
+    assert refzarr.read(out_path) == refzarr.scan(archive[0], inline_coordinates=0)
+    assert refzarr.read(out_path) != refzarr.scan(archive[0])
 
 
 @pytest.mark.parametrize("workers", [["--workers", "1"], ["--workers", "2"], []])
@@ -139,3 +145,57 @@ def test_concat_dims_split_on_commas() -> None:
 
     assert _names(["time", "member, level", ""]) == ["time", "member", "level"]
     assert np.array_equal(_names([]), [])
+
+
+@pytest.mark.parametrize("as_file", [False, True], ids=["json", "@file"])
+def test_storage_options_reach_files_and_output(
+    capsys: pytest.CaptureFixture[str],
+    archive: list[Path],
+    tmp_path: Path,
+    s3: tuple[str, dict[str, Any]],
+    as_file: bool,
+) -> None:
+    import fsspec
+
+    bucket, options = s3
+    fs = fsspec.filesystem("s3", skip_instance_cache=True, **options)
+    for path in archive:
+        fs.put_file(str(path), f"{bucket}/days/{path.name}")
+    text = json.dumps(options)
+    if as_file:
+        (tmp_path / "options.json").write_text(text)
+        text = f"@{tmp_path / 'options.json'}"
+    out_url = f"s3://{bucket}/all.json"
+    argv = ["scan", f"s3://{bucket}/days/air_*.nc", "--concat-dim", "time", "-o", out_url]
+    status, out, err = _run(capsys, *argv, "--storage-options", text, "--workers", "1")
+    assert (status, err) == (0, "")
+    assert out == f"{out_url}: 4 files along time\n"
+    refs = refzarr.read(out_url, storage_options=options)
+    with (
+        refzarr.open_dataset(refs, storage_options=options) as ours,
+        xr.open_mfdataset(archive, combine="by_coords") as theirs,
+    ):
+        xr.testing.assert_identical(ours.load(), theirs.load())
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("{nope", "not JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ("@/no/such.json", "cannot read"),
+    ],
+)
+def test_bad_storage_options_are_usage_errors(
+    capsys: pytest.CaptureFixture[str],
+    archive: list[Path],
+    tmp_path: Path,
+    given: str,
+    message: str,
+) -> None:
+    out_path = tmp_path / "never.json"
+    with pytest.raises(SystemExit) as exited:
+        main(["scan", str(archive[0]), "-o", str(out_path), "--storage-options", given])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not out_path.exists()

@@ -38,11 +38,15 @@ def _mf(paths: list[Path], **kwargs: object) -> xr.Dataset:
         return ds.load()
 
 
-@pytest.mark.parametrize("inline", [0, 10_000])
-def test_concat_along_time_sorts_files(tmp_path: Path, inline: int) -> None:
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"inline_coordinates": 0}, {"inline_threshold": 10_000}],
+    ids=["defaults", "coordinates-referenced", "all-inlined"],
+)
+def test_concat_along_time_sorts_files(tmp_path: Path, options: dict[str, int]) -> None:
     paths = _days(tmp_path, 4, chunks={"air": (1, 4, 5)})
     shuffled = [paths[2], paths[0], paths[3], paths[1]]
-    combined = refzarr.combine(scan_all(shuffled, inline_threshold=inline), concat_dims="time")
+    combined = refzarr.combine(scan_all(shuffled, **options), concat_dims="time")
     assert_same_dataset(combined, _mf(paths), tmp_path)
     time = combined["time"]
     assert isinstance(time, RefArray)

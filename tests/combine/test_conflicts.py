@@ -33,9 +33,10 @@ def _pair(
     return [a, b]
 
 
-def _raises(paths: list[Path], pattern: str, **kwargs: Any) -> str:
+def _raises(paths: list[Path], pattern: str, inline_coordinates: int = 2**16, **kwargs: Any) -> str:
+    groups = scan_all(paths, inline_coordinates=inline_coordinates)
     with pytest.raises(IncompatibleError, match=pattern) as raised:
-        refzarr.combine(scan_all(paths), concat_dims=kwargs.pop("dims", "time"), **kwargs)
+        refzarr.combine(groups, concat_dims=kwargs.pop("dims", "time"), **kwargs)
     message = str(raised.value)
     return message
 
@@ -129,9 +130,12 @@ def test_dimension_names_differ(tmp_path: Path) -> None:
     _names_both(message, paths)
 
 
-def test_identical_variable_differs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("loaded", [True, False], ids=["loaded", "referenced"])
+def test_identical_variable_differs(tmp_path: Path, loaded: bool) -> None:
     paths = _pair(tmp_path, lambda ds: ds.assign_coords(lat=ds.lat + 0.5))
-    message = _raises(paths, r"variable 'lat' must be identical in every file, but its values")
+    options = {} if loaded else {"inline_coordinates": 0}
+    pattern = r"variable 'lat' must be identical in every file, but its values"
+    message = _raises(paths, pattern, **options)
     _names_both(message, paths)
     assert "first at index (0,)" in message
     # compat="override" takes the first file's without reading
@@ -139,9 +143,10 @@ def test_identical_variable_differs(tmp_path: Path) -> None:
     assert combined["lat"] == scan_all(paths[:1])[0]["lat"]
 
 
-def test_identical_values_stored_differently_are_identical(tmp_path: Path) -> None:
+@pytest.mark.parametrize("limit", [2**16, 0], ids=["loaded", "referenced"])
+def test_identical_values_stored_differently_are_identical(tmp_path: Path, limit: int) -> None:
     paths = _pair(tmp_path, encoding_b={"lat": {"zlib": True}, "lon": {"chunksizes": (2,)}})
-    combined = refzarr.combine(scan_all(paths), concat_dims="time")
+    combined = refzarr.combine(scan_all(paths, inline_coordinates=limit), concat_dims="time")
     np.testing.assert_array_equal(refzarr.open_dataset(combined)["lat"], daily("2000", 1).lat)
 
 

@@ -235,6 +235,23 @@ def test_manifest_pickles_and_stays_read_only() -> None:
         copy.block(0).inlined[0] = b""
 
 
+def test_unpickled_manifests_share_equal_large_inlined_chunks() -> None:
+    """Every file of a scan_many holds the same loaded ``lat``: the parent keeps it once."""
+    large, small = bytes(range(256)) * 8, b"\x01\x02"
+    manifests = [
+        ChunkManifest.from_arrays([], [-2, -2], [0, 0], [0, 0], {(0,): large, (1,): small})
+        for _ in range(3)
+    ]
+    copies = [pickle.loads(pickle.dumps(m)) for m in manifests]  # one pickle each
+    assert copies == manifests
+    assert copies[0][0] == large
+    assert copies[0][0] is copies[1][0] is copies[2][0]
+    assert copies[0][1] == small
+    other = bytes(reversed(large))
+    changed = ChunkManifest.from_arrays([], [-2], [0], [0], {(0,): other})
+    assert pickle.loads(pickle.dumps(changed))[0] == other
+
+
 # -- equality -----------------------------------------------------------------------------------
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Literal
+import json
+from typing import Any, Literal
 
 from refzarr.errors import RefFormatError, RefzarrError
 from refzarr.formats.api import format_from_suffix
@@ -16,6 +17,7 @@ __all__ = [
     "CommandFailed",
     "UsageError",
     "format_of",
+    "json_object",
     "non_negative_int",
     "positive_int",
 ]
@@ -54,6 +56,24 @@ def _int_at_least(text: str, minimum: int, what: str) -> int:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if value < minimum:
         raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+    return value
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """An argparse type: a JSON object (``'{"anon": true}'``), or ``@FILE`` holding one."""
+    source = text
+    if text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as f:
+                source = f.read()
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(f"cannot read {text[1:]}: {exc.strerror}") from None
+    try:
+        value = json.loads(source)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {text!r}")
     return value
 
 

@@ -14,6 +14,7 @@ from refzarr.cli.common import (
     CommandFailed,
     UsageError,
     format_of,
+    json_object,
     non_negative_int,
     positive_int,
 )
@@ -72,6 +73,20 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="keep chunks smaller than this in the reference set (default 0)",
     )
     parser.add_argument(
+        "--inline-coordinates",
+        type=non_negative_int,
+        metavar="BYTES",
+        help="hold dimension coordinates (time, lat, ...) of at most BYTES in the reference "
+        "set (default 65536; 0: reference them)",
+    )
+    parser.add_argument(
+        "--storage-options",
+        type=json_object,
+        metavar="JSON",
+        help="fsspec options for the files, as JSON or @FILE (e.g. '{\"anon\": true}'); "
+        "also for OUT when it uses the same protocol",
+    )
+    parser.add_argument(
         "--skip-errors",
         action="store_true",
         help="leave out files that cannot be scanned (listed on stderr) instead of failing",
@@ -91,10 +106,13 @@ def run(args: argparse.Namespace) -> int:
     chosen = format_of(args.output, args.format)
     concat_dims = _names(args.concat_dim)
     coords = _coord_regexes(args.coord_regex, concat_dims)
-    urls = expand_sources(args.sources)
-    options: dict[str, Any] = {}
+    storage = args.storage_options
+    urls = expand_sources(args.sources, storage)
+    options: dict[str, Any] = {} if storage is None else {"storage_options": storage}
     if args.inline_threshold is not None:
         options["inline_threshold"] = args.inline_threshold
+    if args.inline_coordinates is not None:
+        options["inline_coordinates"] = args.inline_coordinates
     on_error: OnError = "skip" if args.skip_errors else "raise"
     with _Executor(args) as executor:
         results = scan_many(urls, executor=executor, on_error=on_error, **options)
@@ -104,8 +122,9 @@ def run(args: argparse.Namespace) -> int:
     if len(results) == 1:
         group: RefGroup = results[0]
     else:
-        group = _combine(results, concat_dims, _names(args.identical_dim), coords)
-    write(group, args.output, format=chosen)
+        group = _combine(results, concat_dims, _names(args.identical_dim), coords, storage)
+    same = storage is not None and _protocol(str(args.output)) == _protocol(urls[0])
+    write(group, args.output, format=chosen, storage_options=storage if same else None)
     skipped = f", {len(results.errors):,} skipped" if results.errors else ""
     along = f" along {', '.join(concat_dims)}" if len(results) > 1 and concat_dims else ""
     print(f"{args.output}: {plural(len(results), 'file')}{along}{skipped}")
@@ -139,6 +158,7 @@ def _combine(
     concat_dims: list[str],
     identical_dims: list[str],
     coords: dict[str, tuple[str, str]],
+    storage_options: dict[str, Any] | None,
 ) -> RefGroup:
     from refzarr.combine import combine
 
@@ -148,7 +168,13 @@ def _combine(
         identical_dims=identical_dims or None,
         coords=coords or None,
         urls=results.urls,
+        storage_options=storage_options,
     )
+
+
+def _protocol(url: str) -> str:
+    """``s3`` for ``s3://b/k``; ``file`` for a local path."""
+    return url.split("://", 1)[0] if "://" in url else "file"
 
 
 def _report_skipped(results: ScanResults) -> None:

@@ -4,7 +4,7 @@ and what a chunk never written reads as (shared by the reader, combine and the C
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numcodecs
@@ -14,7 +14,7 @@ from refzarr.codecs.unshuffle import faster
 from refzarr.errors import ChunkDecodeError
 from refzarr.model import ArrayMeta
 
-__all__ = ["ChunkDecoder", "missing_value"]
+__all__ = ["ChunkDecoder", "decode_whole", "missing_value"]
 
 
 class ChunkDecoder:
@@ -104,3 +104,40 @@ def missing_value(meta: ArrayMeta) -> Any:
         ids = {codec.get("id") for codec in meta.codecs}
         return b"" if "vlen-bytes" in ids else "" if "vlen-utf8" in ids else None
     return np.zeros((), dtype=meta.dtype)
+
+
+def decode_whole(
+    meta: ArrayMeta, stored: Sequence[bytes | memoryview | None], name: str
+) -> np.ndarray[Any, Any]:
+    """The whole value of a (small) array from the stored bytes of each of its chunks.
+
+    Parameters
+    ----------
+    meta
+        The array's metadata (regular or rectilinear grid).
+    stored
+        One entry per chunk in C order of the chunk grid: its stored bytes, or None for a
+        chunk never written (read as `missing_value`).
+    name
+        The array's path, named in errors.
+
+    Raises
+    ------
+    ChunkDecodeError
+        When a chunk does not decode (names its key).
+    """
+    out = np.empty(meta.shape, dtype=meta.dtype)
+    bounds = [meta.chunk_bounds(axis) for axis in range(meta.ndim)]
+    grid = meta.grid_shape
+    fill = missing_value(meta)
+    decoder = ChunkDecoder(meta, name)
+    for number, data in enumerate(stored):
+        index = tuple(int(i) for i in np.unravel_index(number, grid)) if grid else ()
+        region = tuple(slice(b[i], b[i + 1]) for b, i in zip(bounds, index, strict=True))
+        if data is None:
+            out[region] = fill
+            continue
+        key = f"{name}/{'.'.join(map(str, index)) or '0'}"
+        chunk = decoder.decode(data, key, meta.stored_chunk_shape(index))
+        out[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
+    return out

@@ -166,11 +166,15 @@ def _parse_groups(groups: Sequence[RefGroup]) -> tuple[RefGroup, ...]:
 
 
 def _structure(group: RefGroup) -> tuple[Any, ...]:
-    """What a group holds (member names, recursively), in name order."""
+    """What a group holds (member names, recursively), in name order: its sorted names when
+    it holds arrays only (the usual case), else ``(name, structure or None)`` pairs."""
+    members = group.members
+    if not any(isinstance(m, RefGroup) for m in members.values()):
+        return tuple(sorted(members))
     return tuple(
         sorted(
             (name, _structure(m) if isinstance(m, RefGroup) else None)
-            for name, m in group.members.items()
+            for name, m in members.items()
         )
     )
 

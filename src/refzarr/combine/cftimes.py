@@ -46,10 +46,13 @@ def reencode_times(
     """
     first_units = str(attributes[0]["units"]).strip()
     first_calendar = calendar_of(attributes[0])
-    groups: dict[tuple[str, str], list[int]] = {}
+    given: dict[tuple[Any, Any], list[int]] = {}  # as written first: one lookup per file
     for k, attrs in enumerate(attributes):
-        key = (str(attrs.get("units", "")).strip(), calendar_of(attrs))
-        groups.setdefault(key, []).append(k)
+        given.setdefault((attrs.get("units", ""), attrs.get("calendar")), []).append(k)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for (units, _), members in given.items():
+        key = (str(units).strip(), calendar_of(attributes[members[0]]))
+        groups.setdefault(key, []).extend(members)
     calendars = {calendar for _, calendar in groups}
     if len(calendars) > 1:
         by_calendar = {

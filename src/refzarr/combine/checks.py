@@ -13,7 +13,7 @@ from refzarr.model import MISSING, ArrayMeta, RefArray
 from refzarr.model.dtypes import encode_fill_value
 from refzarr.model.frozen import json_identity, thaw_json
 
-__all__ = ["CHECKED_ATTRIBUTES", "check_same", "combined_fill", "quick_key"]
+__all__ = ["CHECKED_ATTRIBUTES", "certainly_alike", "check_same", "combined_fill", "quick_key"]
 
 CHECKED_ATTRIBUTES = (
     "scale_factor",
@@ -47,14 +47,38 @@ def quick_key(meta: ArrayMeta, fixed_axes: Sequence[int], skip_units: bool = Fal
     checked = _CHECKED_NOT_UNITS if skip_units else _CHECKED
     return (
         meta.dtype,
-        tuple(tuple(codec.items()) for codec in meta.codecs),
+        tuple([tuple(codec.items()) for codec in meta.codecs]),
         meta.order,
         meta.dimension_names,
         tuple(meta.shape[a] for a in fixed_axes),
         tuple(meta.chunks[a] for a in fixed_axes),
         tuple(None if rect is None else rect[a] for a in fixed_axes),
-        tuple((name, attrs[name]) for name in attrs if name in checked),
+        tuple([item for item in attrs.items() if item[0] in checked]),
     )
+
+
+def certainly_alike(a: ArrayMeta, b: ArrayMeta) -> bool:
+    """Whether two metas are equal field by field by Python equality: a fast check for
+    the usual case of files written alike (False is no proof of a difference: NaN fill
+    values, say, take the slow comparisons)."""
+    if a is b:
+        return True
+    if not (
+        a.shape == b.shape
+        and a.chunks == b.chunks
+        and (a.dtype is b.dtype or a.dtype == b.dtype)
+        and a.dimension_names == b.dimension_names
+        and a.attributes.items() == b.attributes.items()
+        and type(a.fill_value) is type(b.fill_value)
+        and a.fill_value == b.fill_value
+        and a.order == b.order
+        and a.rectilinear == b.rectilinear
+    ):
+        return False
+    codecs = b.codecs
+    if len(a.codecs) != len(codecs):
+        return False
+    return all(codec.items() == codecs[k].items() for k, codec in enumerate(a.codecs))
 
 
 def _fields(meta: ArrayMeta, fixed_axes: Sequence[int], skip_units: bool) -> dict[str, Any]:
@@ -107,6 +131,8 @@ def check_same(
     first = _fields(metas[0], fixed_axes, skip_units)
     firsts = tuple(first.values())
     for k in range(1, len(metas)):
+        if certainly_alike(metas[k], metas[0]):
+            continue
         if quick_key(metas[k], fixed_axes, skip_units) == quick:
             continue
         fields = _fields(metas[k], fixed_axes, skip_units)

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.combine.checks import CHECKED_ATTRIBUTES, quick_key
+from refzarr.combine.checks import CHECKED_ATTRIBUTES, certainly_alike, quick_key
 from refzarr.combine.values import fetch_raw, read_values
 from refzarr.errors import IncompatibleError
-from refzarr.model import MISSING, RefArray
+from refzarr.model import MISSING, ChunkManifest, RefArray
 from refzarr.model.frozen import json_identity
 
 __all__ = ["SameSet", "check_identical"]
@@ -41,7 +41,7 @@ def check_identical(
     """
     pending: list[tuple[SameSet, list[int]]] = []
     for same in sets:
-        classes = _classes(same.arrays, _fingerprint)
+        classes = _fingerprint_classes(same.arrays)
         if len(classes) > 1:  # the structure is part of the fingerprint: check it on one each
             reps = [members[0] for members in classes.values()]
             _check_structure(same, reps, describe)
@@ -90,6 +90,44 @@ def _classes(arrays: Sequence[RefArray], key: Callable[[RefArray], Any]) -> dict
     for k, array in enumerate(arrays):
         out.setdefault(key(array), []).append(k)
     return out
+
+
+def _fingerprint_classes(arrays: Sequence[RefArray]) -> dict[Any, list[int]]:
+    """`_classes` by `_fingerprint`, with a fast path for arrays stored like the first
+    (the usual case: every file holds the same ``lat``)."""
+    first = arrays[0]
+    entries = _entries(first.manifest)
+    alike = [0]
+    others = []
+    for k in range(1, len(arrays)):
+        array = arrays[k]
+        if (
+            entries is not None
+            and certainly_alike(array.meta, first.meta)
+            and _entries(array.manifest) == entries
+        ):
+            alike.append(k)
+        else:
+            others.append(k)
+    classes = {_fingerprint(first): alike}
+    for k in others:
+        classes.setdefault(_fingerprint(arrays[k]), []).append(k)
+    return classes
+
+
+def _entries(manifest: ChunkManifest) -> tuple[Any, ...] | None:
+    """The chunk entries of a one-block manifest (None for more blocks: no fast path)."""
+    if manifest.nchunks > manifest.block_size:  # more than one block
+        return None
+    block = manifest.block(0)
+    inlined = block.inlined
+    return (
+        block.paths,
+        block.path_id.tobytes(),
+        block.offset.tobytes(),
+        block.length.tobytes(),
+        inlined if len(inlined) < 2 else sorted(inlined.items()),
+    )
 
 
 def _layout(array: RefArray) -> tuple[Any, ...]:

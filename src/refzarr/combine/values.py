@@ -99,7 +99,7 @@ def read_values(
             out[k] = value
     for k, array in enumerate(arrays):
         if out[k] is None:
-            out[k] = _assemble(array.meta, raws[k], name(k))
+            out[k] = _decode_whole(array.meta, raws[k], name(k))
     return out  # type: ignore[return-value]  # every entry is set above
 
 
@@ -137,22 +137,7 @@ def _only(raw: Raw) -> bytes | memoryview:
     return data
 
 
-def _assemble(meta: ArrayMeta, raw: Raw, name: str) -> np.ndarray[Any, Any]:
-    """Decode every chunk and place its data part (chunk by chunk: for the unusual arrays)."""
-    from refzarr.codecs.chunk import ChunkDecoder, missing_value
+def _decode_whole(meta: ArrayMeta, raw: Raw, name: str) -> np.ndarray[Any, Any]:
+    from refzarr.codecs.chunk import decode_whole
 
-    out = np.empty(meta.shape, dtype=meta.dtype)
-    bounds = [meta.chunk_bounds(axis) for axis in range(meta.ndim)]
-    grid = meta.grid_shape
-    fill = missing_value(meta)
-    decoder = ChunkDecoder(meta, name)
-    for number, data in enumerate(raw):
-        index = tuple(int(i) for i in np.unravel_index(number, grid)) if grid else ()
-        region = tuple(slice(b[i], b[i + 1]) for b, i in zip(bounds, index, strict=True))
-        if data is None:
-            out[region] = fill
-            continue
-        key = f"{name}/{'.'.join(map(str, index)) or '0'}"
-        chunk = decoder.decode(data, key, meta.stored_chunk_shape(index))
-        out[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
-    return out
+    return decode_whole(meta, raw, name)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,22 @@ class FrozenDict(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._data)
+
+    # the Mapping mixins go through __getitem__ per key; the dict's own views are read-only too
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._data.keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        return self._data.items()
+
+    def values(self) -> ValuesView[Any]:
+        return self._data.values()
 
     def __hash__(self) -> int:
         if self._hash is None:

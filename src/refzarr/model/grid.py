@@ -17,10 +17,12 @@ from typing import Any
 import numpy as np
 
 from refzarr.errors import RefFormatError
+from refzarr.model.pickling import tuple_state
 
 __all__ = ["RectilinearAxis", "regular_bounds"]
 
 
+@tuple_state
 @dataclass(frozen=True, slots=True)
 class RectilinearAxis:
     """The chunks along one axis of an irregular chunk grid.

@@ -10,10 +10,12 @@ from refzarr.errors import RefFormatError
 from refzarr.model.frozen import FrozenDict, freeze_json
 from refzarr.model.manifest import ChunkManifest
 from refzarr.model.meta import ArrayMeta
+from refzarr.model.pickling import tuple_state
 
 __all__ = ["Node", "RefArray", "RefGroup"]
 
 
+@tuple_state
 @dataclass(frozen=True, slots=True, eq=False)
 class RefArray:
     """One virtual array: its metadata and where each of its chunks lives."""
@@ -48,6 +50,7 @@ class RefArray:
 Node = Union[RefArray, "RefGroup"]
 
 
+@tuple_state
 @dataclass(frozen=True, slots=True, eq=False)
 class RefGroup:
     """A group of a virtual Zarr hierarchy: attributes and named members (arrays or groups).

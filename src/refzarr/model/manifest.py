@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -35,6 +36,7 @@ __all__ = [
     "ChunkRef",
     "ManifestBlock",
     "ManifestSource",
+    "share_bytes",
 ]
 
 MISSING = -1
@@ -79,7 +81,45 @@ class ManifestBlock:
     def __reduce__(self) -> tuple[Any, ...]:
         # rebuilt through the constructor: validated, columns read-only again, inlined a proxy
         columns = (self.path_id, self.offset, self.length)
-        return (ManifestBlock, (self.start, self.paths, *columns, dict(self.inlined)))
+        return (_unpickled_block, (self.start, self.paths, *columns, dict(self.inlined)))
+
+
+def _unpickled_block(
+    start: int,
+    paths: tuple[str, ...],
+    path_id: IntArray,
+    offset: UIntArray,
+    length: UIntArray,
+    inlined: dict[int, bytes],
+) -> ManifestBlock:
+    """A block from a pickle, its larger inlined chunks shared with equal ones unpickled
+    recently: the ``lat`` / ``lon`` every file of a scan_many holds are kept once."""
+    shared = {number: share_bytes(data) for number, data in inlined.items()}
+    return ManifestBlock(start, paths, path_id, offset, length, shared)
+
+
+SHARED_MIN_BYTES = 1024
+"""Inlined chunks of at least this many bytes are shared (`share_bytes`)."""
+
+_SHARED_COUNT = 64
+_recent: OrderedDict[bytes, bytes] = OrderedDict()
+_recent_lock = threading.Lock()
+
+
+def share_bytes(data: bytes) -> bytes:
+    """``data``, or an equal bytes object met recently (kept once in memory: the loaded
+    ``lat`` of every file of an archive, unpickled or scanned in this process)."""
+    if len(data) < SHARED_MIN_BYTES or type(data) is not bytes:
+        return data
+    with _recent_lock:
+        found = _recent.get(data)
+        if found is not None:
+            _recent.move_to_end(found)
+            return found
+        _recent[data] = data
+        if len(_recent) > _SHARED_COUNT:
+            _recent.popitem(last=False)
+    return data
 
 
 class ManifestSource(Protocol):

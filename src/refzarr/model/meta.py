@@ -18,6 +18,7 @@ from refzarr.model.dtypes import (
 )
 from refzarr.model.frozen import FrozenDict, freeze_json, thaw_json
 from refzarr.model.grid import RectilinearAxis, regular_bounds
+from refzarr.model.pickling import tuple_state
 
 __all__ = ["DIMENSIONS_ATTR", "ArrayMeta"]
 
@@ -25,6 +26,7 @@ DIMENSIONS_ATTR = "_ARRAY_DIMENSIONS"
 """The attribute xarray uses for dimension names in Zarr v2."""
 
 
+@tuple_state
 @dataclass(frozen=True, slots=True, eq=False)
 class ArrayMeta:
     """Shape, chunking, dtype, fill value, codecs, attributes and dimension names of an array.

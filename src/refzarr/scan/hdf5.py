@@ -17,6 +17,11 @@ from h5py import h5i, h5l, h5o
 from refzarr.codecs.hdf5_filters import filters_to_codecs
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
 from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
+from refzarr.scan.coordinates import (
+    DEFAULT_COORDINATE_BYTES,
+    check_coordinate_bytes,
+    load_coordinate,
+)
 from refzarr.scan.hdf5_array_type import unfold_array_type
 from refzarr.scan.hdf5_attrs import AttributeTable, read_attributes
 from refzarr.scan.hdf5_contiguous import check_chunk_bytes
@@ -62,6 +67,11 @@ class Hdf5Scanner:
         chunks of at most about this many bytes (whole rows of its leading axes, sizes that
         divide the axis where possible), so that reading a slice fetches only what it needs.
         External raw data files are cut the same way.
+    inline_coordinates
+        Dimension coordinates (1-D arrays named like their dimension: ``time``, ``lat``) of at
+        most this many bytes, decoded, are read while scanning and held in the reference set
+        as one uncompressed chunk (default 64 KiB), so that opening or combining many files
+        reads no coordinate chunk of any; 0 references them like any array.
 
     Examples
     --------
@@ -72,9 +82,11 @@ class Hdf5Scanner:
     inline_threshold: int = 0
     on_unsupported: OnUnsupported = "raise"
     contiguous_chunk_bytes: int | None = None
+    inline_coordinates: int = DEFAULT_COORDINATE_BYTES
 
     def __post_init__(self) -> None:
         check_chunk_bytes(self.contiguous_chunk_bytes)
+        check_coordinate_bytes(self.inline_coordinates)
         if isinstance(self.inline_threshold, bool) or not isinstance(self.inline_threshold, int):
             raise TypeError(f"inline_threshold must be an int, got {self.inline_threshold!r}")
         if self.inline_threshold < 0:
@@ -196,7 +208,16 @@ class _Walk:
             return None
         header = self.headers.attributes(item.id, getattr(item, "header_address", None))
         attrs = AttributeTable(item, creation_plist(item), header)
-        return None if is_dimension_only(item, attrs) else self.array(item, path, attrs)
+        if is_dimension_only(item, attrs):
+            return None
+        array = self.array(item, path, attrs)
+        limit = self.options.inline_coordinates
+        if not limit:
+            return array
+        key = variable_name(name, group)
+        return load_coordinate(
+            array, key, self.source.url, self.source.read_range, limit, self.where(path)
+        )
 
     def array(self, ds: h5py.Dataset, path: str, attrs: AttributeTable | None = None) -> RefArray:
         """A dataset as an array; one seen before under another name is not scanned again."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from refzarr.model import RefGroup
+from refzarr.model.pickling import tuple_state
 
 __all__ = ["ScannedGroup", "Skipped"]
 
 
+@tuple_state
 @dataclass(frozen=True, slots=True)
 class Skipped:
     """Something a scan with ``on_unsupported="skip"`` left out.
@@ -26,6 +28,7 @@ class Skipped:
     reason: str
 
 
+@tuple_state
 @dataclass(frozen=True, slots=True, eq=False)
 class ScannedGroup(RefGroup):
     """A scanned file's root group, with ``skipped``: what was left out, in scan order.
