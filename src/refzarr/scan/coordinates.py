@@ -80,8 +80,9 @@ def load_coordinate(
     except (RefzarrError, ValueError):  # left for the reader to report, as before
         return array
     empty = np.zeros(1, np.uint64)
+    inlined = np.full(1, INLINED, np.int32)  # the manifest's own dtype: no conversion checks
     manifest = ChunkManifest.from_arrays(
-        (), np.array([INLINED]), empty, empty, {(0,): share_bytes(values.tobytes())}
+        (), inlined, empty, empty, {(0,): share_bytes(values.tobytes())}
     )
     return RefArray(meta.replace(chunks=meta.shape, codecs=()), manifest)
 
@@ -93,7 +94,6 @@ def _is_loaded(array: RefArray) -> bool:
         not meta.codecs
         and meta.chunks == meta.shape
         and array.manifest.nchunks == 1
-        and array.manifest[0] is not None
         and isinstance(array.manifest[0], bytes)
     )
 
