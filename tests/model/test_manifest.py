@@ -462,3 +462,15 @@ def test_missing_of_any_grid(grid: tuple[int, ...]) -> None:
     assert m == ChunkManifest.from_arrays(
         [], np.full(grid, MISSING), np.zeros(grid, int), np.zeros(grid, int)
     )
+
+
+@pytest.mark.parametrize("ndim", [0, 1, 3])
+def test_one_inlined_equals_from_arrays(ndim: int) -> None:
+    grid = (1,) * ndim
+    expected = ChunkManifest.from_arrays(
+        [], np.full(grid, INLINED), np.zeros(grid, int), np.zeros(grid, int), {(0,) * ndim: b"abc"}
+    )
+    got = ChunkManifest.one_inlined(b"abc", ndim)
+    assert got == expected
+    assert got.grid_shape == grid
+    assert got[(0,) * ndim] == b"abc"

@@ -355,6 +355,13 @@ class ChunkManifest:
         return cls(grid, _InMemory(block))
 
     @classmethod
+    def one_inlined(cls, data: bytes, ndim: int = 1) -> ChunkManifest:
+        """A manifest of one chunk (a grid of one in ``ndim`` dimensions) held inline."""
+        ids = np.full(1, INLINED, np.int32)
+        zeros = np.zeros(1, dtype=np.uint64)
+        return cls((1,) * ndim, _InMemory(ManifestBlock(0, (), ids, zeros, zeros, {0: data})))
+
+    @classmethod
     def lazy(cls, grid_shape: Sequence[int], source: ManifestSource) -> ChunkManifest:
         """A manifest whose blocks ``source`` loads on first use (e.g. Parquet record files)."""
         return cls(grid_shape, source)

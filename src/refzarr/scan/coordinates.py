@@ -69,7 +69,6 @@ def load_coordinate(
         or meta.dtype.kind in "OV"
         or meta.shape[0] * meta.dtype.itemsize > limit
         or meta.shape[0] == 0
-        or _is_loaded(array)
     ):
         return array
     stored = _stored_chunks(array.manifest, url, read_range)
@@ -79,23 +78,8 @@ def load_coordinate(
         values = _decode(array, stored, where)
     except (RefzarrError, ValueError):  # left for the reader to report, as before
         return array
-    empty = np.zeros(1, np.uint64)
-    inlined = np.full(1, INLINED, np.int32)  # the manifest's own dtype: no conversion checks
-    manifest = ChunkManifest.from_arrays(
-        (), inlined, empty, empty, {(0,): share_bytes(values.tobytes())}
-    )
+    manifest = ChunkManifest.one_inlined(share_bytes(values.tobytes()))
     return RefArray(meta.replace(chunks=meta.shape, codecs=()), manifest)
-
-
-def _is_loaded(array: RefArray) -> bool:
-    """Already one uncompressed inlined chunk of exactly the array's values."""
-    meta = array.meta
-    return (
-        not meta.codecs
-        and meta.chunks == meta.shape
-        and array.manifest.nchunks == 1
-        and isinstance(array.manifest[0], bytes)
-    )
 
 
 def _stored_chunks(
