@@ -20,15 +20,18 @@ __all__ = ["Axis", "normalize_selection"]
 class Axis:
     """One dimension of a selection mapped onto the chunk grid.
 
+    The regions are plain lists of ints, and slices are made when asked for: a selection of
+    many chunks keeps no Python object per chunk alive (their churn triggers full garbage
+    collections, tens of milliseconds each in a process holding xarray and an S3 client).
+
     Attributes
     ----------
     size
         Number of selected positions.
     chunk_ids
         The chunks that hold selected positions, ascending.
-    regions
-        For each of those chunks: (where its selected positions go in the output, which of its
-        positions are selected).
+    step
+        The distance between selected positions (1 or more).
     finish
         Applied to the assembled output: ``slice(None)``, ``slice(None, None, -1)`` for a
         negative step, or ``0`` for an integer index (the axis is dropped).
@@ -36,8 +39,13 @@ class Axis:
 
     size: int
     chunk_ids: np.ndarray[Any, np.dtype[np.int64]]
-    regions: dict[int, tuple[slice, slice]]
+    step: int
     finish: slice | int
+    _at: dict[int, int]  # chunk id -> its place in the lists below
+    _out_low: list[int]
+    _out_high: list[int]
+    _first: list[int]
+    _last: list[int]
 
     @classmethod
     def of(
@@ -61,24 +69,32 @@ class Axis:
             ids = np.unique(np.searchsorted(bounds, indices, side="right") - 1)
             starts = bounds[ids]
             ends = bounds[ids + 1]
-        lows = np.searchsorted(indices, starts).tolist()
-        highs = np.searchsorted(indices, ends).tolist()
-        regions = {}
-        for chunk_id, base, low, high in zip(
-            ids.tolist(), starts.tolist(), lows, highs, strict=True
-        ):
-            first = int(indices[low]) - base
-            last = int(indices[high - 1]) - base
-            regions[chunk_id] = (slice(low, high), slice(first, last + 1, step))
-        return cls(len(indices), ids, regions, finish)
+        lows = np.searchsorted(indices, starts)
+        highs = np.searchsorted(indices, ends)
+        first = indices[lows] - starts  # every chunk listed holds a selected position
+        last = indices[highs - 1] - starts
+        at = {chunk_id: place for place, chunk_id in enumerate(ids.tolist())}
+        return cls(
+            len(indices),
+            ids,
+            step,
+            finish,
+            at,
+            lows.tolist(),
+            highs.tolist(),
+            first.tolist(),
+            last.tolist(),
+        )
 
     def in_output(self, chunk_id: int) -> slice:
         """Where the selected positions of chunk ``chunk_id`` go in the output."""
-        return self.regions[chunk_id][0]
+        place = self._at[chunk_id]
+        return slice(self._out_low[place], self._out_high[place])
 
     def in_chunk(self, chunk_id: int) -> slice:
         """Which positions of chunk ``chunk_id`` are selected."""
-        return self.regions[chunk_id][1]
+        place = self._at[chunk_id]
+        return slice(self._first[place], self._last[place] + 1, self.step)
 
 
 def normalize_selection(
