@@ -14,9 +14,10 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from numcodecs.zlib import Zlib
 
-__all__ = ["FastInflate"]
+__all__ = ["CAN_FILL", "FastInflate"]
 
 
 def _libdeflate() -> tuple[Callable[..., Any], type[Exception]] | None:
@@ -29,6 +30,9 @@ def _libdeflate() -> tuple[Callable[..., Any], type[Exception]] | None:
 
 
 _LIBDEFLATE = _libdeflate()
+
+CAN_FILL = _LIBDEFLATE is not None
+"""Whether `FastInflate.fill` can inflate into a caller's buffer (libdeflate is available)."""
 
 
 class FastInflate:
@@ -68,6 +72,22 @@ class FastInflate:
                 if "INSUFFICIENT_SPACE" in str(exc):
                     self.sized = False
         return zlib.decompress(buf)  # what numcodecs does, without its buffer conversions
+
+    def fill(self, buf: Any, out: np.ndarray[Any, np.dtype[np.uint8]]) -> bool:
+        """Inflate ``buf`` into ``out`` (contiguous uint8); whether it filled ``out`` exactly.
+
+        False when libdeflate is unavailable or refuses the stream, or the stream inflates to
+        another size: ``out`` holds nothing usable then, and the caller decodes the chunk
+        another way (which says what is wrong with it).
+        """
+        if _LIBDEFLATE is None or not _contiguous(buf):
+            return False
+        deflate_decode, error = _LIBDEFLATE
+        try:
+            got = deflate_decode(buf, out=out)
+        except error:
+            return False
+        return len(got) == len(out)
 
 
 def _contiguous(buf: Any) -> bool:

@@ -18,15 +18,19 @@ from typing import Any, overload
 
 import numpy as np
 
+from refzarr.codecs.batch import BatchDecoder
 from refzarr.codecs.chunk import ChunkDecoder, missing_value
 from refzarr.io import FetchedBlock, RangeReader
 from refzarr.model import INLINED, MISSING, WHOLE_FILE, RefArray
 from refzarr.reader.select import Axis, normalize_selection
+from refzarr.reader.tiles import tile_numbers, tiled_view
 
 __all__ = ["ArrayReader"]
 
 _BACKLOG_PER_THREAD = 4
 """Decoding batches allowed to wait per thread before fetching pauses (bounds memory)."""
+
+_NONE = np.zeros(0, dtype=np.int64)
 
 _BATCH_BYTES = 1 << 20
 _BATCH_CHUNKS = 256
@@ -69,6 +73,7 @@ class ArrayReader:
         self.reader = reader
         self.threads = threads or os.cpu_count() or 1
         self.decoder = ChunkDecoder(array.meta, name)
+        self.batch = BatchDecoder.of(self.decoder) if array.meta.rectilinear is None else None
         meta = array.meta
         self._bounds = (
             None
@@ -110,7 +115,8 @@ class ArrayReader:
         entries = self._entries(axes) if out.size else None
         if entries is not None:
             self._fill_missing(out, axes, entries)
-        return _Job(self, axes, out, entries)
+        tiled = tiled_view(out, axes) if self.batch is not None and entries is not None else None
+        return _Job(self, axes, out, entries, tiled)
 
     # -- which chunks ----------------------------------------------------------------------
 
@@ -170,6 +176,33 @@ class ArrayReader:
         for row in missing.tolist():
             out[_out_region(axes, entries.coords[row].tolist())] = value
 
+    def place_run(
+        self,
+        job: _Job,
+        rows: np.ndarray[Any, np.dtype[np.int64]],
+        data: memoryview,
+        starts: np.ndarray[Any, np.dtype[np.int64]],
+        lengths: np.ndarray[Any, np.dtype[np.int64]],
+    ) -> None:
+        """Decode stored chunks of ``job`` (``data[start : start + length]``) into the output:
+        those selected whole in one batch when the codecs allow, the others one by one."""
+        alone = np.arange(len(rows))
+        if self.batch is not None and job.tiled is not None and job.entries is not None:
+            tiles = tile_numbers(job.axes, job.entries.coords[rows])
+            whole = np.flatnonzero((tiles >= 0).all(axis=1))
+            if whole.size:
+                values, decoded = self.batch.decode(
+                    data, starts[whole].tolist(), lengths[whole].tolist()
+                )
+                if decoded.all():
+                    job.tiled[tuple(tiles[whole].T)] = values
+                else:  # what libdeflate refused is decoded alone below (and raises there)
+                    job.tiled[tuple(tiles[whole[decoded]].T)] = values[decoded]
+                alone = np.setdiff1d(alone, whole[decoded], assume_unique=True)
+        for i in alone.tolist():
+            start = int(starts[i])
+            self.place(job, int(rows[i]), data[start : start + int(lengths[i])])
+
     def place(self, job: _Job, row: int, data: bytes | memoryview) -> None:
         """Decode one stored chunk of ``job`` and copy its selected part into the output."""
         assert job.entries is not None
@@ -203,6 +236,7 @@ class _Job:
     axes: Sequence[Axis]
     out: np.ndarray[Any, Any]
     entries: _Entries | None
+    tiled: np.ndarray[Any, Any] | None  # `tiled_view` of out, when chunks decode in batches
 
     def result(self) -> np.ndarray[Any, Any]:
         # the trailing ... keeps a 0-d array (and its byte order) when every axis is an integer
@@ -214,12 +248,12 @@ def _execute(jobs: Sequence[_Job], reader: RangeReader, threads: int) -> None:
     """Fetch the stored chunks of every job in one batched read and decode them in parallel."""
     inline = [(job, row) for job in jobs if job.entries is not None for row in job.entries.inlined]
     stored = _Stored.of(jobs)
-    if not inline and not stored.rows:
+    if not inline and not stored.rows.size:
         return
     with _Decoding(threads) as decoding:
         for first in range(0, len(inline), _BATCH_CHUNKS):
             decoding.submit(_place_inlined, inline[first : first + _BATCH_CHUNKS])
-        if stored.rows:
+        if stored.rows.size:
             urls, offsets, lengths = stored.requests(reader)
             for block in reader.iter_blocks(urls, offsets, lengths, _ChunkKeys(stored)):
                 decoding.add_block(stored, block)
@@ -228,21 +262,20 @@ def _execute(jobs: Sequence[_Job], reader: RangeReader, threads: int) -> None:
 @dataclass(frozen=True, slots=True)
 class _Stored:
     """The referenced chunks of some jobs, column-wise: chunk ``k`` is row ``rows[k]`` of
-    ``jobs[job_of[k]]`` (plain lists of ints: no Python object per chunk lives on)."""
+    ``jobs[job_of[k]]`` (numpy columns: no Python object per chunk lives on)."""
 
     jobs: Sequence[_Job]
-    job_of: list[int]
-    rows: list[int]
+    job_of: np.ndarray[Any, np.dtype[np.int64]]
+    rows: np.ndarray[Any, np.dtype[np.int64]]
 
     @classmethod
     def of(cls, jobs: Sequence[_Job]) -> _Stored:
-        job_of: list[int] = []
-        rows: list[int] = []
-        for number, job in enumerate(jobs):
-            if job.entries is not None:
-                found = np.flatnonzero(job.entries.path_id >= 0).tolist()
-                rows += found
-                job_of += [number] * len(found)
+        found = [
+            np.flatnonzero(job.entries.path_id >= 0) if job.entries is not None else _NONE
+            for job in jobs
+        ]
+        job_of = np.repeat(np.arange(len(jobs), dtype=np.int64), [len(f) for f in found])
+        rows = np.concatenate(found).astype(np.int64) if found else _NONE
         return cls(jobs, job_of, rows)
 
     def requests(
@@ -258,7 +291,7 @@ class _Stored:
                 continue
             last = first + int(np.count_nonzero(job.entries.path_id >= 0))
             rows = self.rows[first:last]
-            urls += [job.entries.urls[row] or "" for row in rows]
+            urls += [job.entries.urls[row] or "" for row in rows.tolist()]
             offsets.append(job.entries.offsets[rows])
             lengths.append(job.entries.lengths[rows])
             first = last
@@ -270,18 +303,23 @@ class _Stored:
 
     def key(self, k: int) -> str:
         """The key of chunk ``k`` (for messages)."""
-        job = self.jobs[self.job_of[k]]
-        return job.array._key(self._entries(k).coords[self.rows[k]])
+        job = self.jobs[int(self.job_of[k])]
+        assert job.entries is not None  # only jobs with entries have stored chunks
+        return job.array._key(job.entries.coords[int(self.rows[k])])
 
-    def place(self, k: int, data: bytes | memoryview) -> None:
-        """Decode chunk ``k`` and copy it into its job's output."""
-        job = self.jobs[self.job_of[k]]
-        job.array.place(job, self.rows[k], data)
-
-    def _entries(self, k: int) -> _Entries:
-        entries = self.jobs[self.job_of[k]].entries
-        assert entries is not None  # only jobs with entries have stored chunks
-        return entries
+    def place_run(
+        self,
+        chunks: np.ndarray[Any, np.dtype[np.int64]],
+        data: memoryview,
+        starts: np.ndarray[Any, np.dtype[np.int64]],
+        lengths: np.ndarray[Any, np.dtype[np.int64]],
+    ) -> None:
+        """Decode ``chunks`` (``data[start : start + length]``) into their jobs' outputs."""
+        job_of = self.job_of[chunks]
+        for number in np.unique(job_of).tolist():
+            mine = job_of == number
+            job = self.jobs[number]
+            job.array.place_run(job, self.rows[chunks[mine]], data, starts[mine], lengths[mine])
 
 
 class _ChunkKeys(Sequence[str]):
@@ -353,12 +391,11 @@ class _Decoding:
 def _place_run(
     stored: _Stored,
     data: memoryview,
-    requests: np.ndarray[Any, Any],
+    chunks: np.ndarray[Any, Any],
     starts: np.ndarray[Any, Any],
     lengths: np.ndarray[Any, Any],
 ) -> None:
-    for k, start, length in zip(requests.tolist(), starts.tolist(), lengths.tolist(), strict=True):
-        stored.place(k, data[start : start + length])
+    stored.place_run(chunks, data, starts, lengths)
 
 
 def _place_inlined(chunks: list[tuple[_Job, int]]) -> None:

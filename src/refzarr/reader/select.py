@@ -35,12 +35,20 @@ class Axis:
     finish
         Applied to the assembled output: ``slice(None)``, ``slice(None, None, -1)`` for a
         negative step, or ``0`` for an integer index (the axis is dropped).
+    tiles
+        Per chunk of ``chunk_ids``: -1 unless the chunk is selected whole (regular grid, step
+        1), else its number among those, which lie side by side in the output from
+        ``tile_base`` on, ``chunk`` positions each (``tile_count`` of them).
     """
 
     size: int
     chunk_ids: np.ndarray[Any, np.dtype[np.int64]]
     step: int
     finish: slice | int
+    tiles: np.ndarray[Any, np.dtype[np.int64]]
+    tile_base: int
+    tile_count: int
+    chunk: int
     _at: dict[int, int]  # chunk id -> its place in the lists below
     _out_low: list[int]
     _out_high: list[int]
@@ -74,11 +82,21 @@ class Axis:
         first = indices[lows] - starts  # every chunk listed holds a selected position
         last = indices[highs - 1] - starts
         at = {chunk_id: place for place, chunk_id in enumerate(ids.tolist())}
+        tiles = np.full(len(ids), -1, dtype=np.int64)
+        whole = (first == 0) & (last == chunk - 1) if bounds is None and step == 1 else None
+        base = 0
+        if whole is not None and whole.any():  # the chunks selected whole are consecutive
+            base = int(lows[whole][0])
+            tiles[whole] = (lows[whole] - base) // chunk
         return cls(
             len(indices),
             ids,
             step,
             finish,
+            tiles,
+            base,
+            int(np.count_nonzero(tiles >= 0)),
+            chunk,
             at,
             lows.tolist(),
             highs.tolist(),
