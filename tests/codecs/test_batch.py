@@ -57,6 +57,29 @@ def test_equal_to_one_by_one(dtype: str, shuffle: int) -> None:
         np.testing.assert_array_equal(got, decoder.decode(raw, "v/0.0"), strict=True)
 
 
+@pytest.mark.parametrize("shuffle", [0, 4])
+def test_decodes_into_a_given_array(shuffle: int) -> None:
+    codecs: tuple[dict[str, Any], ...] = ({"id": "zlib", "level": 3},)
+    if shuffle:
+        codecs = ({"id": "shuffle", "elementsize": shuffle}, *codecs)
+    many = BatchDecoder.of(ChunkDecoder(_meta("<f4", codecs), "v"))
+    assert many is not None
+    chunks = [np.full(CHUNKS, k, "<f4") for k in range(3)]
+    stored = [_stored(c, shuffle) for c in chunks]
+    starts = np.cumsum([0, *map(len, stored[:-1])]).tolist()
+    out = np.zeros((5, *CHUNKS), "<f4")
+    values, decoded = many.decode(
+        memoryview(b"".join(stored)), starts, [len(s) for s in stored], out=out[1:4]
+    )
+    assert decoded.all()
+    assert np.shares_memory(values, out)
+    np.testing.assert_array_equal(out[1:4], np.stack(chunks))
+    assert not out[0].any()
+    assert not out[4].any()
+    with pytest.raises(ValueError, match="C-contiguous"):
+        many.decode(memoryview(stored[0]), [0], [len(stored[0])], out=out[:, :1])
+
+
 def test_chunks_not_inflating_to_a_chunk_are_flagged() -> None:
     decoder = ChunkDecoder(_meta("<f4", ({"id": "zlib", "level": 1},)), "v")
     many = BatchDecoder.of(decoder)

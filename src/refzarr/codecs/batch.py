@@ -52,29 +52,46 @@ class BatchDecoder:
         return None
 
     def decode(
-        self, data: memoryview, starts: list[int], lengths: list[int]
+        self,
+        data: memoryview,
+        starts: list[int],
+        lengths: list[int],
+        out: np.ndarray[Any, Any] | None = None,
     ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, np.dtype[np.bool_]]]:
         """The chunks stored at ``data[start : start + length]``, and which of them decoded.
+
+        Parameters
+        ----------
+        data, starts, lengths
+            Where the stored chunks are.
+        out
+            Where to decode them to, when not into a new array: C-contiguous, shaped
+            ``(n, *chunks)``, of the array's dtype (a run of the output itself, saving a copy).
 
         Returns
         -------
         values
-            Shaped ``(n, *chunks)``; rows whose flag is False hold nothing usable.
+            Shaped ``(n, *chunks)`` (``out`` when given); rows whose flag is False hold
+            nothing usable.
         decoded
             Per chunk, whether it inflated to exactly a chunk's bytes.
         """
         count = len(starts)
-        raw = np.empty((count, self.nbytes), dtype=np.uint8)
+        shape = (count, *self.chunks)
+        values = np.empty(shape, dtype=self.dtype) if out is None else out
+        if values.shape != shape or values.dtype != self.dtype or not values.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous {self.dtype} array shaped {shape}")
+        target = values.view(np.uint8).reshape(count, self.nbytes)
+        size = self.elementsize
+        raw = target if size == 1 else np.empty((count, self.nbytes), dtype=np.uint8)
         decoded = np.ones(count, dtype=np.bool_)
         fill = self.inflate.fill
         for i, (start, length) in enumerate(zip(starts, lengths, strict=True)):
             if not fill(data[start : start + length], raw[i]):
                 decoded[i] = False
-        if self.elementsize > 1:  # byte plane p of a chunk holds byte p of every element
-            size = self.elementsize
+        if size > 1:  # byte plane p of a chunk holds byte p of every element
             planes = raw.reshape(count, size, self.nbytes // size)
-            raw = np.empty_like(raw)
-            elements = raw.reshape(count, self.nbytes // size, size)
+            elements = target.reshape(count, self.nbytes // size, size)
             for plane in range(size):  # 4x faster than one transposed copy
                 elements[:, :, plane] = planes[:, plane, :]
-        return raw.view(self.dtype).reshape((count, *self.chunks)), decoded
+        return values, decoded

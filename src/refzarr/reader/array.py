@@ -23,7 +23,7 @@ from refzarr.codecs.chunk import ChunkDecoder, missing_value
 from refzarr.io import FetchedBlock, RangeReader
 from refzarr.model import INLINED, MISSING, WHOLE_FILE, RefArray
 from refzarr.reader.select import Axis, normalize_selection
-from refzarr.reader.tiles import tile_numbers, tiled_view
+from refzarr.reader.tiles import consecutive_tiles, tile_numbers, tiled_view
 
 __all__ = ["ArrayReader"]
 
@@ -191,12 +191,14 @@ class ArrayReader:
             tiles = tile_numbers(job.axes, job.entries.coords[rows])
             whole = np.flatnonzero((tiles >= 0).all(axis=1))
             if whole.size:
+                run = consecutive_tiles(job.tiled, tiles[whole])
                 values, decoded = self.batch.decode(
-                    data, starts[whole].tolist(), lengths[whole].tolist()
+                    data, starts[whole].tolist(), lengths[whole].tolist(), out=run
                 )
-                if decoded.all():
+                # what libdeflate refused is decoded alone below (and raises there)
+                if run is None and decoded.all():
                     job.tiled[tuple(tiles[whole].T)] = values
-                else:  # what libdeflate refused is decoded alone below (and raises there)
+                elif run is None:
                     job.tiled[tuple(tiles[whole[decoded]].T)] = values[decoded]
                 alone = np.setdiff1d(alone, whole[decoded], assume_unique=True)
         for i in alone.tolist():

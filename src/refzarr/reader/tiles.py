@@ -17,7 +17,11 @@ from numpy.lib.stride_tricks import as_strided
 
 from refzarr.reader.select import Axis
 
-__all__ = ["tile_numbers", "tiled_view"]
+__all__ = ["consecutive_tiles", "tile_numbers", "tiled_view"]
+
+MIN_DIRECT_BYTES = 1 << 16
+"""Chunks at least this big decode straight into the output when their tiles are one run of
+contiguous memory; smaller ones go through a batch array (a view per chunk costs more)."""
 
 
 def tiled_view(out: np.ndarray[Any, Any], axes: Sequence[Axis]) -> np.ndarray[Any, Any] | None:
@@ -47,3 +51,21 @@ def tile_numbers(
         axis.tiles[np.searchsorted(axis.chunk_ids, coords[:, d])] for d, axis in enumerate(axes)
     ]
     return np.stack(columns, axis=1) if columns else np.zeros((len(coords), 0), np.int64)
+
+
+def consecutive_tiles(
+    tiled: np.ndarray[Any, Any], tiles: np.ndarray[Any, np.dtype[np.int64]]
+) -> np.ndarray[Any, Any] | None:
+    """The output's memory of tiles ``tiles`` (n, ndim) when they are one C-contiguous run
+    (consecutive along the first axis, the same on the others, chunks spanning the trailing
+    dimensions) and chunks are big, as a ``(n, *chunk)`` view; None otherwise."""
+    ndim = tiles.shape[1]
+    if not ndim or tiled[(0,) * ndim].nbytes < MIN_DIRECT_BYTES:
+        return None
+    first = tiles[:, 0]
+    if (first != np.arange(first[0], first[0] + len(first))).any():
+        return None
+    if (tiles[:, 1:] != tiles[0, 1:]).any():
+        return None
+    run = tiled[(slice(int(first[0]), int(first[-1]) + 1), *tiles[0, 1:].tolist())]
+    return run if run.flags.c_contiguous else None
