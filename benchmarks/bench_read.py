@@ -194,10 +194,16 @@ TASKS = {"local": task_local, "s3": task_s3, "first": task_first}
 
 
 def _import_lazy_modules() -> None:
-    """Import before the clock what xarray imports on its first dataset: dask, when installed
-    (xarray checks every new variable against dask arrays; 0.4-0.6 s once per process)."""
+    """Import before the clock what the tools import on first use: dask, when installed
+    (xarray checks every new variable against dask arrays; 0.4-0.6 s once per process), zarr
+    (xarray's zarr engine, for fsspec + zarr) and refzarr's reader (``refzarr.open_dataset`` is
+    a lazy attribute: its modules, numcodecs among them, load on first access)."""
     import xarray  # noqa: F401
+    import zarr  # noqa: F401
 
+    import refzarr
+
+    refzarr.open_dataset  # noqa: B018  (the attribute access is the import)
     with contextlib.suppress(ImportError):
         import dask.array  # noqa: F401
 

@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 import refzarr
 from refzarr import ChunkDecodeError, ChunkFetchError, RefArray
+from refzarr.codecs.inflate import CAN_FILL
 from refzarr.io import FetchPolicy, RangeReader
 from refzarr.model import ChunkManifest
 from refzarr.reader import ArrayReader
+from refzarr.reader.tiles import consecutive_tiles, tile_numbers
 from roundtrip import kerchunk_hdf5_refs
 
 SHAPE, CHUNKS = (13, 10, 7), (4, 3, 7)
@@ -38,6 +40,18 @@ def _write(path: Path) -> Path:
         f.create_dataset("plain", data=np.arange(50, dtype="u8").reshape(5, 10))
         f.create_dataset("scalar", data=np.float64(2.5))
         f.create_dataset("tiny", data=np.arange(6, dtype="i1"), chunks=(4,))
+        # every chunk whole: decoded in batches straight into the output
+        f.create_dataset(
+            "even", data=rng.normal(size=(8, 6, 14)), chunks=(4, 3, 7), compression="gzip"
+        )
+        # chunks of 64 KiB spanning the trailing dimensions: decoded in place in the output
+        f.create_dataset(
+            "rows",
+            data=rng.normal(size=(6, 128, 128)).astype("<f4"),
+            chunks=(1, 128, 128),
+            compression="gzip",
+            shuffle=True,
+        )
     return path
 
 
@@ -68,7 +82,7 @@ def _assert_same(got: np.ndarray, expected: np.ndarray) -> None:
     np.testing.assert_array_equal(got, expected, strict=True)
 
 
-@pytest.mark.parametrize("name", ["gz", "sparse", "plain", "scalar", "tiny"])
+@pytest.mark.parametrize("name", ["gz", "sparse", "plain", "scalar", "tiny", "even", "rows"])
 def test_whole_arrays_equal_h5py(source: tuple[Path, refzarr.RefGroup], name: str) -> None:
     path, group = source
     _assert_same(_reader(group, name)[...], _expected(path, name, ...))
@@ -96,6 +110,53 @@ def test_basic_selections_equal_numpy(
     path, group = source
     chosen: Any = (*selection, ...) if ellipsis else selection
     _assert_same(_reader(group, "gz")[chosen], _expected(path, "gz", chosen))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(selection=st.tuples(*[_slices(n) for n in (8, 6, 14)]))
+def test_selections_of_whole_chunks_equal_numpy(
+    source: tuple[Path, refzarr.RefGroup], selection: tuple[Any, ...]
+) -> None:
+    path, group = source
+    reader = _reader(group, "even")
+    assert (reader.batch is not None) is CAN_FILL  # libdeflate (refzarr[codecs]) decodes batches
+    _assert_same(reader[selection], _expected(path, "even", selection))
+
+
+@pytest.mark.parametrize(
+    "selection", [..., (slice(1, 5),), (slice(None, None, -1),), (3,), (slice(2, 4), 5)]
+)
+def test_chunks_decoded_in_place_equal_numpy(
+    source: tuple[Path, refzarr.RefGroup], selection: tuple[Any, ...]
+) -> None:
+    path, group = source
+    reader = _reader(group, "rows")
+    job = reader._job(...)
+    if CAN_FILL:  # the whole array is one run of tiles
+        assert job.tiled is not None
+        assert job.entries is not None
+        assert consecutive_tiles(job.tiled, tile_numbers(job.axes, job.entries.coords)) is not None
+    _assert_same(reader[selection], _expected(path, "rows", selection))
+
+
+@pytest.mark.parametrize(("name", "damaged"), [("even", (1, 0, 1)), ("rows", (2, 0, 0))])
+def test_one_damaged_chunk_among_whole_ones_raises_naming_it(
+    source: tuple[Path, refzarr.RefGroup], name: str, damaged: tuple[int, ...]
+) -> None:
+    _, group = source
+    array = group[name]
+    assert isinstance(array, RefArray)
+    m = array.manifest
+    lengths = m.length.copy()
+    lengths[damaged] -= 3  # the chunk loses its checksum
+    cut = ChunkManifest.from_arrays(m.paths, m.path_id, m.offset, lengths, {})
+    reader = ArrayReader(_with_manifest(array, cut), name, RangeReader(), threads=2)
+    key = ".".join(map(str, damaged))
+    with pytest.raises(ChunkDecodeError, match=rf"{name}/{key}: decoding failed"):
+        reader[...]
+    _assert_same(reader[:1], _reader(group, name)[:1])  # the other chunks read the same
 
 
 def test_sparse_selection_reads_fill_value_only_for_unwritten(

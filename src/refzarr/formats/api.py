@@ -60,14 +60,17 @@ def read(
     SourceNotFoundError
         ``source`` does not exist.
     """
-    # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
-    from refzarr.formats import json_read, parquet_read
-
+    # format modules are loaded on first use, each only for its format (the Parquet one
+    # imports pyarrow.parquet), so `import refzarr` stays light
     if isinstance(source, Mapping):
         return group_from_kerchunk(source, target=target)
     location = locate(source, storage_options)
     if detect_format(location) == "parquet":
+        from refzarr.formats import parquet_read
+
         return parquet_read.read_parquet(location, target=target)
+    from refzarr.formats import json_read
+
     data = decompress(read_bytes(location), shown=location.shown)
     return json_read.group_from_json(data, target=target, where=location.shown)
 

@@ -1,7 +1,7 @@
 """Byte access: many (url, offset, length) ranges read at once, merged, concurrent, retried."""
 
 from refzarr.io.allow import URLPolicy, normalize_url
-from refzarr.io.fetch import LOCAL_POLICY, REMOTE_POLICY, FetchPolicy, RangeReader
+from refzarr.io.fetch import LOCAL_POLICY, REMOTE_POLICY, FetchedBlock, FetchPolicy, RangeReader
 from refzarr.io.plan import Block, ReadPlan, plan_reads
 
 __all__ = [
@@ -9,6 +9,7 @@ __all__ = [
     "REMOTE_POLICY",
     "Block",
     "FetchPolicy",
+    "FetchedBlock",
     "RangeReader",
     "ReadPlan",
     "URLPolicy",

@@ -2,9 +2,11 @@
 
 `RangeReader.read` returns one buffer per request; `RangeReader.iter_read` yields them block by
 block as blocks arrive, so a caller can decode while later blocks are still in flight and hold
-only what is in flight. Local files are read with ``os.pread`` from a thread pool (no event
-loop; blocks of at most `SMALL_LOCAL_BLOCK` bytes in the calling thread, where a thread
-hand-off would cost more than the read), keeping at most `MAX_OPEN_FILES` descriptors open;
+only what is in flight; `RangeReader.iter_blocks` yields the blocks themselves with where each
+request sits in them (no Python object per request: a caller slices them where it decodes).
+Local files are read with ``os.pread`` from a thread pool (no event loop; blocks of at most
+`SMALL_LOCAL_BLOCK` bytes in the calling thread, where a thread hand-off would cost more than
+the read), keeping at most `MAX_OPEN_FILES` descriptors open;
 any other fsspec URL through its filesystem's ``cat_file``. A failed block is retried with
 exponential backoff a bounded number of times, then raises `ChunkFetchError` naming the URL, the
 range and the keys that needed it. A range that comes back short (past the end of the object) is
@@ -13,6 +15,7 @@ an error at once: missing bytes are never padded or read as fill values.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -37,6 +40,7 @@ __all__ = [
     "REMOTE_POLICY",
     "SMALL_LOCAL_BLOCK",
     "FetchPolicy",
+    "FetchedBlock",
     "RangeReader",
 ]
 
@@ -100,6 +104,34 @@ LOCAL_POLICY = FetchPolicy(max_gap=64 * 2**10, max_block=16 * 2**20, concurrency
 REMOTE_POLICY = FetchPolicy(max_gap=2 * 2**20, max_block=32 * 2**20, concurrency=16)
 """Object stores and HTTP: a request costs tens of milliseconds, about what a few megabytes of
 transfer cost, so ranges up to 2 MiB apart are merged."""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedBlock:
+    """One fetched block and the requests it holds, column-wise.
+
+    Attributes
+    ----------
+    data
+        The block's bytes.
+    requests
+        The indices of the requests it holds (positions in the lists given to the reader).
+    starts, lengths
+        Where each of those requests starts in ``data``, and its length.
+    """
+
+    data: memoryview
+    requests: np.ndarray[Any, np.dtype[np.int64]]
+    starts: np.ndarray[Any, np.dtype[np.int64]]
+    lengths: np.ndarray[Any, np.dtype[np.int64]]
+
+    def __iter__(self) -> Iterator[tuple[int, memoryview]]:
+        """``(request index, bytes)`` per request it holds."""
+        data = self.data
+        for index, start, length in zip(
+            self.requests.tolist(), self.starts.tolist(), self.lengths.tolist(), strict=True
+        ):
+            yield index, data[start : start + length]
 
 
 @dataclass
@@ -180,6 +212,26 @@ class RangeReader:
         At most ``concurrency`` blocks are in flight; a block's buffers are yielded as soon as
         it arrives. Stopping the iteration early cancels the blocks not yet started.
         """
+        for block in self.iter_blocks(urls, offsets, lengths, keys):
+            yield from block
+
+    def iter_blocks(
+        self,
+        urls: Sequence[str],
+        offsets: Sequence[int] | np.ndarray[Any, Any],
+        lengths: Sequence[int] | np.ndarray[Any, Any],
+        keys: Sequence[str] | None = None,
+    ) -> Iterator[FetchedBlock]:
+        """The fetched blocks as they arrive (any order), each with the requests it holds.
+
+        Every request is in exactly one block. At most ``concurrency`` blocks are in flight;
+        stopping the iteration early cancels the blocks not yet started.
+
+        Raises
+        ------
+        ChunkFetchError
+            When a block cannot be read after the policy's attempts, or comes back short.
+        """
         distinct = list(dict.fromkeys(urls))
         URLPolicy(self.allowed).check(distinct)
         is_local_url = {url: self._filesystem(url)[1] for url in distinct}
@@ -214,7 +266,7 @@ class RangeReader:
         lengths: Sequence[int] | np.ndarray[Any, Any],
         keys: Sequence[str] | None,
         is_local: bool,
-    ) -> Iterator[tuple[int, memoryview]]:
+    ) -> Iterator[FetchedBlock]:
         policy = self.local_policy if is_local else self.remote_policy
         index = np.asarray(chosen, dtype=np.int64)
         plan = plan_reads(
@@ -230,10 +282,13 @@ class RangeReader:
             files = stack.enter_context(_LocalFiles()) if is_local else None
             pool = stack.enter_context(ThreadPoolExecutor(policy.concurrency))
             for block_index, data in self._fetch_blocks(plan, pool, policy, files, names, members):
-                view = memoryview(data)
-                for member in members[block_index]:
-                    start = int(plan.offset_in_block[member])
-                    yield chosen[member], view[start : start + int(plan.lengths[member])]
+                held = members[block_index]
+                yield FetchedBlock(
+                    memoryview(data),
+                    index[held],
+                    plan.offset_in_block[held],
+                    plan.lengths[held],
+                )
 
     def _fetch_blocks(
         self,
@@ -242,7 +297,7 @@ class RangeReader:
         policy: FetchPolicy,
         files: _LocalFiles | None,
         names: _Names,
-        members: list[list[int]],
+        members: list[np.ndarray[Any, np.dtype[np.int64]]],
     ) -> Iterator[tuple[int, bytes]]:
         """Fetched blocks as they complete, with at most ``concurrency`` in flight."""
         pending: dict[Future[bytes], int] = {}
@@ -388,20 +443,20 @@ class _Names:
     keys: Sequence[str] | None
     chosen: list[int]
 
-    def of(self, members: list[int], shown: int = 3) -> str:
+    def of(self, members: np.ndarray[Any, np.dtype[np.int64]], shown: int = 3) -> str:
         names = [
             self.keys[self.chosen[m]] if self.keys is not None else f"#{self.chosen[m]}"
-            for m in members[:shown]
+            for m in members[:shown].tolist()
         ]
         more = f" and {len(members) - shown} more" if len(members) > shown else ""
         return ", ".join(names) + more
 
 
-def _members_by_block(plan: ReadPlan) -> list[list[int]]:
-    members: list[list[int]] = [[] for _ in plan.blocks]
-    for request, block in enumerate(plan.block_of.tolist()):
-        members[block].append(request)
-    return members
+def _members_by_block(plan: ReadPlan) -> list[np.ndarray[Any, np.dtype[np.int64]]]:
+    """For every block, the requests it holds (ascending)."""
+    order = np.argsort(plan.block_of, kind="stable")
+    bounds = np.searchsorted(plan.block_of[order], np.arange(len(plan.blocks) + 1))
+    return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
 
 
 def _fetch_error(block: Block, where: str, reason: str) -> ChunkFetchError:

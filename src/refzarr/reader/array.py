@@ -11,26 +11,31 @@ decodes to the shape it was stored with, and only the positions it holds are use
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
 
+from refzarr.codecs.batch import BatchDecoder
 from refzarr.codecs.chunk import ChunkDecoder, missing_value
-from refzarr.io import RangeReader
+from refzarr.io import FetchedBlock, RangeReader
 from refzarr.model import INLINED, MISSING, WHOLE_FILE, RefArray
 from refzarr.reader.select import Axis, normalize_selection
+from refzarr.reader.tiles import consecutive_tiles, tile_numbers, tiled_view
 
 __all__ = ["ArrayReader"]
 
 _BACKLOG_PER_THREAD = 4
 """Decoding batches allowed to wait per thread before fetching pauses (bounds memory)."""
 
+_NONE = np.zeros(0, dtype=np.int64)
+
 _BATCH_BYTES = 1 << 20
 _BATCH_CHUNKS = 256
-"""A decoding task takes chunks until it holds this many stored bytes or chunks."""
+"""A fetched block is cut into decoding tasks of at most about this many stored bytes and
+this many chunks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,7 @@ class ArrayReader:
         self.reader = reader
         self.threads = threads or os.cpu_count() or 1
         self.decoder = ChunkDecoder(array.meta, name)
+        self.batch = BatchDecoder.of(self.decoder) if array.meta.rectilinear is None else None
         meta = array.meta
         self._bounds = (
             None
@@ -109,7 +115,8 @@ class ArrayReader:
         entries = self._entries(axes) if out.size else None
         if entries is not None:
             self._fill_missing(out, axes, entries)
-        return _Job(self, axes, out, entries)
+        tiled = tiled_view(out, axes) if self.batch is not None and entries is not None else None
+        return _Job(self, axes, out, entries, tiled)
 
     # -- which chunks ----------------------------------------------------------------------
 
@@ -169,6 +176,35 @@ class ArrayReader:
         for row in missing.tolist():
             out[_out_region(axes, entries.coords[row].tolist())] = value
 
+    def place_run(
+        self,
+        job: _Job,
+        rows: np.ndarray[Any, np.dtype[np.int64]],
+        data: memoryview,
+        starts: np.ndarray[Any, np.dtype[np.int64]],
+        lengths: np.ndarray[Any, np.dtype[np.int64]],
+    ) -> None:
+        """Decode stored chunks of ``job`` (``data[start : start + length]``) into the output:
+        those selected whole in one batch when the codecs allow, the others one by one."""
+        alone = np.arange(len(rows))
+        if self.batch is not None and job.tiled is not None and job.entries is not None:
+            tiles = tile_numbers(job.axes, job.entries.coords[rows])
+            whole = np.flatnonzero((tiles >= 0).all(axis=1))
+            if whole.size:
+                run = consecutive_tiles(job.tiled, tiles[whole])
+                values, decoded = self.batch.decode(
+                    data, starts[whole].tolist(), lengths[whole].tolist(), out=run
+                )
+                # what libdeflate refused is decoded alone below (and raises there)
+                if run is None and decoded.all():
+                    job.tiled[tuple(tiles[whole].T)] = values
+                elif run is None:
+                    job.tiled[tuple(tiles[whole[decoded]].T)] = values[decoded]
+                alone = np.setdiff1d(alone, whole[decoded], assume_unique=True)
+        for i in alone.tolist():
+            start = int(starts[i])
+            self.place(job, int(rows[i]), data[start : start + int(lengths[i])])
+
     def place(self, job: _Job, row: int, data: bytes | memoryview) -> None:
         """Decode one stored chunk of ``job`` and copy its selected part into the output."""
         assert job.entries is not None
@@ -177,8 +213,10 @@ class ArrayReader:
         # exceed what it holds (a file's padded edge chunk); `in_chunk` selects only data
         shape = None if self._bounds is None else self.array.meta.stored_chunk_shape(coords)
         chunk = self.decoder.decode(data, lambda: self._key(coords), shape)  # key: errors only
-        source = tuple(axis.in_chunk(c) for axis, c in zip(job.axes, coords, strict=True))
-        job.out[_out_region(job.axes, coords)] = chunk[source]
+        axes = job.axes
+        job.out[_out_region(axes, coords)] = chunk[
+            tuple([axis.in_chunk(c) for axis, c in zip(axes, coords, strict=True)])
+        ]
 
 
 def read_many(readers: Sequence[ArrayReader], reader: RangeReader) -> list[np.ndarray[Any, Any]]:
@@ -200,6 +238,7 @@ class _Job:
     axes: Sequence[Axis]
     out: np.ndarray[Any, Any]
     entries: _Entries | None
+    tiled: np.ndarray[Any, Any] | None  # `tiled_view` of out, when chunks decode in batches
 
     def result(self) -> np.ndarray[Any, Any]:
         # the trailing ... keeps a 0-d array (and its byte order) when every axis is an integer
@@ -209,52 +248,90 @@ class _Job:
 
 def _execute(jobs: Sequence[_Job], reader: RangeReader, threads: int) -> None:
     """Fetch the stored chunks of every job in one batched read and decode them in parallel."""
-    work = [(job, row) for job in jobs if job.entries is not None for row in job.entries.inlined]
-    inline = [job.entries.inlined[row] for job, row in work if job.entries is not None]
-    referenced = [
-        (job, row)
-        for job in jobs
-        if job.entries is not None
-        for row in np.flatnonzero(job.entries.path_id >= 0).tolist()
-    ]
-    if not work and not referenced:
+    inline = [(job, row) for job in jobs if job.entries is not None for row in job.entries.inlined]
+    stored = _Stored.of(jobs)
+    if not inline and not stored.rows.size:
         return
     with _Decoding(threads) as decoding:
-        for (job, row), stored in zip(work, inline, strict=True):
-            decoding.add(job, row, stored)
-        if referenced:
-            urls, offsets, lengths, keys = _requests(referenced, reader)
-            for index, data in reader.iter_read(urls, offsets, lengths, keys):
-                job, row = referenced[index]
-                decoding.add(job, row, data)
+        for first in range(0, len(inline), _BATCH_CHUNKS):
+            decoding.submit(_place_inlined, inline[first : first + _BATCH_CHUNKS])
+        if stored.rows.size:
+            urls, offsets, lengths = stored.requests(reader)
+            for block in reader.iter_blocks(urls, offsets, lengths, _ChunkKeys(stored)):
+                decoding.add_block(stored, block)
 
 
-def _requests(
-    referenced: list[tuple[_Job, int]], reader: RangeReader
-) -> tuple[list[str], np.ndarray[Any, Any], np.ndarray[Any, Any], _ChunkKeys]:
-    """URLs, offsets, lengths and keys of the stored chunks (whole files measured)."""
-    urls: list[str] = []
-    offsets = np.empty(len(referenced), dtype=np.int64)
-    lengths = np.empty(len(referenced), dtype=np.int64)
-    for k, (job, row) in enumerate(referenced):
-        entries = job.entries
-        assert entries is not None
-        urls.append(entries.urls[row] or "")
-        offsets[k] = entries.offsets[row]
-        lengths[k] = entries.lengths[row]
-    for k in np.flatnonzero(lengths < 0).tolist():  # a whole-file reference: the file's size
-        lengths[k] = reader.size(urls[k]) - offsets[k]
-    return urls, offsets, lengths, _ChunkKeys(referenced)
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """The referenced chunks of some jobs, column-wise: chunk ``k`` is row ``rows[k]`` of
+    ``jobs[job_of[k]]`` (numpy columns: no Python object per chunk lives on)."""
+
+    jobs: Sequence[_Job]
+    job_of: np.ndarray[Any, np.dtype[np.int64]]
+    rows: np.ndarray[Any, np.dtype[np.int64]]
+
+    @classmethod
+    def of(cls, jobs: Sequence[_Job]) -> _Stored:
+        found = [
+            np.flatnonzero(job.entries.path_id >= 0) if job.entries is not None else _NONE
+            for job in jobs
+        ]
+        job_of = np.repeat(np.arange(len(jobs), dtype=np.int64), [len(f) for f in found])
+        rows = np.concatenate(found).astype(np.int64) if found else _NONE
+        return cls(jobs, job_of, rows)
+
+    def requests(
+        self, reader: RangeReader
+    ) -> tuple[list[str], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """URLs, offsets and lengths of the chunks (whole-file references measured)."""
+        urls: list[str] = []
+        offsets: list[np.ndarray[Any, Any]] = []
+        lengths: list[np.ndarray[Any, Any]] = []
+        first = 0
+        for job in self.jobs:  # a job's chunks are consecutive, in the order of `jobs`
+            if job.entries is None:
+                continue
+            last = first + int(np.count_nonzero(job.entries.path_id >= 0))
+            rows = self.rows[first:last]
+            urls += [job.entries.urls[row] or "" for row in rows.tolist()]
+            offsets.append(job.entries.offsets[rows])
+            lengths.append(job.entries.lengths[rows])
+            first = last
+        offset = np.concatenate(offsets).astype(np.int64, copy=False)
+        length = np.concatenate(lengths).astype(np.int64, copy=True)
+        for k in np.flatnonzero(length < 0).tolist():  # a whole-file reference: its size
+            length[k] = reader.size(urls[k]) - offset[k]
+        return urls, offset, length
+
+    def key(self, k: int) -> str:
+        """The key of chunk ``k`` (for messages)."""
+        job = self.jobs[int(self.job_of[k])]
+        assert job.entries is not None  # only jobs with entries have stored chunks
+        return job.array._key(job.entries.coords[int(self.rows[k])])
+
+    def place_run(
+        self,
+        chunks: np.ndarray[Any, np.dtype[np.int64]],
+        data: memoryview,
+        starts: np.ndarray[Any, np.dtype[np.int64]],
+        lengths: np.ndarray[Any, np.dtype[np.int64]],
+    ) -> None:
+        """Decode ``chunks`` (``data[start : start + length]``) into their jobs' outputs."""
+        job_of = self.job_of[chunks]
+        for number in np.unique(job_of).tolist():
+            mine = job_of == number
+            job = self.jobs[number]
+            job.array.place_run(job, self.rows[chunks[mine]], data, starts[mine], lengths[mine])
 
 
 class _ChunkKeys(Sequence[str]):
     """The keys of the stored chunks being fetched, built only when an error names one."""
 
-    def __init__(self, referenced: list[tuple[_Job, int]]) -> None:
-        self.referenced = referenced
+    def __init__(self, stored: _Stored) -> None:
+        self.stored = stored
 
     def __len__(self) -> int:
-        return len(self.referenced)
+        return len(self.stored.rows)
 
     @overload
     def __getitem__(self, index: int) -> str: ...
@@ -265,9 +342,7 @@ class _ChunkKeys(Sequence[str]):
     def __getitem__(self, index: int | slice) -> str | list[str]:
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(len(self)))]
-        job, row = self.referenced[index]
-        assert job.entries is not None
-        return job.array._key(job.entries.coords[row])
+        return self.stored.key(index)
 
 
 class _Decoding:
@@ -277,8 +352,6 @@ class _Decoding:
         self.threads = threads
         self.pool = ThreadPoolExecutor(threads)
         self.pending: set[Future[None]] = set()
-        self.batch: list[tuple[_Job, int, bytes | memoryview]] = []
-        self.batch_bytes = 0
 
     def __enter__(self) -> _Decoding:
         return self
@@ -286,22 +359,30 @@ class _Decoding:
     def __exit__(self, *exc: object) -> None:
         try:
             if exc[0] is None:
-                self.flush()
                 for future in self.pending:
                     future.result()
         finally:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def add(self, job: _Job, row: int, data: bytes | memoryview) -> None:
-        self.batch.append((job, row, data))
-        self.batch_bytes += len(data)
-        if self.batch_bytes >= _BATCH_BYTES or len(self.batch) >= _BATCH_CHUNKS:
-            self.flush()
+    def add_block(self, stored: _Stored, block: FetchedBlock) -> None:
+        """Decode the chunks of a fetched block, a batch of them per task."""
+        count = len(block.requests)
+        batches = max(-(-count // _BATCH_CHUNKS), -(-int(block.lengths.sum()) // _BATCH_BYTES), 1)
+        for part in np.array_split(np.arange(count), min(batches, count or 1)):
+            if part.size:
+                first, last = int(part[0]), int(part[-1]) + 1
+                self.submit(
+                    _place_run,
+                    stored,
+                    block.data,
+                    block.requests[first:last],
+                    block.starts[first:last],
+                    block.lengths[first:last],
+                )
 
-    def flush(self) -> None:
-        if self.batch:
-            self.pending.add(self.pool.submit(_place_batch, self.batch))
-            self.batch, self.batch_bytes = [], 0
+    def submit(self, task: Callable[..., None], *args: Any) -> None:
+        """Run ``task(*args)`` on the pool, first waiting while the backlog is full."""
+        self.pending.add(self.pool.submit(task, *args))
         if len(self.pending) >= self.threads * _BACKLOG_PER_THREAD:
             done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -309,10 +390,21 @@ class _Decoding:
                 future.result()
 
 
-def _place_batch(batch: list[tuple[_Job, int, bytes | memoryview]]) -> None:
-    for job, row, data in batch:
-        job.array.place(job, row, data)
+def _place_run(
+    stored: _Stored,
+    data: memoryview,
+    chunks: np.ndarray[Any, Any],
+    starts: np.ndarray[Any, Any],
+    lengths: np.ndarray[Any, Any],
+) -> None:
+    stored.place_run(chunks, data, starts, lengths)
+
+
+def _place_inlined(chunks: list[tuple[_Job, int]]) -> None:
+    for job, row in chunks:
+        assert job.entries is not None  # only jobs with entries have inlined chunks
+        job.array.place(job, row, job.entries.inlined[row])
 
 
 def _out_region(axes: Sequence[Axis], coords: Sequence[int]) -> tuple[slice, ...]:
-    return tuple(axis.in_output(c) for axis, c in zip(axes, coords, strict=True))
+    return tuple([axis.in_output(c) for axis, c in zip(axes, coords, strict=True)])

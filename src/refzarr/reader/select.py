@@ -20,24 +20,40 @@ __all__ = ["Axis", "normalize_selection"]
 class Axis:
     """One dimension of a selection mapped onto the chunk grid.
 
+    The regions are plain lists of ints, and slices are made when asked for: a selection of
+    many chunks keeps no Python object per chunk alive (their churn triggers full garbage
+    collections, tens of milliseconds each in a process holding xarray and an S3 client).
+
     Attributes
     ----------
     size
         Number of selected positions.
     chunk_ids
         The chunks that hold selected positions, ascending.
-    regions
-        For each of those chunks: (where its selected positions go in the output, which of its
-        positions are selected).
+    step
+        The distance between selected positions (1 or more).
     finish
         Applied to the assembled output: ``slice(None)``, ``slice(None, None, -1)`` for a
         negative step, or ``0`` for an integer index (the axis is dropped).
+    tiles
+        Per chunk of ``chunk_ids``: -1 unless the chunk is selected whole (regular grid, step
+        1), else its number among those, which lie side by side in the output from
+        ``tile_base`` on, ``chunk`` positions each (``tile_count`` of them).
     """
 
     size: int
     chunk_ids: np.ndarray[Any, np.dtype[np.int64]]
-    regions: dict[int, tuple[slice, slice]]
+    step: int
     finish: slice | int
+    tiles: np.ndarray[Any, np.dtype[np.int64]]
+    tile_base: int
+    tile_count: int
+    chunk: int
+    _at: dict[int, int]  # chunk id -> its place in the lists below
+    _out_low: list[int]
+    _out_high: list[int]
+    _first: list[int]
+    _last: list[int]
 
     @classmethod
     def of(
@@ -61,24 +77,42 @@ class Axis:
             ids = np.unique(np.searchsorted(bounds, indices, side="right") - 1)
             starts = bounds[ids]
             ends = bounds[ids + 1]
-        lows = np.searchsorted(indices, starts).tolist()
-        highs = np.searchsorted(indices, ends).tolist()
-        regions = {}
-        for chunk_id, base, low, high in zip(
-            ids.tolist(), starts.tolist(), lows, highs, strict=True
-        ):
-            first = int(indices[low]) - base
-            last = int(indices[high - 1]) - base
-            regions[chunk_id] = (slice(low, high), slice(first, last + 1, step))
-        return cls(len(indices), ids, regions, finish)
+        lows = np.searchsorted(indices, starts)
+        highs = np.searchsorted(indices, ends)
+        first = indices[lows] - starts  # every chunk listed holds a selected position
+        last = indices[highs - 1] - starts
+        at = {chunk_id: place for place, chunk_id in enumerate(ids.tolist())}
+        tiles = np.full(len(ids), -1, dtype=np.int64)
+        whole = (first == 0) & (last == chunk - 1) if bounds is None and step == 1 else None
+        base = 0
+        if whole is not None and whole.any():  # the chunks selected whole are consecutive
+            base = int(lows[whole][0])
+            tiles[whole] = (lows[whole] - base) // chunk
+        return cls(
+            len(indices),
+            ids,
+            step,
+            finish,
+            tiles,
+            base,
+            int(np.count_nonzero(tiles >= 0)),
+            chunk,
+            at,
+            lows.tolist(),
+            highs.tolist(),
+            first.tolist(),
+            last.tolist(),
+        )
 
     def in_output(self, chunk_id: int) -> slice:
         """Where the selected positions of chunk ``chunk_id`` go in the output."""
-        return self.regions[chunk_id][0]
+        place = self._at[chunk_id]
+        return slice(self._out_low[place], self._out_high[place])
 
     def in_chunk(self, chunk_id: int) -> slice:
         """Which positions of chunk ``chunk_id`` are selected."""
-        return self.regions[chunk_id][1]
+        place = self._at[chunk_id]
+        return slice(self._first[place], self._last[place] + 1, self.step)
 
 
 def normalize_selection(
