@@ -45,6 +45,14 @@ MAX_BLOCKS = 32
 """Blocks the cache keeps (``BLOCK_SIZE * MAX_BLOCKS`` bytes of memory at most per scan)."""
 
 
+LOCAL_BLOCK = 2**16
+"""Bytes per block of a plain local file kept by `OpenSource.read_range`: a small file's
+object headers, heaps and coordinates come from one ``pread``, not forty seek + read pairs."""
+
+LOCAL_BLOCKS = 64
+"""Blocks kept per open local file (``LOCAL_BLOCK * LOCAL_BLOCKS`` bytes at most)."""
+
+
 @dataclass(frozen=True, slots=True)
 class OpenSource:
     """An open file: h5py's view, the URL references carry, raw byte access and its size."""
@@ -53,21 +61,44 @@ class OpenSource:
     url: str
     raw: BinaryIO
     size: int
+    blocks: dict[int, bytes] | None = None
+    """Blocks of a plain local file read so far (None: read through ``raw``)."""
 
     def read_range(self, offset: int, length: int) -> bytes:
-        """``length`` bytes at ``offset`` of the file (for inlining small chunks)."""
+        """``length`` bytes at ``offset`` of the file (headers, heaps, small chunks)."""
         if offset + length > self.size:
             raise ScanError(
                 f"{self.url}: bytes {offset}..{offset + length} are beyond the file's end "
                 f"({self.size} bytes; truncated file?)"
             )
-        self.raw.seek(offset)
-        data = self.raw.read(length)
+        if self.blocks is not None and length <= LOCAL_BLOCK:
+            data = self._from_blocks(offset, length)
+        elif self.blocks is not None:
+            data = os.pread(self.raw.fileno(), length, offset)
+        else:
+            self.raw.seek(offset)
+            data = self.raw.read(length)
         if len(data) != length:
             raise ScanError(
                 f"{self.url}: file ends before byte {offset + length} (truncated file?)"
             )
         return data
+
+    def _from_blocks(self, offset: int, length: int) -> bytes:
+        first, start = divmod(offset, LOCAL_BLOCK)
+        if start + length <= LOCAL_BLOCK:
+            return self._block(first)[start : start + length]
+        return (self._block(first) + self._block(first + 1))[start : start + length]
+
+    def _block(self, number: int) -> bytes:
+        blocks = self.blocks
+        assert blocks is not None  # only plain local files have blocks
+        found = blocks.get(number)
+        if found is None:
+            if len(blocks) >= LOCAL_BLOCKS:
+                blocks.clear()
+            found = blocks[number] = os.pread(self.raw.fileno(), LOCAL_BLOCK, number * LOCAL_BLOCK)
+        return found
 
     def check_within_file(
         self, manifest: ChunkManifest, where: str, *, overlaps: bool = False
@@ -117,7 +148,8 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
             raise ScanError(
                 f"{url}: h5py cannot open it as HDF5 ({size} bytes; truncated or damaged?): {exc}"
             ) from exc
-        yield OpenSource(h5, _reference_url(url, path, local), raw, size)
+        blocks: dict[int, bytes] | None = {} if fs is None else None  # a plain local file
+        yield OpenSource(h5, _reference_url(url, path, local), raw, size, blocks)
 
 
 def check_within_file(
