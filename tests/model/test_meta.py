@@ -170,6 +170,15 @@ def test_replace_validates_like_the_constructor() -> None:
         meta.replace(chunks=(0, 1))
 
 
+@given(array_metas())
+def test_as_one_raw_chunk_equals_replace(meta: ArrayMeta) -> None:
+    expected = meta.replace(chunks=tuple(max(s, 1) for s in meta.shape), codecs=())
+    got = meta.as_one_raw_chunk()
+    assert got == expected
+    assert got.grid_shape == expected.grid_shape
+    assert meta.codecs == meta.replace().codecs  # the original is untouched
+
+
 def test_pickles() -> None:
     meta = _meta(fill_value=np.nan, attributes={"a": [1, "b"]}, codecs=[{"id": "zlib"}])
     assert pickle.loads(pickle.dumps(meta)) == meta

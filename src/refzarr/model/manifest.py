@@ -357,9 +357,20 @@ class ChunkManifest:
     @classmethod
     def one_inlined(cls, data: bytes, ndim: int = 1) -> ChunkManifest:
         """A manifest of one chunk (a grid of one in ``ndim`` dimensions) held inline."""
-        ids = np.full(1, INLINED, np.int32)
-        zeros = np.zeros(1, dtype=np.uint64)
-        return cls((1,) * ndim, _InMemory(ManifestBlock(0, (), ids, zeros, zeros, {0: data})))
+        if not isinstance(data, bytes):
+            raise RefFormatError(f"inlined chunk 0 must be bytes, got {type(data).__name__}")
+        # valid by construction: the block is made without the checks a block from outside gets
+        block = object.__new__(ManifestBlock)
+        for name, value in (
+            ("start", 0),
+            ("paths", ()),
+            ("path_id", _ONE_INLINED),
+            ("offset", _ONE_ZERO),
+            ("length", _ONE_ZERO),
+            ("inlined", MappingProxyType({0: data})),
+        ):
+            object.__setattr__(block, name, value)
+        return cls((1,) * ndim, _InMemory(block))
 
     @classmethod
     def lazy(cls, grid_shape: Sequence[int], source: ManifestSource) -> ChunkManifest:
@@ -593,3 +604,9 @@ def _concat_blocks(blocks: list[ManifestBlock]) -> ManifestBlock:
         length=np.concatenate([b.length for b in blocks]),
         inlined=inlined,
     )
+
+
+_ONE_INLINED = np.full(1, INLINED, np.int32)
+_ONE_INLINED.flags.writeable = False
+_ONE_ZERO = np.zeros(1, dtype=np.uint64)
+_ONE_ZERO.flags.writeable = False

@@ -148,6 +148,19 @@ class ArrayMeta:
             for c, rect, i in zip(self.chunks, self.rectilinear, index, strict=True)
         )
 
+    def as_one_raw_chunk(self) -> ArrayMeta:
+        """A copy stored as one chunk of the whole array without codecs (values as raw
+        bytes in ``dtype``'s byte order), as a loaded coordinate is. Every other field was
+        validated when this one was made and is kept, so nothing is checked again."""
+        if self.rectilinear is not None:
+            return self.replace(chunks=tuple(max(s, 1) for s in self.shape), codecs=())
+        copy = object.__new__(ArrayMeta)
+        for name in self.__dataclass_fields__:
+            object.__setattr__(copy, name, getattr(self, name))
+        object.__setattr__(copy, "chunks", tuple(max(s, 1) for s in self.shape))
+        object.__setattr__(copy, "codecs", ())
+        return copy
+
     def replace(self, **changes: Any) -> ArrayMeta:
         """A copy with some fields changed (validated like a new one)."""
         fields = {name: getattr(self, name) for name in self.__dataclass_fields__}

@@ -79,7 +79,7 @@ def load_coordinate(
     except (RefzarrError, ValueError):  # left for the reader to report, as before
         return array
     manifest = ChunkManifest.one_inlined(share_bytes(values.tobytes()))
-    return RefArray(meta.replace(chunks=meta.shape, codecs=()), manifest)
+    return RefArray(meta.as_one_raw_chunk(), manifest)
 
 
 def _stored_chunks(
