@@ -36,6 +36,7 @@ __all__ = [
     "dataspace_dims",
     "dataspace_max_dims",
     "header_attributes",
+    "vector_attribute",
 ]
 
 ATTRIBUTE = 0x000C
@@ -213,6 +214,30 @@ def attribute_fields(body: bytes) -> AttributeFields:
         data_at,
         bool(flags & 0x03),
     )
+
+
+def vector_attribute(
+    messages: list[tuple[bytes, int]], name: bytes, sb: Superblock
+) -> tuple[AttributeFields, bytes, int] | None:
+    """The fields, stored data and length of attribute ``name`` among ``messages``
+    (`attribute_messages`) when it is a one-dimensional array (None: no such attribute).
+
+    Raises
+    ------
+    FormatMismatch
+        When its datatype or dataspace is shared, or it is not a vector.
+    """
+    for body, _order in messages:
+        fields = attribute_fields(body)
+        if fields.name != name:
+            continue
+        if fields.shared:
+            raise FormatMismatch("shared datatype or dataspace")
+        dims = dataspace_dims(fields.space_bytes, sb)
+        if dims is None or len(dims) != 1:
+            raise FormatMismatch(f"{name.decode()} is not a vector")
+        return fields, body[fields.data_at :], dims[0]
+    return None
 
 
 def _attribute(body: bytes, sb: Superblock) -> tuple[bytes, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-from refzarr.scan.hdf5_attr_messages import attribute_fields, dataspace_dims
+from refzarr.scan.hdf5_attr_messages import vector_attribute
 from refzarr.scan.hdf5_ohdr import FormatMismatch, Read, Superblock
 
 __all__ = ["dimension_list"]
@@ -26,39 +26,32 @@ def dimension_list(
     """The header addresses of the scales attached to each axis of a dataset whose attribute
     messages are ``messages`` (`attribute_messages`), in HDF5's order (None: it has no
     ``DIMENSION_LIST``)."""
-    for body, _order in messages:
-        fields = attribute_fields(body)
-        if fields.name != DIMENSION_LIST:
+    found = vector_attribute(messages, DIMENSION_LIST, sb)
+    if found is None:
+        return None
+    fields, data, length = found
+    _check_type(fields.type_bytes, sb)
+    o = sb.offset_size
+    entry = 4 + o + 4
+    if len(data) < length * entry:
+        raise FormatMismatch("short DIMENSION_LIST")
+    heaps: dict[int, bytes] = {}
+    axes: list[list[int]] = []
+    for k in range(length):
+        at = k * entry
+        (count,) = struct.unpack_from("<I", data, at)
+        collection = int.from_bytes(data[at + 4 : at + 4 + o], "little")
+        (index,) = struct.unpack_from("<I", data, at + 4 + o)
+        if count == 0:
+            axes.append([])
             continue
-        if fields.shared:
-            raise FormatMismatch("shared datatype or dataspace")
-        _check_type(fields.type_bytes, sb)
-        dims = dataspace_dims(fields.space_bytes, sb)
-        if dims is None or len(dims) != 1:
-            raise FormatMismatch("DIMENSION_LIST is not a vector")
-        o = sb.offset_size
-        entry = 4 + o + 4
-        data = body[fields.data_at :]
-        if len(data) < dims[0] * entry:
-            raise FormatMismatch("short DIMENSION_LIST")
-        heaps: dict[int, bytes] = {}
-        axes: list[list[int]] = []
-        for k in range(dims[0]):
-            at = k * entry
-            (count,) = struct.unpack_from("<I", data, at)
-            collection = int.from_bytes(data[at + 4 : at + 4 + o], "little")
-            (index,) = struct.unpack_from("<I", data, at + 4 + o)
-            if count == 0:
-                axes.append([])
-                continue
-            if collection not in heaps:
-                heaps[collection] = _collection(read, sb, collection)
-            refs = _heap_object(heaps[collection], index, sb)
-            if len(refs) != count * o:
-                raise FormatMismatch("DIMENSION_LIST sequence of another size")
-            axes.append([int.from_bytes(refs[j : j + o], "little") for j in range(0, len(refs), o)])
-        return axes
-    return None
+        if collection not in heaps:
+            heaps[collection] = _collection(read, sb, collection)
+        refs = _heap_object(heaps[collection], index, sb)
+        if len(refs) != count * o:
+            raise FormatMismatch("DIMENSION_LIST sequence of another size")
+        axes.append([int.from_bytes(refs[j : j + o], "little") for j in range(0, len(refs), o)])
+    return axes
 
 
 def _check_type(raw: bytes, sb: Superblock) -> None:

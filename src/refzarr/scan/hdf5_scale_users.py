@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
-from refzarr.scan.hdf5_attr_messages import attribute_fields, dataspace_dims
+from refzarr.scan.hdf5_attr_messages import dataspace_dims, vector_attribute
 from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Header, Read, Superblock, read_header
 
 __all__ = ["ScaleUser", "scale_users"]
@@ -43,28 +43,21 @@ def scale_users(
     """The users in ``REFERENCE_LIST`` of a scale whose attribute messages are ``messages``
     (`attribute_messages`; none when it has no such attribute). ``header_of(address)``: the
     messages of a header, at least its dataspace (None: read here)."""
-    for body, _order in messages:
-        fields = attribute_fields(body)
-        if fields.name != REFERENCE_LIST:
-            continue
-        if fields.shared:
-            raise FormatMismatch("shared datatype or dataspace")
-        size, ref_at, axis_at, axis_format = _entry_layout(fields.type_bytes, sb)
-        dims = dataspace_dims(fields.space_bytes, sb)
-        if dims is None or len(dims) != 1:
-            raise FormatMismatch("REFERENCE_LIST is not a vector")
-        data = body[fields.data_at :]
-        if len(data) < dims[0] * size:
-            raise FormatMismatch("short REFERENCE_LIST")
-        users = []
-        o = sb.offset_size
-        for k in range(dims[0]):
-            entry = data[k * size : (k + 1) * size]
-            target = int.from_bytes(entry[ref_at : ref_at + o], "little")
-            (axis,) = struct.unpack_from(axis_format, entry, axis_at)
-            users.append(ScaleUser(_shape(read, sb, target, header_of), axis))
-        return users
-    return []
+    found = vector_attribute(messages, REFERENCE_LIST, sb)
+    if found is None:
+        return []
+    fields, data, length = found
+    size, ref_at, axis_at, axis_format = _entry_layout(fields.type_bytes, sb)
+    if len(data) < length * size:
+        raise FormatMismatch("short REFERENCE_LIST")
+    users = []
+    o = sb.offset_size
+    for k in range(length):
+        entry = data[k * size : (k + 1) * size]
+        target = int.from_bytes(entry[ref_at : ref_at + o], "little")
+        (axis,) = struct.unpack_from(axis_format, entry, axis_at)
+        users.append(ScaleUser(_shape(read, sb, target, header_of), axis))
+    return users
 
 
 def _shape(
