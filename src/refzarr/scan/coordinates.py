@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from refzarr.codecs.chunk import decode_whole
 from refzarr.errors import RefzarrError
 from refzarr.model import INLINED, WHOLE_FILE, ChunkManifest, RefArray
@@ -75,7 +73,7 @@ def load_coordinate(
     if stored is None:
         return array
     try:
-        values = _decode(array, stored, where)
+        values = decode_whole(meta, stored, where)
     except (RefzarrError, ValueError):  # left for the reader to report, as before
         return array
     manifest = ChunkManifest.one_inlined(share_bytes(values.tobytes()))
@@ -101,14 +99,3 @@ def _stored_chunks(
             else:
                 out.append(read_range(offset, length))
     return out
-
-
-def _decode(array: RefArray, stored: list[bytes | None], where: str) -> np.ndarray:
-    """The array's values (one ``frombuffer`` when uncompressed and complete)."""
-    meta = array.meta
-    count = meta.shape[0]
-    if not meta.codecs and None not in stored:
-        joined = b"".join(stored)  # type: ignore[arg-type]  # None is excluded above
-        if len(joined) == meta.grid_shape[0] * meta.chunks[0] * meta.dtype.itemsize:
-            return np.frombuffer(joined, dtype=meta.dtype, count=count)
-    return decode_whole(meta, stored, where)
