@@ -287,16 +287,14 @@ class _Stored:
         urls: list[str] = []
         offsets: list[np.ndarray[Any, Any]] = []
         lengths: list[np.ndarray[Any, Any]] = []
-        first = 0
-        for job in self.jobs:  # a job's chunks are consecutive, in the order of `jobs`
-            if job.entries is None:
+        counts = np.bincount(self.job_of, minlength=len(self.jobs))
+        # a job's chunks are consecutive, in the order of `jobs`
+        for job, rows in zip(self.jobs, np.split(self.rows, np.cumsum(counts)[:-1]), strict=True):
+            if job.entries is None or not rows.size:
                 continue
-            last = first + int(np.count_nonzero(job.entries.path_id >= 0))
-            rows = self.rows[first:last]
             urls += [job.entries.urls[row] or "" for row in rows.tolist()]
             offsets.append(job.entries.offsets[rows])
             lengths.append(job.entries.lengths[rows])
-            first = last
         offset = np.concatenate(offsets).astype(np.int64, copy=False)
         length = np.concatenate(lengths).astype(np.int64, copy=True)
         for k in np.flatnonzero(length < 0).tolist():  # a whole-file reference: its size
@@ -372,10 +370,9 @@ class _Decoding:
             if part.size:
                 first, last = int(part[0]), int(part[-1]) + 1
                 self.submit(
-                    _place_run,
-                    stored,
-                    block.data,
+                    stored.place_run,
                     block.requests[first:last],
+                    block.data,
                     block.starts[first:last],
                     block.lengths[first:last],
                 )
@@ -388,16 +385,6 @@ class _Decoding:
             for future in done:
                 self.pending.discard(future)
                 future.result()
-
-
-def _place_run(
-    stored: _Stored,
-    data: memoryview,
-    chunks: np.ndarray[Any, Any],
-    starts: np.ndarray[Any, Any],
-    lengths: np.ndarray[Any, Any],
-) -> None:
-    stored.place_run(chunks, data, starts, lengths)
 
 
 def _place_inlined(chunks: list[tuple[_Job, int]]) -> None:
