@@ -17,7 +17,7 @@ import numpy as np
 
 from refzarr.codecs.chunk import ChunkDecoder
 from refzarr.codecs.inflate import CAN_FILL, FastInflate
-from refzarr.codecs.unshuffle import FastUnshuffle
+from refzarr.codecs.unshuffle import FastUnshuffle, interleave_planes
 
 __all__ = ["BatchDecoder"]
 
@@ -91,7 +91,5 @@ class BatchDecoder:
                 decoded[i] = False
         if size > 1:  # byte plane p of a chunk holds byte p of every element
             planes = raw.reshape(count, size, self.nbytes // size)
-            elements = target.reshape(count, self.nbytes // size, size)
-            for plane in range(size):  # 4x faster than one transposed copy
-                elements[:, :, plane] = planes[:, plane, :]
+            interleave_planes(planes, target.reshape(count, self.nbytes // size, size))
         return values, decoded
