@@ -26,12 +26,13 @@ from refzarr.scan.hdf5_attr_messages import (
 )
 from refzarr.scan.hdf5_dimension_list import dimension_list
 from refzarr.scan.hdf5_ohdr import (
-    SHARED,
+    DATASPACE,
     SIGNATURE,
     FormatMismatch,
     Header,
     Read,
     Superblock,
+    dataspace_body,
     header_address,
     read_header,
     read_superblock,
@@ -40,7 +41,6 @@ from refzarr.scan.hdf5_scale_users import ScaleUser, scale_users
 
 __all__ = ["ObjectHeaders"]
 
-DATASPACE = 0x0001
 _KINDS = ATTRIBUTE_KINDS | {DATASPACE}
 """The messages read from each header: where its attributes are, and its dataspace."""
 
@@ -64,7 +64,7 @@ class ObjectHeaders:
         The file's size in bytes.
     """
 
-    __slots__ = ("_h5", "_headers", "_messages", "_opened", "_read", "_sb", "_size", "_spaces")
+    __slots__ = ("_h5", "_headers", "_messages", "_opened", "_read", "_sb", "_size")
 
     def __init__(self, h5: h5py.File, read_range: Read, size: int) -> None:
         self._h5, self._size = h5, size
@@ -73,8 +73,6 @@ class ObjectHeaders:
         self._sb: Superblock | None = None
         self._messages: dict[int, tuple[list[tuple[bytes, int]], bool] | None] = {}
         """Attribute messages and whether creation order is tracked, by header address."""
-        self._spaces: dict[int, bytes] = {}
-        """The dataspace message of each header read (that has an unshared one)."""
         self._headers: dict[int, Header] = {}
         """The messages of each header read (`_KINDS`), by address."""
 
@@ -124,9 +122,7 @@ class ObjectHeaders:
         if sb is None or shape is None:
             return None
         try:
-            address = _at(oid, address)
-            self._attribute_messages(address, sb)  # reads the header once, its dataspace too
-            space = self._spaces.get(address)
+            space = dataspace_body(self._header(_at(oid, address), sb))
             found = None if space is None else dataspace_max_dims(space, sb)
         except (*_FALLBACK, _Beyond):
             return None
@@ -152,9 +148,6 @@ class ObjectHeaders:
         header = self._headers.get(address)
         if header is None:
             header = self._headers[address] = read_header(self._read, sb, address, _KINDS)
-            for message in header.messages:
-                if message.kind == DATASPACE and not message.flags & SHARED:
-                    self._spaces.setdefault(address, message.body)
         return header
 
     def _superblock_once(self) -> Superblock | None:

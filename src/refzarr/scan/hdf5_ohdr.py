@@ -15,6 +15,7 @@ import h5py
 
 __all__ = [
     "CONTINUATION",
+    "DATASPACE",
     "LAYOUT",
     "SHARED",
     "SIGNATURE",
@@ -23,6 +24,7 @@ __all__ = [
     "Message",
     "Read",
     "Superblock",
+    "dataspace_body",
     "find_message",
     "header_address",
     "objno_address",
@@ -35,6 +37,7 @@ Read = Callable[[int, int], bytes]
 """``read(position, length)``: exactly ``length`` bytes at an absolute file position."""
 
 SIGNATURE = b"\x89HDF\r\n\x1a\n"
+DATASPACE = 0x0001
 LAYOUT = 0x0008
 CONTINUATION = 0x0010
 BTREE_K = 0x0013
@@ -132,6 +135,23 @@ class Header(NamedTuple):
     messages: list[Message]
     attribute_order_tracked: bool
     """Whether the header tracks its attributes' creation order (h5py then lists them so)."""
+
+
+def dataspace_body(header: Header) -> bytes | None:
+    """The dataspace message of ``header`` (read with `DATASPACE` among its kinds), or None
+    when it has none (a group, a named datatype).
+
+    Raises
+    ------
+    FormatMismatch
+        When the dataspace is shared (stored elsewhere).
+    """
+    for message in header.messages:
+        if message.kind == DATASPACE:
+            if message.flags & SHARED:
+                raise FormatMismatch("shared dataspace")
+            return message.body
+    return None
 
 
 def read_header(

@@ -16,12 +16,19 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from refzarr.scan.hdf5_attr_messages import dataspace_dims, vector_attribute
-from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Header, Read, Superblock, read_header
+from refzarr.scan.hdf5_ohdr import (
+    DATASPACE,
+    FormatMismatch,
+    Header,
+    Read,
+    Superblock,
+    dataspace_body,
+    read_header,
+)
 
 __all__ = ["ScaleUser", "scale_users"]
 
 REFERENCE_LIST = b"REFERENCE_LIST"
-DATASPACE = 0x0001
 _DATASPACE_ONLY = frozenset({DATASPACE})
 _COMPOUND, _FIXED, _REFERENCE = 6, 0, 7
 
@@ -71,12 +78,8 @@ def _shape(
         header = read_header(read, sb, address, _DATASPACE_ONLY)
     else:
         header = header_of(address)
-    for message in header.messages:
-        if message.kind == DATASPACE:
-            if message.flags & SHARED:
-                raise FormatMismatch("shared dataspace")
-            return dataspace_dims(message.body, sb)
-    return None  # a group or a named datatype
+    body = dataspace_body(header)
+    return None if body is None else dataspace_dims(body, sb)  # None: a group, a datatype
 
 
 def _entry_layout(raw: bytes, sb: Superblock) -> tuple[int, int, int, str]:
