@@ -13,7 +13,7 @@ import numpy as np
 from refzarr.combine.checks import CHECKED_ATTRIBUTES, certainly_alike, quick_key
 from refzarr.combine.values import fetch_raw, read_values
 from refzarr.errors import IncompatibleError
-from refzarr.model import MISSING, ChunkManifest, RefArray
+from refzarr.model import MISSING, ChunkManifest, ManifestBlock, RefArray
 from refzarr.model.frozen import json_identity
 
 __all__ = ["SameSet", "check_identical"]
@@ -116,17 +116,20 @@ def _fingerprint_classes(arrays: Sequence[RefArray]) -> dict[Any, list[int]]:
 
 
 def _entries(manifest: ChunkManifest) -> tuple[Any, ...] | None:
-    """The chunk entries of a one-block manifest (None for more blocks: no fast path)."""
+    """The chunk entries of a one-block manifest, hashable (None for more blocks)."""
     if manifest.nchunks > manifest.block_size:  # more than one block
         return None
-    block = manifest.block(0)
+    return _block_entries(manifest.block(0))
+
+
+def _block_entries(block: ManifestBlock) -> tuple[Any, ...]:
     inlined = block.inlined
     return (
         block.paths,
         block.path_id.tobytes(),
         block.offset.tobytes(),
         block.length.tobytes(),
-        inlined if len(inlined) < 2 else sorted(inlined.items()),
+        tuple(inlined.items()) if len(inlined) < 2 else tuple(sorted(inlined.items())),
     )
 
 
@@ -139,26 +142,7 @@ def _layout(array: RefArray) -> tuple[Any, ...]:
 
 def _fingerprint(array: RefArray) -> tuple[Any, ...]:
     """Equal fingerprints mean equal values: same layout and the same chunk entries."""
-    manifest = array.manifest
-    if manifest.nblocks == 1:
-        block = manifest.block(0)
-        inlined = (
-            tuple(block.inlined.items())
-            if len(block.inlined) < 2
-            else tuple(sorted(block.inlined.items()))
-        )
-        entries = (block.paths, block.path_id.tobytes(), block.offset.tobytes(), inlined)
-        return (_layout(array), entries, block.length.tobytes())
-    blocks = tuple(
-        (
-            block.paths,
-            block.path_id.tobytes(),
-            block.offset.tobytes(),
-            block.length.tobytes(),
-            tuple(sorted(block.inlined.items())),
-        )
-        for block in manifest.iter_blocks()
-    )
+    blocks = tuple(_block_entries(block) for block in array.manifest.iter_blocks())
     return (_layout(array), blocks)
 
 
