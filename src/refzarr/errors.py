@@ -7,6 +7,7 @@ __all__ = [
     "ChunkFetchError",
     "ForbiddenURLError",
     "IncompatibleError",
+    "MissingDependencyError",
     "RefFormatError",
     "RefzarrError",
     "ScanError",
@@ -52,3 +53,7 @@ class SourceNotFoundError(RefzarrError, FileNotFoundError):
 
 class IncompatibleError(RefzarrError, ValueError):
     """Reference sets cannot be combined as asked: names the files and what differs."""
+
+
+class MissingDependencyError(RefzarrError, ImportError):
+    """A format's optional library is not installed (names the ``pip install`` to run)."""

@@ -23,7 +23,7 @@ from h5py import h5d, h5p, h5s, h5t
 
 import refzarr
 from refzarr import UnsupportedFeatureError
-from refzarr.codecs.hdf5_filters import Hdf5Filter, filter_to_codec
+from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec
 from scan.h5kit import array, roundtrip, write_h5
 
 CORPUS = Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files"

@@ -15,7 +15,7 @@ import refzarr
 from refzarr import RefArray
 from refzarr.model import ArrayMeta
 from refzarr.scan import ScannedGroup
-from refzarr.scan.hdf5_dims import is_dimension_only
+from refzarr.scan.hdf5.dims import is_dimension_only
 from roundtrip import open_zarr_group
 
 __all__ = [

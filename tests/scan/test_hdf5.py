@@ -20,10 +20,10 @@ from h5kit import Writer, array, roundtrip, write_h5
 
 import refzarr
 from refzarr import UnsupportedFeatureError
-from refzarr.codecs.hdf5_filters import Hdf5Filter, filter_to_codec
+from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec
 from refzarr.model import INLINED, MISSING
 from refzarr.scan.hdf5 import Hdf5Scanner
-from refzarr.scan.hdf5_types import ENUM_ATTR
+from refzarr.scan.hdf5.types import ENUM_ATTR
 from roundtrip import assert_xarray_matches_netcdf
 
 # -- the kit ------------------------------------------------------------------------------------
@@ -378,21 +378,19 @@ def test_userblock_is_detected(tmp_path: Path) -> None:
     roundtrip(write_h5(tmp_path / "u.bin", _chunked, userblock_size=1024), tmp_path)
 
 
-def test_not_hdf5_names_file_and_formats(tmp_path: Path) -> None:
-    text = tmp_path / "notes.txt"
+def test_unknown_format_names_file_first_bytes_and_formats(tmp_path: Path) -> None:
+    text = tmp_path / "notes.nc"  # the name says netCDF: detection never looks at it
     text.write_text("hello")
-    with pytest.raises(UnsupportedFeatureError, match=r"notes\.txt.*supported formats: HDF5"):
+    with pytest.raises(
+        refzarr.ScanError, match=r"notes\.nc: .*first bytes 68 65 6c 6c 6f \('hello'\).*hdf5"
+    ):
         refzarr.scan(str(text))
-    classic = tmp_path / "classic.nc"
-    classic.write_bytes(b"CDF\x01" + bytes(40))
-    with pytest.raises(UnsupportedFeatureError, match=r"classic\.nc.*netCDF3"):
-        refzarr.scan(str(classic))
 
 
 def test_scan_takes_paths_and_rejects_unknown_options(tmp_path: Path) -> None:
     path = write_h5(tmp_path / "c.h5", _chunked)
     assert refzarr.scan(path) == refzarr.scan(str(path))
-    with pytest.raises(TypeError, match=r"unknown options \['inline'\].*inline_threshold"):
+    with pytest.raises(TypeError, match=r"unknown scan options \['inline'\].*inline_threshold"):
         refzarr.scan(path, inline=3)
 
 

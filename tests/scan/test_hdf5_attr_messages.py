@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from test_hdf5_fast_paths import _assert_same, _write_attributes
 
-from refzarr.scan.hdf5_attr_messages import UNREAD, HeaderAttributes
-from refzarr.scan.hdf5_attrs import AttributeTable
-from refzarr.scan.hdf5_headers import ObjectHeaders
+from refzarr.scan.hdf5.attr_messages import UNREAD, HeaderAttributes
+from refzarr.scan.hdf5.attrs import AttributeTable
+from refzarr.scan.hdf5.headers import ObjectHeaders
 
 _KINDS = ("int", "scalar", "float", "one", "matrix", "empty array", "ascii", "fixed strings")
 

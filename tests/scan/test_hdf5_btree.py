@@ -21,8 +21,10 @@ import pytest
 from h5kit import CORPUS, CORPUS_FILES, corpus_h5_files, write_h5
 
 import refzarr
-from refzarr.scan import hdf5_btree, hdf5_layout, hdf5_ohdr
-from refzarr.scan.hdf5_btree import read_btree_chunks
+from refzarr.scan.hdf5 import btree as hdf5_btree
+from refzarr.scan.hdf5 import layout as hdf5_layout
+from refzarr.scan.hdf5 import ohdr as hdf5_ohdr
+from refzarr.scan.hdf5.btree import read_btree_chunks
 
 Chunk = tuple[tuple[int, ...], int, int, int]
 

@@ -27,7 +27,7 @@ from refzarr import ReferenceStore, UnsupportedFeatureError
 from refzarr.io import RangeReader
 from refzarr.reader import ArrayReader
 from refzarr.scan import ScannedGroup
-from refzarr.scan.hdf5_dims import is_dimension_only, variable_name
+from refzarr.scan.hdf5.dims import is_dimension_only, variable_name
 from roundtrip import open_zarr_group, reference_fs
 
 ZARR_READ_LIMIT = 1000
@@ -109,7 +109,7 @@ def _read(root: zarr.Group | Exception, path: str) -> np.ndarray:
 
 def _h5py_values(ds: h5py.Dataset) -> np.ndarray:
     """What h5py reads; variable-length strings as an object array of str, references as the
-    text refzarr gives them (see `refzarr.scan.hdf5_vlen`)."""
+    text refzarr gives them (see `refzarr.scan.hdf5.vlen`)."""
     string = h5py.check_string_dtype(ds.dtype)
     if string is not None and string.length is None:
         return np.asarray(ds.asstr(errors="surrogateescape")[()], dtype=object)

@@ -26,7 +26,7 @@ import pytest
 from h5kit import write_h5
 
 import refzarr
-from refzarr.scan.hdf5_source import check_within_file
+from refzarr.scan.hdf5.source import check_within_file
 
 CHILD_TIMEOUT = 120
 """Seconds the child process scanning every damaged file may take (it needs a few)."""
@@ -208,7 +208,7 @@ def test_truncated_file_names_the_end_hdf5_expected(outcomes: dict[str, Outcome]
 @pytest.mark.parametrize(
     ("name", "says"),
     [
-        ("not-hdf5", "no HDF5 signature"),
+        ("not-hdf5", "not a format refzarr recognises"),
         ("empty", "empty"),
         ("only-the-signature", "h5py cannot open it"),
     ],
@@ -284,6 +284,6 @@ def test_damaged_and_missing_files_on_s3(s3: tuple[str, dict[str, Any]], tmp_pat
     cases.append({"id": "missing", "url": f"s3://{bucket}/missing.nc", "options": options})
     outcomes = scan_in_child(cases)
     outcomes["truncated"].assert_error("ScanError", f"s3://{bucket}/truncated.nc", "truncated")
-    outcomes["not-hdf5"].assert_error("ScanError", "not-hdf5.nc", "no HDF5 signature")
+    outcomes["not-hdf5"].assert_error("ScanError", "not-hdf5.nc", "not a format refzarr recognises")
     outcomes["empty"].assert_error("ScanError", "empty.nc", "empty")
     outcomes["missing"].assert_error("SourceNotFoundError", f"s3://{bucket}/missing.nc")

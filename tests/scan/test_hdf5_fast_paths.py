@@ -19,10 +19,10 @@ from h5kit import array, write_h5
 from h5py import h5a, h5s, h5t
 
 import refzarr
-from refzarr.scan.hdf5_attrs import _MISSING, AttributeTable, _read_fast, get_attribute
-from refzarr.scan.hdf5_contiguous import Segment, _manifest, contiguous_manifest
-from refzarr.scan.hdf5_dims import NETCDF_DIMENSION_ONLY, is_dimension_only
-from refzarr.scan.hdf5_source import open_source
+from refzarr.scan.hdf5.attrs import _MISSING, AttributeTable, _read_fast, get_attribute
+from refzarr.scan.hdf5.contiguous import Segment, _manifest, contiguous_manifest
+from refzarr.scan.hdf5.dims import NETCDF_DIMENSION_ONLY, is_dimension_only
+from refzarr.scan.hdf5.source import open_source
 
 
 def _fixed_string(obj: h5py.HLObject, name: str, value: bytes, pad: int, cset: int) -> None:

@@ -26,7 +26,7 @@ import refzarr
 from refzarr import ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED
 from refzarr.scan.hdf5 import Hdf5Scanner
-from refzarr.scan.hdf5_external import candidates
+from refzarr.scan.hdf5.external import candidates
 from roundtrip import open_zarr_group
 
 UNLIMITED = h5py.h5f.UNLIMITED

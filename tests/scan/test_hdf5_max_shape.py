@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hdf5_attr_messages import _headers
 
-from refzarr.scan.hdf5_dataset import ScannedDataset
-from refzarr.scan.hdf5_headers import ObjectHeaders
+from refzarr.scan.hdf5.dataset import ScannedDataset
+from refzarr.scan.hdf5.headers import ObjectHeaders
 
 
 def _check(headers: ObjectHeaders, ds: h5py.Dataset) -> bool:

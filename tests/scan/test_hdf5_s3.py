@@ -36,9 +36,10 @@ from zarr.storage import FsspecStore
 
 import refzarr
 from refzarr.scan import ScannedGroup
+from refzarr.scan.base import HEAD_BYTES
 from refzarr.scan.detect import detect_format
 from refzarr.scan.hdf5 import Hdf5Scanner
-from refzarr.scan.hdf5_source import BLOCK_SIZE
+from refzarr.scan.hdf5.source import BLOCK_SIZE
 from s3proxy import CountingProxy, iter_paths
 
 ProxiedS3 = tuple[str, dict[str, Any], CountingProxy]
@@ -167,14 +168,18 @@ def test_many_chunks_over_s3_in_few_gets(
     local = write_h5(tmp_path / f"many-{libver}.h5", _many_chunks, libver=libver)
     url = _upload(local, bucket, s3[1])
     proxy.reset()
-    group = refzarr.scan(url, storage_options=options)
+    group = refzarr.scan(url, storage_options=options, format="hdf5")
     size = local.stat().st_size
     gets, _ = _report(proxy, url, size)
     # the chunk index is spread through the file (B-tree v1) or compact (fixed arrays): at
-    # most one GET per block, and the format detection costs none
+    # most one GET per block
     assert gets <= math.ceil(size / BLOCK_SIZE) <= 3
     assert proxy.count("HEAD") <= 1
     _no_block_twice(proxy, url)
+    proxy.reset()  # detecting the format costs one small GET more
+    assert refzarr.scan(url, storage_options=options) == group
+    assert proxy.count("GET") == gets + 1
+    assert proxy.matching("GET")[0].range == f"bytes=0-{HEAD_BYTES - 1}"
     assert sum(arr.manifest.nchunks for _, arr in group.arrays()) == 8000
     # a corner and a block in the middle: one GET per chunk to moto makes all 8,000 slow
     _assert_reads_back(group, local, s3[1], tmp_path, (slice(185, 215), slice(242, 275)))
@@ -187,7 +192,7 @@ def test_metadata_far_apart_costs_few_gets_not_the_whole_file(
     local = _spread(tmp_path / "spread.h5")
     url = _upload(local, bucket, s3[1])
     proxy.reset()
-    group = refzarr.scan(url, storage_options=options)
+    group = refzarr.scan(url, storage_options=options, format="hdf5")
     size = local.stat().st_size
     gets, got = _report(proxy, url, size)
     assert gets <= 5
@@ -203,7 +208,7 @@ def test_appended_netcdf_costs_a_get_per_block_not_per_node(
     local = _appended_netcdf(tmp_path / "appended.nc")
     url = _upload(local, bucket, s3[1])
     proxy.reset()
-    group = refzarr.scan(url, storage_options=options)
+    group = refzarr.scan(url, storage_options=options, format="hdf5")
     size = local.stat().st_size
     gets, _ = _report(proxy, url, size)
     nodes = local.read_bytes().count(b"TREE\x01")  # v1 B-tree nodes of chunk indexes
@@ -222,10 +227,10 @@ def test_scanner_called_directly_costs_the_same(
     bucket, options, proxy = s3_proxy
     url = _upload(write_h5(tmp_path / "small.h5", _many_chunks), bucket, s3[1])
     proxy.reset()
-    via_scan = refzarr.scan(url, storage_options=options)
+    via_scan = refzarr.scan(url, storage_options=options, format="hdf5")
     counts = proxy.count("GET"), proxy.count("HEAD")
     proxy.reset()
-    assert Hdf5Scanner()(url, options) == via_scan
+    assert Hdf5Scanner(storage_options=options)(url) == via_scan
     assert (proxy.count("GET"), proxy.count("HEAD")) == counts
 
 
@@ -242,7 +247,7 @@ def test_scan_survives_throttling_and_dropped_connections(
     proxy.fail("GET", key, times=2, how="503")
     proxy.fail("GET", key, times=1, how="drop")
     proxy.fail("HEAD", key, times=1, how="drop")
-    group = refzarr.scan(url, storage_options=options)
+    group = refzarr.scan(url, storage_options=options, format="hdf5")
     _report(proxy, url, local.stat().st_size)
     assert [r.status for r in proxy.matching("GET", key)][:3] == [503, 503, 0]  # 0: dropped
     assert proxy.matching("HEAD", key)[0].status == 0
@@ -265,9 +270,9 @@ def test_detect_format_alone_reads_one_small_block(
     bucket, options, proxy = s3_proxy
     url = _upload(_spread(tmp_path / "big.h5"), bucket, s3[1])
     proxy.reset()
-    assert detect_format(url, options) == "hdf5"
+    assert detect_format(url, options).name == "hdf5"
     assert proxy.count("GET") == 1
-    assert proxy.bytes_sent("GET") < 2**17  # a 64 KiB block (and the bytes asked for)
+    assert proxy.bytes_sent("GET") == HEAD_BYTES
 
 
 def test_proxy_forwards_uploads_and_counts_by_method_and_path(s3_proxy: ProxiedS3) -> None:

@@ -12,10 +12,10 @@ from h5kit import CORPUS_FILES, corpus_h5_files, write_h5
 from h5py import h5ds
 from test_hdf5_attr_messages import _headers
 
-from refzarr.scan.hdf5_dims import _scale_name
-from refzarr.scan.hdf5_ohdr import header_address
-from refzarr.scan.hdf5_scale_names import UNKNOWN, ScaleNames
-from refzarr.scan.hdf5_unlimited import _only_scale
+from refzarr.scan.hdf5.dims import _scale_name
+from refzarr.scan.hdf5.ohdr import header_address
+from refzarr.scan.hdf5.scale_names import UNKNOWN, ScaleNames
+from refzarr.scan.hdf5.unlimited import _only_scale
 
 
 def _compare(f: h5py.File) -> tuple[int, int]:

@@ -12,9 +12,9 @@ from h5kit import CORPUS_FILES, corpus_h5_files, write_h5
 from h5py import h5ds
 from test_hdf5_attr_messages import _headers, _objects
 
-from refzarr.scan.hdf5_attrs import get_attribute
-from refzarr.scan.hdf5_scale_users import ScaleUser
-from refzarr.scan.hdf5_unlimited import _dataset_shape
+from refzarr.scan.hdf5.attrs import get_attribute
+from refzarr.scan.hdf5.scale_users import ScaleUser
+from refzarr.scan.hdf5.unlimited import _dataset_shape
 
 
 def _h5py_users(scale: h5py.Dataset) -> list[ScaleUser]:

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from refzarr.errors import ScanError
 from refzarr.model import MISSING, WHOLE_FILE, ChunkManifest
-from refzarr.scan import hdf5_layout, hdf5_source
-from refzarr.scan.hdf5_source import check_within_file
+from refzarr.scan.hdf5 import layout as hdf5_layout
+from refzarr.scan.hdf5 import source as hdf5_source
+from refzarr.scan.hdf5.source import check_within_file
 
 _URL = "/data/a.nc"
 _SIZE = 1000

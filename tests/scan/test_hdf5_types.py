@@ -31,9 +31,9 @@ from h5py import h5d, h5p, h5s, h5t
 import refzarr
 from refzarr import UnsupportedFeatureError
 from refzarr.model import INLINED, MISSING
-from refzarr.scan import hdf5_vlen
-from refzarr.scan.hdf5_types import OPAQUE_TAG_ATTR
-from refzarr.scan.hdf5_vlen import REFERENCE_ATTR, encode_vlen
+from refzarr.scan.hdf5 import vlen as hdf5_vlen
+from refzarr.scan.hdf5.types import OPAQUE_TAG_ATTR
+from refzarr.scan.hdf5.vlen import REFERENCE_ATTR, encode_vlen
 from roundtrip import open_zarr_group, reference_options
 
 CORPUS = (Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files").resolve()

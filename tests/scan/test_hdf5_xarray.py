@@ -37,8 +37,8 @@ from h5kit import roundtrip, write_h5
 
 import refzarr
 from refzarr.scan import ScannedGroup
-from refzarr.scan.hdf5_attrs import BASE64_PREFIX
-from refzarr.scan.hdf5_types import ENUM_ATTR
+from refzarr.scan.hdf5.attrs import BASE64_PREFIX
+from refzarr.scan.hdf5.types import ENUM_ATTR
 from roundtrip import reference_options
 
 CORPUS = (Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files" / "netcdf4").resolve()

@@ -6,7 +6,6 @@ a round trip) is about what scanning the file costs.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import pickle
 from collections.abc import Mapping, Sequence
@@ -88,22 +87,38 @@ def _picklable(exc: BaseException) -> BaseException | None:
 
 
 def check_options(options: Mapping[str, Any]) -> None:
-    """Fail at once on scan options no scanner knows (not once per file, in the workers).
+    """Fail at once on scan options no scanner knows or accepts (not once per file, in the
+    workers).
 
     Raises
     ------
     TypeError, ValueError
         As `refzarr.scan` would for every file.
     """
-    # HDF5 is the only format: its scanner's fields are the options (see refzarr.scan)
-    from refzarr.scan.hdf5 import Hdf5Scanner
+    from refzarr.errors import MissingDependencyError
+    from refzarr.scan.base import (
+        all_option_names,
+        format_named,
+        registered_formats,
+        scanner_for,
+    )
 
-    scanner_options = {k: v for k, v in options.items() if k != "storage_options"}
-    known = {f.name for f in dataclasses.fields(Hdf5Scanner)}
-    unknown = sorted(set(scanner_options) - known)
+    scanner_options = {k: v for k, v in options.items() if k != "format"}
+    name = options.get("format")
+    if name is not None:
+        scanner_for(format_named(name), scanner_options)
+        return
+    unknown = sorted(set(scanner_options) - all_option_names())
     if unknown:
-        raise TypeError(f"unknown scan options {unknown}; the options are {sorted(known)}")
-    Hdf5Scanner(**scanner_options)
+        raise TypeError(
+            f"unknown scan options {unknown}; the options are {sorted(all_option_names())}"
+        )
+    for scan_format in registered_formats():  # each format checks the values it takes
+        try:
+            own = scan_format.option_names()
+        except MissingDependencyError:
+            continue
+        scanner_for(scan_format, {k: v for k, v in scanner_options.items() if k in own})
 
 
 def batch_size(count: int, workers: int) -> int:

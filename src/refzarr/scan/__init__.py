@@ -1,31 +1,53 @@
-"""Scanning: one source file -> a `RefGroup` of every array it holds, format detected."""
+"""Scanning: one source file (or store) -> a `RefGroup` of every array it holds.
+
+The format is recognised from the source's first bytes (or a directory's entries), never from
+its name; `refzarr.scan.base` holds the `Scanner` protocol and the registry of formats.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Mapping
 from typing import Any
 
 from refzarr.model import RefGroup
+from refzarr.scan.base import (
+    ScanFormat,
+    Scanner,
+    ScanOptions,
+    format_named,
+    registered_formats,
+    scanner_for,
+)
 from refzarr.scan.result import ScannedGroup, Skipped
 
-__all__ = ["ScannedGroup", "Skipped", "scan"]
+__all__ = [
+    "ScanFormat",
+    "ScanOptions",
+    "ScannedGroup",
+    "Scanner",
+    "Skipped",
+    "make_scanner",
+    "registered_formats",
+    "scan",
+]
 
 
-def scan(url: str, *, storage_options: Mapping[str, Any] | None = None, **options: Any) -> RefGroup:
-    """Reference every array of one file, as a virtual Zarr hierarchy.
+def scan(url: str | os.PathLike[str], *, format: str | None = None, **options: Any) -> RefGroup:
+    """Reference every array of one file (or Zarr store), as a virtual Zarr hierarchy.
 
     Parameters
     ----------
     url
         A local path (str or path object) or an fsspec URL (``s3://bucket/file.nc``,
-        ``memory://x.h5``, ...).
-    storage_options
-        Options for the fsspec filesystem of ``url``.
+        ``memory://x.h5``, ...); a directory is scanned as a Zarr store.
+    format
+        The format's name (``"hdf5"``, ``"netcdf3"``, ``"zarr"``, ...; see
+        `registered_formats`). None (default): recognised from the first bytes.
     **options
-        Options of the format's scanner; for HDF5 / netCDF4 see `Hdf5Scanner`
-        (``inline_threshold``, ``on_unsupported``).
+        Options of the format's scanner: those every scanner takes (`ScanOptions`:
+        ``storage_options``, ``inline_threshold``, ``on_unsupported``,
+        ``inline_coordinates``) and the format's own (e.g. `Hdf5Scanner`'s
+        ``contiguous_chunk_bytes``).
 
     Returns
     -------
@@ -34,23 +56,47 @@ def scan(url: str, *, storage_options: Mapping[str, Any] | None = None, **option
 
     Raises
     ------
-    UnsupportedFeatureError
-        When the file's format, or a feature it uses, cannot be referenced.
-    SourceNotFoundError
-        When the file does not exist.
     ScanError
-        When the file is corrupt or not what its signature says.
+        When the source is in no format refzarr scans (the message lists them and shows the
+        first bytes), or is corrupt or truncated.
+    UnsupportedFeatureError
+        When a feature the source uses cannot be referenced (names file, array, feature).
+    SourceNotFoundError
+        When the source does not exist.
+    MissingDependencyError
+        When the format's library is not installed (names the ``pip install`` to run).
+    TypeError
+        When an option is not one of the format's.
     """
-    url = os.fspath(url)
-    # HDF5 is the only format so far: its scanner detects the format (`identify`) on the file
-    # object it opens anyway, so a remote file costs no extra request for detection. With a
-    # second format, open once here, identify, and hand the open file to that format's scanner.
-    from refzarr.scan.hdf5 import Hdf5Scanner
+    return make_scanner(url, format=format, **options)(os.fspath(url))
 
-    known = {f.name for f in dataclasses.fields(Hdf5Scanner)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise TypeError(
-            f"scan() got unknown options {unknown} for HDF5; the options are {sorted(known)}"
-        )
-    return Hdf5Scanner(**options)(url, storage_options)
+
+def make_scanner(
+    url: str | os.PathLike[str] | None = None, *, format: str | None = None, **options: Any
+) -> Scanner:
+    """The configured scanner `scan` would use for ``url`` (or for ``format``).
+
+    Options that another installed format takes but this one does not are dropped, so
+    that one set of options serves a folder of files in several formats; an option no
+    format takes raises TypeError.
+    """
+    from refzarr.scan.base import all_option_names
+
+    if format is not None:
+        scan_format = format_named(format)
+    else:
+        if url is None:
+            raise TypeError("make_scanner needs a url or a format")
+        from refzarr.scan.detect import detect_format
+
+        scan_format = detect_format(os.fspath(url), options.get("storage_options"))
+    own = scan_format.option_names()
+    if format is None:
+        unknown = sorted(set(options) - all_option_names())
+        if unknown:
+            raise TypeError(
+                f"unknown scan options {unknown}; the options are {sorted(all_option_names())}"
+            )
+        options = {k: v for k, v in options.items() if k in own}
+    scanner: Scanner = scanner_for(scan_format, options)  # type: ignore[assignment]
+    return scanner

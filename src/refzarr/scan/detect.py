@@ -1,132 +1,122 @@
-"""Which format a file is in: magic bytes first, then the name's suffix."""
+"""Which format a source is in: from its first bytes (or a directory's entries), never its name."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, BinaryIO, Literal
+from typing import Any
 
 import fsspec
 
-from refzarr.errors import SourceNotFoundError, UnsupportedFeatureError
+from refzarr.errors import ScanError, SourceNotFoundError
+from refzarr.scan.base import HEAD_BYTES, Probe, ScanFormat, formats_summary, registered_formats
 
-__all__ = [
-    "HDF5_MAGIC",
-    "SUPPORTED_FORMATS",
-    "Format",
-    "detect_format",
-    "hdf5_signature_offset",
-    "identify",
-]
+__all__ = ["describe_head", "detect_format", "detect_probe", "probe_source"]
 
-Format = Literal["hdf5"]
-
-HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-"""The HDF5 superblock signature: at offset 0, or after a user block of 512, 1024, ... bytes."""
-
-SUPPORTED_FORMATS = "HDF5 / netCDF4 (.h5, .hdf5, .he5, .nc, .nc4)"
-"""What `detect_format` recognises, for error messages."""
-
-_SUFFIXES: dict[str, Format] = {
-    ".h5": "hdf5",
-    ".hdf5": "hdf5",
-    ".he5": "hdf5",
-    ".nc": "hdf5",
-    ".nc4": "hdf5",
-}
-
-_OTHER_MAGIC = {
-    b"CDF\x01": "netCDF3 (classic)",
-    b"CDF\x02": "netCDF3 (64-bit offset)",
-    b"CDF\x05": "netCDF3 (64-bit data)",
+_LOOKS_LIKE = {
     b"\x0e\x03\x13\x01": "HDF4",
     b"II*\x00": "TIFF",
     b"MM\x00*": "TIFF",
+    b"II+\x00": "BigTIFF",
+    b"MM\x00+": "BigTIFF",
     b"GRIB": "GRIB",
     b"SIMPLE  ": "FITS",
 }
-
-_MAX_USERBLOCK_STEPS = 40
-
-_DETECT_BLOCK = 2**16
-"""Bytes `detect_format` reads at a time from remote files."""
+"""Formats recognised for the error message only, while no registered scanner reads them."""
 
 
-def detect_format(url: str, storage_options: Mapping[str, Any] | None = None) -> Format:
-    """The format of the file at ``url`` (a local path or an fsspec URL).
-
-    Opens the file for this question alone; a scanner that opens the file anyway asks
-    `identify` on its own handle instead, which costs no extra request.
+def detect_format(url: str, storage_options: Mapping[str, Any] | None = None) -> ScanFormat:
+    """The format of the file or store at ``url`` (a local path or an fsspec URL).
 
     Raises
     ------
     SourceNotFoundError
-        When the file does not exist.
-    UnsupportedFeatureError
-        When the file is in no format refzarr scans; the message names the file, what it looks
-        like and the supported formats.
+        When nothing exists at ``url``.
+    ScanError
+        When the source is in no format refzarr scans; the message lists the formats and
+        shows the source's first bytes.
     """
+    return detect_probe(probe_source(url, storage_options))
+
+
+def probe_source(url: str, storage_options: Mapping[str, Any] | None = None) -> Probe:
+    """What detection needs of ``url``: its first bytes (one small ranged read), or a
+    directory's entry names."""
     fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     try:
-        # a small first block: s3fs would otherwise fetch 50 MiB to read 8 bytes
-        with fs.open(path, "rb", block_size=_DETECT_BLOCK) as f:
-            size = getattr(f, "size", None)
-            return identify(f, int(fs.size(path) if size is None else size), url)
+        head = fs.cat_file(path, start=0, end=HEAD_BYTES)
+    except (IsADirectoryError, NotADirectoryError):
+        return _directory_probe(fs, path, url)
     except FileNotFoundError as exc:
-        raise SourceNotFoundError(f"{url}: no such file") from exc
+        if _is_directory(fs, path):
+            return _directory_probe(fs, path, url)
+        raise SourceNotFoundError(f"{url}: no such file or directory") from exc
+    except OSError as exc:  # an object store refuses a range of an empty object
+        if _size(fs, path) != 0:
+            raise ScanError(f"{url}: reading its first bytes failed: {exc}") from exc
+        head = b""
+
+    def read_at(offset: int, length: int) -> bytes:
+        data: bytes = fs.cat_file(path, start=offset, end=offset + length)
+        return data
+
+    return Probe(url, bytes(head), read_at)
 
 
-def identify(f: BinaryIO, size: int, url: str) -> Format:
-    """The format of the open file ``f`` of ``size`` bytes (``url`` names it in errors).
+def _size(fs: fsspec.AbstractFileSystem, path: str) -> int | None:
+    try:
+        return int(fs.size(path))
+    except (OSError, TypeError, ValueError):
+        return None
 
-    Reads a few bytes at the start (and at 512, 1024, ... when HDF5 hides behind a user
-    block); through a caching fsspec file these come out of the first block read.
+
+def _is_directory(fs: fsspec.AbstractFileSystem, path: str) -> bool:
+    try:
+        return bool(fs.isdir(path))
+    except OSError:  # a bucket that does not exist, a refused listing
+        return False
+
+
+def _directory_probe(fs: fsspec.AbstractFileSystem, path: str, url: str) -> Probe:
+    names = frozenset(entry.rstrip("/").rpartition("/")[2] for entry in fs.ls(path, detail=False))
+    return Probe(url, b"", None, names)
+
+
+def detect_probe(probe: Probe) -> ScanFormat:
+    """The first registered format whose detector accepts ``probe``.
 
     Raises
     ------
-    UnsupportedFeatureError
-        When the file is in no format refzarr scans.
+    ScanError
+        When none does.
     """
-    if hdf5_signature_offset(f, size) is not None:
-        return "hdf5"
-    f.seek(0)
-    seen = _known_other(f.read(8))
-    if seen is not None:
-        raise UnsupportedFeatureError(
-            f"{url}: looks like {seen}, which refzarr cannot scan yet; "
-            f"supported formats: {SUPPORTED_FORMATS}"
+    if not probe.is_directory and not probe.head:
+        raise ScanError(f"{probe.url}: the file is empty (0 bytes); refzarr scans no empty file")
+    for scan_format in registered_formats():
+        if scan_format.detect(probe):
+            return scan_format
+    if probe.is_directory:
+        raise ScanError(
+            f"{probe.url}: a directory that is no store refzarr scans (no .zgroup, .zarray or "
+            f"zarr.json in it); scan its files instead. refzarr scans: {formats_summary()}"
         )
-    return _from_suffix(url)
+    seen = _looks_like(probe.head)
+    hint = f"it looks like {seen}, which refzarr cannot scan yet; " if seen else ""
+    raise ScanError(
+        f"{probe.url}: not a format refzarr recognises from its first bytes "
+        f"({describe_head(probe.head)}); {hint}refzarr scans: {formats_summary()}. "
+        "Pass format=... to scan it as one of these anyway"
+    )
 
 
-def hdf5_signature_offset(f: BinaryIO, size: int) -> int | None:
-    """Where HDF5's signature is: 0, 512, 1024, 2048, ... (user blocks are powers of two).
-
-    None when it is at none of these offsets within the file's ``size`` bytes.
-    """
-    offset = 0
-    for _ in range(_MAX_USERBLOCK_STEPS):
-        if offset + len(HDF5_MAGIC) > size:
-            return None
-        f.seek(offset)
-        if f.read(len(HDF5_MAGIC)) == HDF5_MAGIC:
-            return offset
-        offset = 512 if offset == 0 else offset * 2
-    return None
+def describe_head(head: bytes, count: int = 16) -> str:
+    """``first bytes 89 48 44 46 ... ('.HDF....')``: hex and printable text, for messages."""
+    shown = head[:count]
+    text = "".join(chr(b) if 32 <= b < 127 else "." for b in shown)
+    return f"first bytes {shown.hex(' ')} ({text!r})"
 
 
-def _known_other(head: bytes) -> str | None:
-    for magic, name in _OTHER_MAGIC.items():
+def _looks_like(head: bytes) -> str | None:
+    for magic, name in _LOOKS_LIKE.items():
         if head.startswith(magic):
             return name
     return None
-
-
-def _from_suffix(url: str) -> Format:
-    name = url.rstrip("/").rpartition("/")[2].lower()
-    for suffix, format_ in _SUFFIXES.items():
-        if name.endswith(suffix):
-            return format_
-    raise UnsupportedFeatureError(
-        f"{url}: neither the first bytes nor the name tell a format refzarr can scan; "
-        f"supported formats: {SUPPORTED_FORMATS}"
-    )

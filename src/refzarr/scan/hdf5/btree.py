@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import h5py
 import numpy as np
 
-from refzarr.scan.hdf5_ohdr import (
+from refzarr.scan.hdf5.ohdr import (
     LAYOUT,
     FormatMismatch,
     Read,

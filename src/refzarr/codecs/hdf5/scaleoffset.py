@@ -2,7 +2,7 @@
 
 A chunk starts with a 21-byte header: ``minbits`` (4 bytes, little-endian), the byte size of the
 minimum that follows (1 byte) and the minimum itself (little-endian, zero padded). Then each
-element's ``minbits`` low bits, packed (see `refzarr.codecs.hdf5_bits`). Integers decode as
+element's ``minbits`` low bits, packed (see `refzarr.codecs.hdf5.bits`). Integers decode as
 ``minimum + packed``; floats (D-scaling) as ``packed / 10**D + minimum`` in the float's own
 precision; with a fill value defined, a packed value of all ones stands for the fill value. When
 ``minbits`` is the full element width the elements follow the header as they are. Either way the
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numcodecs.abc import Codec
 
-from refzarr.codecs.hdf5_bits import pack_bits, unpack_bits, unsigned_dtype
+from refzarr.codecs.hdf5.bits import pack_bits, unpack_bits, unsigned_dtype
 
 __all__ = ["Hdf5ScaleOffset"]
 

@@ -18,7 +18,7 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
-from refzarr.scan.hdf5_contiguous import Segment
+from refzarr.scan.hdf5.contiguous import Segment
 
 __all__ = ["candidates", "external_segments", "find_sibling"]
 

@@ -17,15 +17,15 @@ from typing import Any
 import h5py
 
 from refzarr.errors import ScanError
-from refzarr.scan.hdf5_attr_messages import (
+from refzarr.scan.hdf5.attr_messages import (
     ATTRIBUTE_KINDS,
     HeaderAttributes,
     attribute_messages,
     attributes_of,
     dataspace_max_dims,
 )
-from refzarr.scan.hdf5_dimension_list import dimension_list
-from refzarr.scan.hdf5_ohdr import (
+from refzarr.scan.hdf5.dimension_list import dimension_list
+from refzarr.scan.hdf5.ohdr import (
     DATASPACE,
     SIGNATURE,
     FormatMismatch,
@@ -37,7 +37,7 @@ from refzarr.scan.hdf5_ohdr import (
     read_header,
     read_superblock,
 )
-from refzarr.scan.hdf5_scale_users import ScaleUser, scale_users
+from refzarr.scan.hdf5.scale_users import ScaleUser, scale_users
 
 __all__ = ["ObjectHeaders"]
 

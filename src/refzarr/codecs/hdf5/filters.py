@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.codecs.hdf5_bitshuffle import Hdf5Bitshuffle
-from refzarr.codecs.hdf5_blosc2 import Hdf5Blosc2
-from refzarr.codecs.hdf5_lzf import Hdf5Lzf
-from refzarr.codecs.hdf5_nbit import Hdf5NBit
-from refzarr.codecs.hdf5_padding import TypeLike, integer_padding
-from refzarr.codecs.hdf5_scaleoffset import SO_FLOAT_DSCALE, SO_INT, Hdf5ScaleOffset
+from refzarr.codecs.hdf5.bitshuffle import Hdf5Bitshuffle
+from refzarr.codecs.hdf5.blosc2 import Hdf5Blosc2
+from refzarr.codecs.hdf5.lzf import Hdf5Lzf
+from refzarr.codecs.hdf5.nbit import Hdf5NBit
+from refzarr.codecs.hdf5.padding import TypeLike, integer_padding
+from refzarr.codecs.hdf5.scaleoffset import SO_FLOAT_DSCALE, SO_INT, Hdf5ScaleOffset
 from refzarr.errors import UnsupportedFeatureError
 
 __all__ = ["FILTER_NAMES", "Hdf5Filter", "filter_to_codec", "filters_to_codecs"]

@@ -18,7 +18,7 @@ from h5py import h5d
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray
-from refzarr.scan.hdf5_dims import PhonyDimensions
+from refzarr.scan.hdf5.dims import PhonyDimensions
 
 __all__ = ["unfold_array_type"]
 

@@ -24,7 +24,8 @@ from h5py import h5f, h5p
 
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.model import WHOLE_FILE, ChunkManifest
-from refzarr.scan.detect import hdf5_signature_offset, identify
+from refzarr.scan.detect import describe_head
+from refzarr.scan.hdf5.signature import hdf5_signature_offset
 
 __all__ = [
     "BLOCK_SIZE",
@@ -115,18 +116,15 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
     by their absolute path (a plain path, without protocol or options, skips fsspec: the
     same path, file and bytes, fewer calls); other URLs through fsspec, referenced by the URL
     as given. The
-    format is detected on the same open file object h5py then reads, so detection costs no
-    request of its own.
+    signature is checked on the same open file object h5py then reads.
 
     Raises
     ------
     SourceNotFoundError
         When the file does not exist.
-    UnsupportedFeatureError
-        When the file is in another format (netCDF3, TIFF, ...), or in none refzarr knows.
     ScanError
-        When the file is empty, has no HDF5 signature although named like HDF5, or h5py
-        cannot open it (truncated, damaged superblock).
+        When the file is empty, has no HDF5 signature, or h5py cannot open it (truncated,
+        damaged superblock).
     """
     path = _plain_local_path(url, storage_options)
     fs: fsspec.AbstractFileSystem | None = None
@@ -246,14 +244,14 @@ def _chunk_at(manifest: ChunkManifest, flat: np.integer[Any] | int) -> str:
 
 
 def _check_hdf5(raw: BinaryIO, size: int, url: str) -> None:
-    """`identify` the format; an HDF5 name without the signature is a damaged file."""
+    """Raise `ScanError` unless the file has HDF5's signature (at 0 or after a user block)."""
     if size == 0:
         raise ScanError(f"{url}: the file is empty (0 bytes), not an HDF5 / netCDF4 file")
-    identify(raw, size, url)  # raises for other formats; only HDF5 is scanned so far
     if hdf5_signature_offset(raw, size) is None:
+        raw.seek(0)
         raise ScanError(
-            f"{url}: no HDF5 signature at byte 0 or after a user block, although the name "
-            "says HDF5 / netCDF4; the file is damaged or in another format"
+            f"{url}: no HDF5 signature at byte 0 or after a user block "
+            f"({describe_head(raw.read(16))}): not an HDF5 / netCDF4 file, or a damaged one"
         )
 
 

@@ -14,7 +14,7 @@ from functools import cached_property
 
 import h5py
 
-from refzarr.scan.hdf5_ohdr import header_address
+from refzarr.scan.hdf5.ohdr import header_address
 
 __all__ = ["ScannedDataset"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import struct
 
-from refzarr.scan.hdf5_attr_messages import vector_attribute
-from refzarr.scan.hdf5_ohdr import FormatMismatch, Read, Superblock
+from refzarr.scan.hdf5.attr_messages import vector_attribute
+from refzarr.scan.hdf5.ohdr import FormatMismatch, Read, Superblock
 
 __all__ = ["dimension_list"]
 

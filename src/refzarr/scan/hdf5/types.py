@@ -16,7 +16,7 @@ import numpy as np
 from h5py import h5d, h5t
 
 from refzarr.errors import UnsupportedFeatureError
-from refzarr.scan.hdf5_attrs import AttributeTable
+from refzarr.scan.hdf5.attrs import AttributeTable
 
 __all__ = [
     "ENUM_ATTR",
@@ -192,7 +192,7 @@ def _check_type(tid: h5t.TypeID, where: str) -> None:
 
 def _check_integer(tid: h5t.TypeIntegerID, where: str) -> None:
     # padding bits (precision < 8 * size, offset > 0) are fine: h5py reads such an integer as
-    # the plain integer of its size, and refzarr's N-bit codec (refzarr.codecs.hdf5_nbit)
+    # the plain integer of its size, and refzarr's N-bit codec (refzarr.codecs.hdf5.nbit)
     # turns the stored elements into exactly those values (filters_to_codecs adds it)
     size = tid.get_size()
     if size not in (1, 2, 4, 8) or tid.get_precision() + tid.get_offset() > 8 * size:

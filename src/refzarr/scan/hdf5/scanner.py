@@ -6,72 +6,64 @@ picklable), so scanning many files is ``executor.map(Hdf5Scanner(...), urls)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import h5py
 from h5py import h5i, h5l, h5o
 
-from refzarr.codecs.hdf5_filters import filters_to_codecs
+from refzarr.codecs.hdf5.filters import filters_to_codecs
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
 from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
-from refzarr.scan.coordinates import (
-    DEFAULT_COORDINATE_BYTES,
-    check_coordinate_bytes,
-    load_coordinate,
-)
-from refzarr.scan.hdf5_array_type import unfold_array_type
-from refzarr.scan.hdf5_attrs import AttributeTable, read_attributes
-from refzarr.scan.hdf5_contiguous import check_chunk_bytes
-from refzarr.scan.hdf5_dataset import ScannedDataset
-from refzarr.scan.hdf5_dims import (
+from refzarr.scan.base import ScanOptions
+from refzarr.scan.coordinates import load_coordinate
+from refzarr.scan.hdf5.array_type import unfold_array_type
+from refzarr.scan.hdf5.attrs import AttributeTable, read_attributes
+from refzarr.scan.hdf5.contiguous import check_chunk_bytes
+from refzarr.scan.hdf5.dataset import ScannedDataset
+from refzarr.scan.hdf5.dims import (
     PhonyDimensions,
     dimension_names,
     is_dimension_only,
     variable_name,
 )
-from refzarr.scan.hdf5_headers import ObjectHeaders
-from refzarr.scan.hdf5_layout import dataset_filters, manifest_for
-from refzarr.scan.hdf5_links import follow_external_link
-from refzarr.scan.hdf5_ohdr import header_address
-from refzarr.scan.hdf5_scale_names import ScaleNames
-from refzarr.scan.hdf5_source import OpenSource, open_source
-from refzarr.scan.hdf5_types import creation_plist, fill_value, storage_dtype, type_attributes
-from refzarr.scan.hdf5_unlimited import NetcdfExtents, extend_to
-from refzarr.scan.hdf5_vlen import decoded_array, needs_decoding
+from refzarr.scan.hdf5.headers import ObjectHeaders
+from refzarr.scan.hdf5.layout import dataset_filters, manifest_for
+from refzarr.scan.hdf5.links import follow_external_link
+from refzarr.scan.hdf5.ohdr import header_address
+from refzarr.scan.hdf5.scale_names import ScaleNames
+from refzarr.scan.hdf5.source import OpenSource, open_source
+from refzarr.scan.hdf5.types import creation_plist, fill_value, storage_dtype, type_attributes
+from refzarr.scan.hdf5.unlimited import NetcdfExtents, extend_to
+from refzarr.scan.hdf5.vlen import decoded_array, needs_decoding
 from refzarr.scan.result import ScannedGroup, Skipped
 
 __all__ = ["Hdf5Scanner"]
 
-OnUnsupported = Literal["raise", "skip"]
 T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
-class Hdf5Scanner:
+class Hdf5Scanner(ScanOptions):
     """Scan HDF5 and netCDF4 files into reference groups.
+
+    Takes the options every scanner takes (`ScanOptions`: ``storage_options``,
+    ``inline_threshold``, ``on_unsupported``, ``inline_coordinates``) and:
 
     Parameters
     ----------
-    inline_threshold
-        Chunks stored in fewer bytes than this are read and held in the reference set instead
-        of referenced (0: only compact datasets, which have no byte range of their own).
-    on_unsupported
-        ``"raise"`` (default): a dataset, attribute or link refzarr cannot reference raises
-        `UnsupportedFeatureError` naming the file, the object and the feature. ``"skip"``:
-        it is left out and listed in the result's ``skipped``.
     contiguous_chunk_bytes
         None (default): a contiguous (unchunked) dataset is one chunk. An int: it is cut into
         chunks of at most about this many bytes (whole rows of its leading axes, sizes that
         divide the axis where possible), so that reading a slice fetches only what it needs.
         External raw data files are cut the same way.
-    inline_coordinates
-        Dimension coordinates (1-D arrays named like their dimension: ``time``, ``lat``) of at
-        most this many bytes, decoded, are read while scanning and held in the reference set
-        as one uncompressed chunk (default 64 KiB), so that opening or combining many files
-        reads no coordinate chunk of any; 0 references them like any array.
+
+    Notes
+    -----
+    ``inline_threshold`` 0 still holds compact datasets (they have no byte range of their
+    own) in the reference set.
 
     Examples
     --------
@@ -79,24 +71,13 @@ class Hdf5Scanner:
     >>> groups = list(executor.map(scanner, urls))  # doctest: +SKIP
     """
 
-    inline_threshold: int = 0
-    on_unsupported: OnUnsupported = "raise"
     contiguous_chunk_bytes: int | None = None
-    inline_coordinates: int = DEFAULT_COORDINATE_BYTES
 
     def __post_init__(self) -> None:
+        ScanOptions.__post_init__(self)
         check_chunk_bytes(self.contiguous_chunk_bytes)
-        check_coordinate_bytes(self.inline_coordinates)
-        if isinstance(self.inline_threshold, bool) or not isinstance(self.inline_threshold, int):
-            raise TypeError(f"inline_threshold must be an int, got {self.inline_threshold!r}")
-        if self.inline_threshold < 0:
-            raise ValueError(f"inline_threshold must be >= 0, got {self.inline_threshold}")
-        if self.on_unsupported not in ("raise", "skip"):
-            raise ValueError(
-                f"on_unsupported must be 'raise' or 'skip', not {self.on_unsupported!r}"
-            )
 
-    def __call__(self, url: str, storage_options: Mapping[str, Any] | None = None) -> ScannedGroup:
+    def __call__(self, url: str) -> ScannedGroup:
         """Scan one file (a local path or an fsspec URL).
 
         Returns
@@ -104,7 +85,7 @@ class Hdf5Scanner:
         ScannedGroup
             The root group; ``skipped`` lists what ``on_unsupported="skip"`` left out.
         """
-        with open_source(str(url), storage_options) as source:
+        with open_source(str(url), self.storage_options) as source:
             walk = _Walk(self, source)
             try:
                 root = walk.group(source.h5, frozenset())

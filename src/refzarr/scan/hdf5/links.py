@@ -1,6 +1,6 @@
 """External links: the group or dataset another HDF5 file holds, scanned as if it were here.
 
-The target file is found like an external raw data file (`refzarr.scan.hdf5_external`: next to
+The target file is found like an external raw data file (`refzarr.scan.hdf5.external`: next to
 the linking file first), opened with the same storage options and scanned with the same
 options; its chunks reference the target file. A link back to a group that is being scanned
 (in any file of the chain) is a cycle and raises `UnsupportedFeatureError`, as does a missing
@@ -18,9 +18,9 @@ import h5py
 
 from refzarr.errors import SourceNotFoundError, UnsupportedFeatureError
 from refzarr.model import RefArray, RefGroup
-from refzarr.scan.hdf5_dims import is_dimension_only
-from refzarr.scan.hdf5_external import find_sibling
-from refzarr.scan.hdf5_source import OpenSource, open_source
+from refzarr.scan.hdf5.dims import is_dimension_only
+from refzarr.scan.hdf5.external import find_sibling
+from refzarr.scan.hdf5.source import OpenSource, open_source
 from refzarr.scan.result import Skipped
 
 __all__ = ["Walker", "follow_external_link"]

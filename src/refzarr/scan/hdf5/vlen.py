@@ -28,7 +28,7 @@ from h5py import h5r, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import INLINED, MISSING, ArrayMeta, ChunkManifest, RefArray
-from refzarr.scan.hdf5_layout import chunk_shape
+from refzarr.scan.hdf5.layout import chunk_shape
 
 __all__ = [
     "DECODED_CHUNK_ELEMENTS",

@@ -15,8 +15,8 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
-from refzarr.scan.hdf5_attr_messages import dataspace_dims, vector_attribute
-from refzarr.scan.hdf5_ohdr import (
+from refzarr.scan.hdf5.attr_messages import dataspace_dims, vector_attribute
+from refzarr.scan.hdf5.ohdr import (
     DATASPACE,
     FormatMismatch,
     Header,

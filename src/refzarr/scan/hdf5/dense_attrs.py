@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Read, Superblock, undefined
+from refzarr.scan.hdf5.ohdr import SHARED, FormatMismatch, Read, Superblock, undefined
 
 __all__ = ["DenseAttribute", "dense_attribute_messages"]
 

@@ -2,10 +2,10 @@
 
 Chunk locations come from h5py's ``DatasetID.chunk_iter`` straight into preallocated numpy
 columns; a chunk the file never allocated is MISSING (it reads as the fill value). A chunk
-that skipped filters is re-encoded and inlined (`refzarr.scan.hdf5_masks`); contiguous data,
+that skipped filters is re-encoded and inlined (`refzarr.scan.hdf5.masks`); contiguous data,
 in the file or in external raw files, may be cut into several chunks
-(`refzarr.scan.hdf5_contiguous`); a virtual dataset references its sources' chunks
-(`refzarr.scan.hdf5_virtual`).
+(`refzarr.scan.hdf5.contiguous`); a virtual dataset references its sources' chunks
+(`refzarr.scan.hdf5.virtual`).
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ import numpy as np
 from fsspec import AbstractFileSystem
 from h5py import h5d
 
-from refzarr.codecs.hdf5_filters import Hdf5Filter, filter_to_codec, filters_to_codecs
+from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec, filters_to_codecs
 from refzarr.errors import ScanError, SourceNotFoundError, UnsupportedFeatureError
 from refzarr.model import INLINED, ChunkManifest
-from refzarr.scan.hdf5_btree import read_btree_chunks
-from refzarr.scan.hdf5_contiguous import ReadAt, Segment, contiguous_manifest
-from refzarr.scan.hdf5_external import external_segments, find_sibling
-from refzarr.scan.hdf5_masks import Recoder, recoder
-from refzarr.scan.hdf5_source import open_source
-from refzarr.scan.hdf5_types import creation_plist, storage_dtype
-from refzarr.scan.hdf5_virtual import SourceFile, SourceLayout, virtual_layout
+from refzarr.scan.hdf5.btree import read_btree_chunks
+from refzarr.scan.hdf5.contiguous import ReadAt, Segment, contiguous_manifest
+from refzarr.scan.hdf5.external import external_segments, find_sibling
+from refzarr.scan.hdf5.masks import Recoder, recoder
+from refzarr.scan.hdf5.source import open_source
+from refzarr.scan.hdf5.types import creation_plist, storage_dtype
+from refzarr.scan.hdf5.virtual import SourceFile, SourceLayout, virtual_layout
 
 __all__ = ["ChunkColumns", "Layout", "chunk_shape", "dataset_filters", "manifest_for"]
 

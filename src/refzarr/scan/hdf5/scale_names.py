@@ -15,8 +15,8 @@ from typing import Any
 import h5py
 from h5py import h5d, h5g, h5o
 
-from refzarr.scan.hdf5_headers import ObjectHeaders
-from refzarr.scan.hdf5_ohdr import objno_address
+from refzarr.scan.hdf5.headers import ObjectHeaders
+from refzarr.scan.hdf5.ohdr import objno_address
 
 __all__ = ["UNKNOWN", "ScaleNames"]
 

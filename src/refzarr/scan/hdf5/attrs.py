@@ -21,7 +21,7 @@ import numpy as np
 from h5py import h5, h5a, h5ds, h5p, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
-from refzarr.scan.hdf5_attr_messages import UNREAD, HeaderAttributes
+from refzarr.scan.hdf5.attr_messages import UNREAD, HeaderAttributes
 
 __all__ = [
     "BASE64_PREFIX",
@@ -76,7 +76,7 @@ class AttributeTable:
     plist
         Its creation property list, when at hand (else fetched).
     header
-        Its attributes as read from its object header (`refzarr.scan.hdf5_attr_messages`),
+        Its attributes as read from its object header (`refzarr.scan.hdf5.attr_messages`),
         when they could be: names and the values read there are taken from it.
     """
 

@@ -20,10 +20,10 @@ from h5py import h5a, h5d, h5ds, h5i, h5r
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import MISSING, ChunkManifest
-from refzarr.scan.hdf5_attrs import AttributeTable, get_attribute
-from refzarr.scan.hdf5_headers import ObjectHeaders
-from refzarr.scan.hdf5_scale_names import UNKNOWN, ScaleNames
-from refzarr.scan.hdf5_types import creation_plist
+from refzarr.scan.hdf5.attrs import AttributeTable, get_attribute
+from refzarr.scan.hdf5.headers import ObjectHeaders
+from refzarr.scan.hdf5.scale_names import UNKNOWN, ScaleNames
+from refzarr.scan.hdf5.types import creation_plist
 
 __all__ = ["NetcdfExtents", "extend_to"]
 

@@ -19,8 +19,8 @@ import h5py
 import numpy as np
 from h5py import h5ds
 
-from refzarr.scan.hdf5_attrs import AttributeTable
-from refzarr.scan.hdf5_scale_names import UNKNOWN, ScaleNames
+from refzarr.scan.hdf5.attrs import AttributeTable
+from refzarr.scan.hdf5.scale_names import UNKNOWN, ScaleNames
 
 __all__ = [
     "NETCDF_DIMENSION_ONLY",

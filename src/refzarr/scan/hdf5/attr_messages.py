@@ -7,7 +7,7 @@ reads each. Written from the HDF5 File Format Specification: attribute messages 
 memory type (integers and IEEE floats of 1-8 bytes, null-terminated or null-padded fixed
 strings). An attribute of any other type, or one whose datatype or dataspace is shared, is
 listed but left unread (the caller reads it with h5py). Attributes in dense storage (a
-fractal heap) come from `refzarr.scan.hdf5_dense_attrs`; a header with a shared attribute
+fractal heap) come from `refzarr.scan.hdf5.dense_attrs`; a header with a shared attribute
 message gives None, and one that is not as the specification says `FormatMismatch` (the
 caller then does everything with h5py).
 """
@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from refzarr.scan.hdf5_dense_attrs import dense_attribute_messages
-from refzarr.scan.hdf5_ohdr import SHARED, FormatMismatch, Header, Read, Superblock, undefined
+from refzarr.scan.hdf5.dense_attrs import dense_attribute_messages
+from refzarr.scan.hdf5.ohdr import SHARED, FormatMismatch, Header, Read, Superblock, undefined
 
 __all__ = [
     "ATTRIBUTE",

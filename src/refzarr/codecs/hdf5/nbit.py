@@ -3,7 +3,7 @@
 An HDF5 integer type may use only ``precision`` bits starting at bit ``offset`` of its
 ``itemsize`` bytes. HDF5 (and h5py) read such values as ordinary integers of that size, sign
 extended when signed. The N-bit filter stores only the significant bits, packed (see
-`refzarr.codecs.hdf5_bits`); without it the elements are stored whole, padding included. This
+`refzarr.codecs.hdf5.bits`); without it the elements are stored whole, padding included. This
 codec turns either form into the values h5py returns, so the Zarr array's dtype is h5py's.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numcodecs.abc import Codec
 
-from refzarr.codecs.hdf5_bits import pack_bits, unpack_bits, unsigned_dtype
+from refzarr.codecs.hdf5.bits import pack_bits, unpack_bits, unsigned_dtype
 
 __all__ = ["Hdf5NBit"]
 

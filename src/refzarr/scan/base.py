@@ -1,0 +1,251 @@
+"""The scanner protocol, the registry of input formats with their magic-byte detectors, and the
+options every scanner shares.
+
+A format is a subpackage of `refzarr.scan` whose ``__init__`` defines ``FORMAT``, a
+`ScanFormat`: its name, how to recognise its files from their first bytes (or a directory), and
+where its scanner class lives. The package ``__init__`` must stay light (no import of the
+format's library): detection imports every registered package, scanning imports only the
+scanner of the file's format.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from refzarr.errors import MissingDependencyError
+from refzarr.model import RefGroup
+from refzarr.scan.coordinates import DEFAULT_COORDINATE_BYTES, check_coordinate_bytes
+
+__all__ = [
+    "BUILTIN_FORMATS",
+    "OnUnsupported",
+    "Probe",
+    "ScanFormat",
+    "ScanOptions",
+    "Scanner",
+    "format_named",
+    "registered_formats",
+    "scanner_for",
+]
+
+OnUnsupported = Literal["raise", "skip"]
+
+BUILTIN_FORMATS = ("hdf5",)
+"""The format subpackages of `refzarr.scan`, in detection order (directories aside, the first
+whose detector accepts a file's first bytes wins)."""
+
+
+@runtime_checkable
+class Scanner(Protocol):
+    """A configured scanner: options in the constructor, one file (or store) per call.
+
+    Scanners are immutable and picklable and keep no state between calls, so that scanning
+    10,000 files is ``executor.map(scanner, urls)``.
+    """
+
+    def __call__(self, url: str) -> RefGroup:
+        """Reference every array of the file (or store) at ``url``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    """The options every scanner takes; a format's scanner extends this dataclass.
+
+    Parameters
+    ----------
+    storage_options
+        Options of the fsspec filesystem of the scanned URLs (``{"anon": True}``, ...).
+    inline_threshold
+        Chunks stored in fewer bytes than this are read and held in the reference set instead
+        of referenced (0: none, except what has no byte range of its own).
+    on_unsupported
+        ``"raise"`` (default): an array, attribute or object refzarr cannot reference raises
+        `UnsupportedFeatureError` naming the file, the object and the feature. ``"skip"``: it
+        is left out and listed in the result's ``skipped``.
+    inline_coordinates
+        Dimension coordinates (1-D arrays named like their dimension) of at most this many
+        bytes, decoded, are held in the reference set (default 64 KiB); 0: referenced.
+    """
+
+    storage_options: Mapping[str, Any] | None = None
+    inline_threshold: int = 0
+    on_unsupported: OnUnsupported = "raise"
+    inline_coordinates: int = DEFAULT_COORDINATE_BYTES
+
+    def __post_init__(self) -> None:
+        check_coordinate_bytes(self.inline_coordinates)
+        if isinstance(self.inline_threshold, bool) or not isinstance(self.inline_threshold, int):
+            raise TypeError(f"inline_threshold must be an int, got {self.inline_threshold!r}")
+        if self.inline_threshold < 0:
+            raise ValueError(f"inline_threshold must be >= 0, got {self.inline_threshold}")
+        if self.on_unsupported not in ("raise", "skip"):
+            raise ValueError(
+                f"on_unsupported must be 'raise' or 'skip', not {self.on_unsupported!r}"
+            )
+        if self.storage_options is not None and not isinstance(self.storage_options, Mapping):
+            raise TypeError(f"storage_options must be a mapping, got {self.storage_options!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What detection knows of a source: its first bytes, or that it is a directory.
+
+    Parameters
+    ----------
+    url
+        The source, as given.
+    head
+        Its first bytes: `HEAD_BYTES`, fewer when the file is shorter (empty for a
+        directory).
+    read_at
+        ``read_at(offset, length)``: more bytes of the file, fewer past its end (HDF5 looks
+        past user blocks); None for a directory.
+    listing
+        For a directory: the names of its entries (not recursive); else empty.
+    """
+
+    url: str
+    head: bytes
+    read_at: Callable[[int, int], bytes] | None = None
+    listing: frozenset[str] = frozenset()
+
+    @property
+    def is_directory(self) -> bool:
+        """Whether the source is a directory (a store) rather than a file."""
+        return self.read_at is None
+
+
+HEAD_BYTES = 4096
+"""Bytes of a file detection reads first (one small request for a remote file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanFormat:
+    """An input format refzarr scans.
+
+    Parameters
+    ----------
+    name
+        Its name in ``scan(url, format=name)`` (``"hdf5"``, ``"netcdf3"``, ...).
+    title
+        What users call it, for messages and ``--help`` (``"HDF5 / netCDF4"``).
+    detect
+        ``detect(probe) -> bool``: whether a source is in this format, from its first bytes
+        (or, for a store, its listing). Must not import the format's library.
+    scanner
+        ``"module:Class"`` of its scanner, a `ScanOptions` subclass implementing `Scanner`.
+    extra
+        The refzarr extra that installs its library (``"tiff"`` for ``refzarr[tiff]``), or
+        None when the core dependencies suffice.
+    requires
+        Modules its scanner imports that an extra installs (checked to name the extra).
+    """
+
+    name: str
+    title: str
+    detect: Callable[[Probe], bool]
+    scanner: str
+    extra: str | None = None
+    requires: tuple[str, ...] = ()
+
+    def scanner_class(self) -> type[ScanOptions]:
+        """The scanner class, imported now.
+
+        Raises
+        ------
+        MissingDependencyError
+            When the format's library is not installed; names the ``pip install`` to run.
+        """
+        for module in self.requires:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                extra = f"refzarr[{self.extra}]" if self.extra else module
+                raise MissingDependencyError(
+                    f"scanning {self.title} files needs {module!r}, which is not installed: "
+                    f"pip install '{extra}'"
+                ) from exc
+        module_name, _, class_name = self.scanner.partition(":")
+        cls: type[ScanOptions] = getattr(importlib.import_module(module_name), class_name)
+        return cls
+
+    def option_names(self) -> frozenset[str]:
+        """The keyword options its scanner takes."""
+        return frozenset(f.name for f in dataclasses.fields(self.scanner_class()))
+
+
+_REGISTRY: dict[str, ScanFormat] = {}
+
+
+def register(scan_format: ScanFormat) -> None:
+    """Add (or replace) a format; detection tries it after the built-in ones."""
+    _REGISTRY[scan_format.name] = scan_format
+
+
+def registered_formats() -> tuple[ScanFormat, ...]:
+    """Every format refzarr scans, built-in ones first, in detection order."""
+    for name in BUILTIN_FORMATS:
+        if name not in _REGISTRY:
+            module = importlib.import_module(f"refzarr.scan.{name}")
+            _REGISTRY[name] = module.FORMAT
+    builtin = [_REGISTRY[name] for name in BUILTIN_FORMATS]
+    return (*builtin, *(f for n, f in _REGISTRY.items() if n not in BUILTIN_FORMATS))
+
+
+def format_named(name: str) -> ScanFormat:
+    """The format called ``name``.
+
+    Raises
+    ------
+    ValueError
+        When no format has that name; lists the names.
+    """
+    formats = {f.name: f for f in registered_formats()}
+    try:
+        return formats[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown format {name!r}; refzarr scans: {', '.join(sorted(formats))}"
+        ) from None
+
+
+def formats_summary() -> str:
+    """``"hdf5 (HDF5 / netCDF4), netcdf3 (...), ..."`` for messages and help texts."""
+    return ", ".join(f"{f.name} ({f.title})" for f in registered_formats())
+
+
+def scanner_for(scan_format: ScanFormat, options: Mapping[str, Any]) -> ScanOptions:
+    """The format's scanner configured with ``options``.
+
+    Raises
+    ------
+    TypeError
+        When an option is not one of the format's (lists them).
+    MissingDependencyError
+        When the format's library is not installed.
+    """
+    cls = scan_format.scanner_class()
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(
+            f"unknown scan options {unknown} for {scan_format.title}; "
+            f"its options are {sorted(known)}"
+        )
+    return cls(**options)
+
+
+def all_option_names() -> frozenset[str]:
+    """Options at least one installed format's scanner takes (shared ones included)."""
+    names = {f.name for f in dataclasses.fields(ScanOptions)}
+    for scan_format in registered_formats():
+        try:
+            names |= scan_format.option_names()
+        except MissingDependencyError:
+            continue
+    return frozenset(names)
