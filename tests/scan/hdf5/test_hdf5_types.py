@@ -29,14 +29,13 @@ from h5kit import (
 from h5py import h5d, h5p, h5s, h5t
 
 import refzarr
+from corpus import CORPUS
 from refzarr import UnsupportedFeatureError
 from refzarr.model import INLINED, MISSING
 from refzarr.scan.hdf5 import vlen as hdf5_vlen
 from refzarr.scan.hdf5.types import OPAQUE_TAG_ATTR
 from refzarr.scan.hdf5.vlen import REFERENCE_ATTR, encode_vlen
 from roundtrip import open_zarr_group, reference_options
-
-CORPUS = (Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files").resolve()
 
 # -- variable-length strings --------------------------------------------------------------------
 

@@ -36,12 +36,13 @@ import xarray as xr
 from h5kit import roundtrip, write_h5
 
 import refzarr
+from corpus import CORPUS as CORPUS_ROOT
 from refzarr.scan import ScannedGroup
 from refzarr.scan.hdf5.attrs import BASE64_PREFIX
 from refzarr.scan.hdf5.types import ENUM_ATTR
 from roundtrip import reference_options
 
-CORPUS = (Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files" / "netcdf4").resolve()
+CORPUS = CORPUS_ROOT / "netcdf4"
 NETCDF_FILES = sorted(p for p in CORPUS.iterdir() if p.is_file()) if CORPUS.is_dir() else []
 
 # netCDF allows a dimension twice in one variable; xarray warns about it on both sides

@@ -1,7 +1,7 @@
 """HDF5 filters beyond deflate/shuffle/Blosc: each dataset read through fsspec + zarr equals h5py.
 
 Files are written with h5py (and hdf5plugin for the plugin filters), scanned, written as kerchunk
-JSON and read back through fsspec's ReferenceFileSystem + zarr-python 3 (see ``scan/h5kit.py``).
+JSON and read back through fsspec ReferenceFileSystem + zarr-python 3 (``scan/hdf5/h5kit.py``).
 The N-bit and scale-offset codecs are refzarr's own; their `encode` is checked against the bytes
 HDF5 itself stored.
 """
@@ -22,11 +22,10 @@ import pytest
 from h5py import h5d, h5p, h5s, h5t
 
 import refzarr
+from corpus import CORPUS
 from refzarr import UnsupportedFeatureError
 from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec
-from scan.h5kit import array, roundtrip, write_h5
-
-CORPUS = Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files"
+from scan.hdf5.h5kit import array, roundtrip, write_h5
 
 DTYPES = ["i1", "u1", "<i2", ">u2", "<i4", ">i4", "<u8", ">i8", "<f4", ">f8"]
 

@@ -12,6 +12,7 @@ import zarr
 from h5py import h5s, h5t
 
 import refzarr
+from corpus import CORPUS
 from refzarr import RefArray
 from refzarr.model import ArrayMeta
 from refzarr.scan import ScannedGroup
@@ -31,7 +32,6 @@ __all__ = [
 Writer = Callable[[h5py.File], None]
 
 
-CORPUS = (Path(__file__).parents[2] / ".." / "shared" / "corpus" / "files").resolve()
 """The real-file corpus (read in place)."""
 
 CORPUS_FILES = sorted(

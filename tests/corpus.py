@@ -1,0 +1,20 @@
+"""The real-file corpus the tests read in place: ``../shared/corpus/files/<format>/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["CORPUS", "corpus_files"]
+
+CORPUS = (Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus" / "files").resolve()
+"""The corpus folder: one subfolder per format (``hdf5``, ``netcdf3``, ``tiff``, ...)."""
+
+
+def corpus_files(folder: str, *suffixes: str) -> list[Path]:
+    """The files (and, for stores, directories) directly in ``CORPUS/folder``, sorted; only
+    those whose name ends with one of ``suffixes`` when any are given. Empty when the
+    corpus is absent."""
+    where = CORPUS / folder
+    if not where.is_dir():
+        return []
+    return sorted(p for p in where.iterdir() if not suffixes or p.name.endswith(suffixes))
