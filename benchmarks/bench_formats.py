@@ -37,6 +37,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from refzarr import to_kerchunk
+
 CACHE = Path(__file__).resolve().parent / ".cache"
 NFILES = 1_000
 ARRAY = "data"
@@ -177,7 +179,7 @@ def write_kerchunk(folder: Path, n: int) -> dict[str, Callable[[], object]]:
 
     from refzarr.formats.api import DEFAULT_RECORD_SIZE
 
-    refs = synthetic_group(n).to_kerchunk()
+    refs = to_kerchunk(synthetic_group(n))
 
     def dump(module: Any) -> None:
         with open(folder / "kerchunk.json", "w") as f:

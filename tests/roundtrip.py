@@ -26,7 +26,7 @@ import zarr
 from fsspec.implementations.reference import LazyReferenceMapper, ReferenceFileSystem
 from zarr.storage import FsspecStore
 
-from refzarr import RefArray, RefGroup
+from refzarr import RefArray, RefGroup, to_kerchunk
 
 __all__ = [
     "INLINE_SMALL",
@@ -304,7 +304,7 @@ def assert_groups_identical(actual: RefGroup, expected: RefGroup) -> None:
         assert got.meta == array.meta, f"array {path!r}: {got.meta} != {array.meta}"
         assert got.manifest == array.manifest, f"array {path!r}: {_first_difference(got, array)}"
     assert actual == expected
-    assert actual.to_kerchunk() == expected.to_kerchunk()
+    assert to_kerchunk(actual) == to_kerchunk(expected)
 
 
 def _first_difference(actual: RefArray, expected: RefArray) -> str:

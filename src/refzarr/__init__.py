@@ -12,6 +12,7 @@ from refzarr.errors import (
     ChunkFetchError,
     ForbiddenURLError,
     IncompatibleError,
+    MissingDependencyError,
     RefFormatError,
     RefzarrError,
     ScanError,
@@ -20,6 +21,7 @@ from refzarr.errors import (
 )
 from refzarr.formats.api import expand_references, read, write
 from refzarr.model import ArrayMeta, ChunkManifest, ChunkRef, RefArray, RefGroup
+from refzarr.model.kerchunk import from_kerchunk, to_kerchunk
 from refzarr.parallel import scan_many
 from refzarr.scan import scan
 
@@ -52,6 +54,7 @@ __all__ = [
     "FromData",
     "FromRegex",
     "IncompatibleError",
+    "MissingDependencyError",
     "RefArray",
     "RefFormatError",
     "RefGroup",
@@ -63,11 +66,13 @@ __all__ = [
     "__version__",
     "combine",
     "expand_references",
+    "from_kerchunk",
     "merge",
     "open_dataset",
     "open_datatree",
     "read",
     "scan",
     "scan_many",
+    "to_kerchunk",
     "write",
 ]

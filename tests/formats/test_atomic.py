@@ -13,8 +13,8 @@ import pytest
 
 import refzarr
 from refzarr.errors import RefFormatError
-from refzarr.formats import json_write
 from refzarr.formats.atomic import atomic_path, write_atomic
+from refzarr.formats.kerchunk_json import write as json_write
 from refzarr.formats.source import Location, locate
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from refzarr.model.manifest import ManifestBlock

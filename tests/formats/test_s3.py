@@ -21,7 +21,8 @@ from zarr.core.sync import sync as zarr_sync
 from zarr.storage import FsspecStore
 
 import refzarr
-from refzarr.formats import json_write, parquet_write
+from refzarr.formats.kerchunk_json import write as json_write
+from refzarr.formats.parquet import write as parquet_write
 from refzarr.formats.source import locate
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from roundtrip import INLINE_SMALL, assert_groups_identical, h5_datasets, kerchunk_hdf5_refs

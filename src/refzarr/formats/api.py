@@ -66,10 +66,10 @@ def read(
         return group_from_kerchunk(source, target=target)
     location = locate(source, storage_options)
     if detect_format(location) == "parquet":
-        from refzarr.formats import parquet_read
+        from refzarr.formats.parquet import read as parquet_read
 
         return parquet_read.read_parquet(location, target=target)
-    from refzarr.formats import json_read
+    from refzarr.formats.kerchunk_json import read as json_read
 
     data = decompress(read_bytes(location), shown=location.shown)
     return json_read.group_from_json(data, target=target, where=location.shown)
@@ -88,7 +88,8 @@ def expand_references(
     ``[url, offset, length]`` lists (null URLs replaced by ``target`` when given).
     """
     # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
-    from refzarr.formats import json_read, parquet_read
+    from refzarr.formats.kerchunk_json import read as json_read
+    from refzarr.formats.parquet import read as parquet_read
 
     if isinstance(source, Mapping):
         refs = expand_dict(source)
@@ -145,7 +146,8 @@ def write(
         `refzarr.open_dataset` instead.
     """
     # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
-    from refzarr.formats import json_write, parquet_write
+    from refzarr.formats.kerchunk_json import write as json_write
+    from refzarr.formats.parquet import write as parquet_write
 
     if not isinstance(group, RefGroup):
         raise TypeError(f"write() takes a RefGroup, got {type(group).__name__}")

@@ -115,26 +115,3 @@ class RefGroup:
     def __repr__(self) -> str:
         arrays = sum(1 for _ in self.arrays())
         return f"RefGroup(members={list(self.members)}, arrays={arrays})"
-
-    # -- kerchunk conversions ------------------------------------------------------------------
-
-    @classmethod
-    def from_kerchunk(cls, refs: Mapping[str, Any], *, target: str | None = None) -> RefGroup:
-        """Build a group from a kerchunk reference dict (Version 0, or Version 1 with refs).
-
-        Parameters
-        ----------
-        refs
-            ``{key: value}`` (Version 0) or ``{"version": 1, "refs": ..., ...}``.
-        target
-            URL used for references whose URL is null.
-        """
-        from refzarr.model.kerchunk import group_from_kerchunk
-
-        return group_from_kerchunk(refs, target=target)
-
-    def to_kerchunk(self) -> dict[str, Any]:
-        """A Version 0 reference dict with Zarr v2 metadata (text values, lists for refs)."""
-        from refzarr.model.kerchunk import group_to_kerchunk
-
-        return group_to_kerchunk(self)

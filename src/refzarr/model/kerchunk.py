@@ -35,10 +35,12 @@ __all__ = [
     "decode_inline",
     "encode_inline",
     "expand_dict",
+    "from_kerchunk",
     "group_from_kerchunk",
     "group_to_kerchunk",
     "metadata_text",
     "parse_reference",
+    "to_kerchunk",
 ]
 
 
@@ -153,7 +155,7 @@ def expand_dict(refs: Mapping[str, Any]) -> dict[str, Any]:
 def group_from_kerchunk(
     refs: Mapping[str, Any], *, target: str | None = None, where: str = ""
 ) -> RefGroup:
-    """The `RefGroup` a kerchunk reference dict describes (see `RefGroup.from_kerchunk`)."""
+    """The `RefGroup` a kerchunk reference dict describes (see `from_kerchunk`)."""
     flat = expand_dict(refs)
     metadata = {k: v for k, v in flat.items() if is_metadata_key(k)}
     hierarchy = parse_hierarchy(metadata, where=where)
@@ -228,3 +230,32 @@ class _Entries:
     offsets: list[int] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
     inlined: dict[tuple[int, ...], bytes] = field(default_factory=dict)
+
+
+def from_kerchunk(refs: Mapping[str, Any], *, target: str | None = None) -> RefGroup:
+    """Build a group from a kerchunk reference dict (Version 0, or Version 1 with refs).
+
+    Parameters
+    ----------
+    refs
+        ``{key: value}`` (Version 0) or ``{"version": 1, "refs": ..., ...}``.
+    target
+        URL used for references whose URL is null.
+
+    Raises
+    ------
+    RefFormatError
+        When the dict is no valid reference set (names the key).
+    """
+    return group_from_kerchunk(refs, target=target)
+
+
+def to_kerchunk(group: RefGroup) -> dict[str, Any]:
+    """A Version 0 reference dict with Zarr v2 metadata (text values, lists for refs).
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        When an array's chunk grid is irregular (kerchunk needs regular grids).
+    """
+    return group_to_kerchunk(group)

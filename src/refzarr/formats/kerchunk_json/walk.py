@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from refzarr.formats.json_bytes import I64, Bytes, Unhandled, string_value
-from refzarr.formats.json_window import Window
+from refzarr.formats.kerchunk_json.byte_words import I64, Bytes, Unhandled, string_value
+from refzarr.formats.kerchunk_json.window import Window
 
 __all__ = [
     "REFS",

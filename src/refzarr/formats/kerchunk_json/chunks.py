@@ -7,7 +7,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from refzarr.formats.json_bytes import I64, U64, Unhandled
+from refzarr.formats.kerchunk_json.byte_words import I64, U64, Unhandled
 from refzarr.model.manifest import INLINED, MISSING, ChunkManifest, ManifestBlock
 
 __all__ = ["ArrayColumns"]

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from refzarr.errors import RefFormatError
-from refzarr.formats.parquet_arrow import int_values, validity
+from refzarr.formats.parquet.arrow import int_values, validity
 from refzarr.model.manifest import MAX_OFFSET
 
 __all__ = ["COLUMNS", "RecordColumns", "decode_record"]

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from refzarr.errors import RefFormatError
-from refzarr.formats.parquet_records import RecordColumns, decode_record
+from refzarr.formats.parquet.records import RecordColumns, decode_record
 from refzarr.model.manifest import INLINED, MISSING, WHOLE_FILE, ManifestBlock
 
 __all__ = [

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.formats.json_bytes import (
+from refzarr.formats.kerchunk_json.byte_words import (
     I64,
     TOP_MASK,
     U64,
@@ -33,8 +33,8 @@ from refzarr.formats.json_bytes import (
     tail_byte,
     top_run,
 )
-from refzarr.formats.json_chunks import ArrayColumns
-from refzarr.formats.json_window import Window
+from refzarr.formats.kerchunk_json.chunks import ArrayColumns
+from refzarr.formats.kerchunk_json.window import Window
 from refzarr.model.manifest import WHOLE_FILE
 
 __all__ = ["BulkDecoder", "Decoded", "Slot", "UrlTable"]

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from refzarr.formats.json_write_lines import to_arrow
+from refzarr.formats.kerchunk_json.write_lines import to_arrow
 from refzarr.model.manifest import ManifestBlock
 
 __all__ = ["TemplatePlan", "plan_templates", "split_urls", "template_names"]

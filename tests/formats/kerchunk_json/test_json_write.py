@@ -21,10 +21,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import refzarr
+from refzarr import to_kerchunk
 from refzarr.errors import RefFormatError
-from refzarr.formats import json_write, json_write_lines
-from refzarr.formats.json_write import compress, render_json
-from refzarr.formats.json_write_templates import template_names
+from refzarr.formats.kerchunk_json import write as json_write
+from refzarr.formats.kerchunk_json import write_lines as json_write_lines
+from refzarr.formats.kerchunk_json.write import compress, render_json
+from refzarr.formats.kerchunk_json.write_templates import template_names
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from refzarr.model.manifest import INLINED, MISSING, WHOLE_FILE, ManifestBlock
 from refzarr.model.templates import expand_v1
@@ -118,7 +120,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 @given(awkward_groups())
 def test_version_0_parses_to_the_kerchunk_dict(group: RefGroup) -> None:
     text = render_json(group)
-    expected = group.to_kerchunk()
+    expected = to_kerchunk(group)
     parsed = parse_pairs(text)
     assert parsed == expected
     assert list(parsed) == list(expected)
@@ -132,7 +134,7 @@ def test_version_1_expands_to_the_kerchunk_dict(group: RefGroup) -> None:
     parsed = parse_pairs(render_json(group, version=1))
     assert set(parsed) == {"version", "templates", "refs"}
     assert parsed["version"] == 1
-    expected = group.to_kerchunk()
+    expected = to_kerchunk(group)
     assert expand_v1(parsed) == expected
     assert list(parsed["refs"]) == list(expected)
     assert all(len(name) <= 3 for name in parsed["templates"])
@@ -158,7 +160,7 @@ def templated_groups(draw: st.DrawFn) -> RefGroup:
 @given(templated_groups())
 def test_version_1_templates_resolve_everywhere(group: RefGroup) -> None:
     parsed = parse_pairs(render_json(group, version=1))
-    expected = group.to_kerchunk()
+    expected = to_kerchunk(group)
     assert expand_v1(parsed) == expected
     for simple in (True, False):
         assert fsspec_references(parsed, simple_templates=simple) == expected
@@ -193,8 +195,8 @@ def test_many_slices_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     manifest = ChunkManifest.from_arrays(paths, path_id, offset.astype(np.uint64), length, inlined)
     meta = ArrayMeta(shape=(13, 22, 9), chunks=(1, 2, 3), dtype=np.dtype("<f8"))
     group = RefGroup(members={"v": RefArray(meta, manifest)})
-    assert parse_pairs(render_json(group)) == group.to_kerchunk()
-    assert expand_v1(parse_pairs(render_json(group, version=1))) == group.to_kerchunk()
+    assert parse_pairs(render_json(group)) == to_kerchunk(group)
+    assert expand_v1(parse_pairs(render_json(group, version=1))) == to_kerchunk(group)
     text = render_json(group)
     assert zstandard.ZstdDecompressor().decompress(compress(text, "zstd")) == text
 
@@ -223,7 +225,7 @@ def test_lazy_manifest_with_several_blocks() -> None:
     manifest = ChunkManifest.lazy((7,), ListSource(blocks, 3))
     meta = ArrayMeta(shape=(7,), chunks=(1,), dtype=np.dtype("u1"))
     group = RefGroup(members={"a": RefArray(meta, manifest)})
-    expected = group.to_kerchunk()
+    expected = to_kerchunk(group)
     assert expected["a/6"] == ["s3://b/{{d}}/z.nc", 1, 2]
     assert parse_pairs(render_json(group)) == expected
     assert expand_v1(parse_pairs(render_json(group, version=1))) == expected
@@ -241,7 +243,7 @@ def test_awkward_keys_zero_size_and_0d_arrays() -> None:
         },
     )
     group = RefGroup(members={"g\u2028": sub, "none": RefArray(meta_0d, ChunkManifest.missing(()))})
-    expected = group.to_kerchunk()
+    expected = to_kerchunk(group)
     assert expected['g\u2028/q"uo\\te\x01/0'] == ["s3://b/one", 3, 4]
     for version in (0, 1):
         parsed = parse_pairs(render_json(group, version=version))
@@ -256,8 +258,8 @@ def test_unicode_is_utf8_and_surrogates_are_escaped() -> None:
     text = render_json(group)
     assert "s3://bücket/é.nc".encode() in text
     assert b"bad-\\udce9.nc" in text
-    assert json.loads(text) == group.to_kerchunk()
-    assert expand_v1(json.loads(render_json(group, version=1))) == group.to_kerchunk()
+    assert json.loads(text) == to_kerchunk(group)
+    assert expand_v1(json.loads(render_json(group, version=1))) == to_kerchunk(group)
 
 
 # -- Version 1 templates ------------------------------------------------------------------------
@@ -283,7 +285,7 @@ def test_shared_directories_become_short_templates() -> None:
     assert parsed["refs"]["t/39.9"][0] == "{{b}}file_0019.nc"
     assert parsed["refs"]["t/40.0"][0] == "lonely.nc"
     assert len(v1) < len(v0) * 0.75
-    assert expand_v1(parsed) == group.to_kerchunk()
+    assert expand_v1(parsed) == to_kerchunk(group)
 
 
 def test_no_template_where_it_would_not_save_space() -> None:
@@ -306,7 +308,7 @@ def test_urls_with_double_braces_are_not_reinterpreted() -> None:
     brace = parsed["refs"]["t/0.0"][0]
     assert brace.startswith(f"{LONG_DIR}{{{{{escapes['{']}}}}}")  # literal dir: braces inside
     assert parsed["refs"]["t/3.0"][0].endswith("}}p0.nc")  # the directory is a template
-    expected = group.to_kerchunk()
+    expected = to_kerchunk(group)
     assert expand_v1(parsed) == expected
     for simple in (True, False):
         assert fsspec_references(parsed, simple_templates=simple) == expected
@@ -386,7 +388,7 @@ def test_fsspec_reads_every_key(tmp_path: Path, suffix: str, version: int, simpl
         simple_templates=simple,
         skip_instance_cache=True,
     )
-    expected = group.to_kerchunk()
+    expected = to_kerchunk(group)
     assert set(fs.references) == set(expected)
     for key, value in expected.items():
         assert fs.cat(key) == expected_bytes(value, sources), key

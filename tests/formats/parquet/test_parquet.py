@@ -21,6 +21,7 @@ from fsspec.implementations.reference import LazyReferenceMapper
 from kerchunk.hdf import SingleHdf5ToZarr
 
 import refzarr.formats.api as refzarr
+from refzarr import from_kerchunk
 from refzarr.errors import RefFormatError, SourceNotFoundError
 from refzarr.model import ArrayMeta, ChunkManifest, ChunkRef, RefArray, RefGroup
 from refzarr.model.manifest import INLINED, MAX_OFFSET, MISSING, WHOLE_FILE
@@ -130,7 +131,7 @@ def chunk_values(group: RefGroup, path: str) -> list[ChunkRef | bytes | None]:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_fsspec_reads_every_key_we_write(netcdf: Any, tmp_path: Path, engine: str) -> None:
     refs = kerchunk_refs(netcdf[0])
-    group = RefGroup.from_kerchunk(refs)
+    group = from_kerchunk(refs)
     out = tmp_path / "refs.parq"
     refzarr.write(group, out, record_size=3)
     mapper = LazyReferenceMapper(str(out), engine=engine)
@@ -152,7 +153,7 @@ def test_fsspec_reads_every_key_we_write(netcdf: Any, tmp_path: Path, engine: st
 def test_xarray_opens_what_we_write(netcdf: Any, tmp_path: Path) -> None:
     path, values = netcdf
     out = tmp_path / "refs.parq"
-    refzarr.write(RefGroup.from_kerchunk(kerchunk_refs(path)), out, record_size=4)
+    refzarr.write(from_kerchunk(kerchunk_refs(path)), out, record_size=4)
     options = {"fo": str(out), "remote_protocol": "file", "lazy": True}
     kwargs: dict[str, Any] = {"consolidated": False, "storage_options": options}
     with xr.open_dataset(
@@ -172,7 +173,7 @@ def test_xarray_opens_what_we_write(netcdf: Any, tmp_path: Path) -> None:
 def test_xarray_opens_what_we_write_with_pyarrow_engine(netcdf: Any, tmp_path: Path) -> None:
     path, values = netcdf
     out = tmp_path / "refs.parq"
-    refzarr.write(RefGroup.from_kerchunk(kerchunk_refs(path)), out, record_size=4)
+    refzarr.write(from_kerchunk(kerchunk_refs(path)), out, record_size=4)
     mapper = LazyReferenceMapper(str(out), engine="pyarrow")
     kwargs = {"consolidated": False, "storage_options": {"fo": mapper, "remote_protocol": "file"}}
     with xr.open_dataset(
@@ -195,7 +196,7 @@ def test_xarray_opens_what_we_write_with_pyarrow_engine(netcdf: Any, tmp_path: P
 )
 def test_fsspec_pyarrow_engine_reads_missing_chunks(netcdf: Any, tmp_path: Path) -> None:
     out = tmp_path / "refs.parq"
-    refzarr.write(RefGroup.from_kerchunk(kerchunk_refs(netcdf[0])), out)
+    refzarr.write(from_kerchunk(kerchunk_refs(netcdf[0])), out)
     mapper = LazyReferenceMapper(str(out), engine="pyarrow")
     fs = fsspec.filesystem("reference", fo=mapper, remote_protocol="file")
     with pytest.raises(FileNotFoundError):  # what zarr needs to read the fill value
@@ -214,7 +215,7 @@ def test_reads_kerchunk_dataframes(netcdf: Any, tmp_path: Path, engine: str) -> 
     fsspec_write(dict(refs), url, engine, record_size=9)
     assert sorted(p.name for p in (url / "t").iterdir()) == ["refs.0.parq", "refs.1.parq"]
     group = refzarr.read(url)
-    assert group == RefGroup.from_kerchunk(refs)
+    assert group == from_kerchunk(refs)
     assert pa.types.is_dictionary(pq.read_schema(url / "t" / "refs.0.parq").field("path").type) == (
         engine == "pyarrow"
     )
@@ -245,7 +246,7 @@ def test_reads_zarr_written_through_lazy_mapper(tmp_path: Path, engine: str) -> 
         pa.string(),
     )
     group = refzarr.read(url)
-    assert group == RefGroup.from_kerchunk(keys)
+    assert group == from_kerchunk(keys)
     assert group["deep/deeper/s"].manifest[()] == keys["deep/deeper/s/0"]
     assert group["a"].manifest[2, 0] is None
 
@@ -260,7 +261,7 @@ def test_fsspec_sparse_output_reads_as_fsspec_does(tmp_path: Path) -> None:
     group = refzarr.read(url)
     assert group["x"].manifest[7] == ChunkRef("f", 0, 1)
     assert group["x"].manifest[0] is None
-    assert group == RefGroup.from_kerchunk(refs)
+    assert group == from_kerchunk(refs)
 
 
 def test_lost_record_file_of_a_refzarr_set_is_an_error(tmp_path: Path) -> None:
@@ -391,7 +392,7 @@ def test_expand_references(tmp_path: Path) -> None:
     assert "refs/0.2" not in refs
     assert refs["g/h/s/0"] == ["file:///s", 8, 2]
     assert refs["g/h/.zattrs"] == {"deep": [1, 2]}
-    assert RefGroup.from_kerchunk(refs) == sample_group()
+    assert from_kerchunk(refs) == sample_group()
 
 
 def test_null_url_rows_use_target(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from refzarr.formats.parquet_source import COMPLETE_KEY, record_file_name
-from refzarr.formats.parquet_tables import entry_slices, record_table
+from refzarr.formats.parquet.source import COMPLETE_KEY, record_file_name
+from refzarr.formats.parquet.tables import entry_slices, record_table
 from refzarr.model.group import RefArray, RefGroup
 from refzarr.model.hierarchy import array_metadata, group_metadata, require_regular_grids
 

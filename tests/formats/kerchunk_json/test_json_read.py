@@ -25,9 +25,10 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from refzarr.errors import RefFormatError
-from refzarr.formats import json_bytes, json_read
-from refzarr.formats.json_bytes import Bytes, Unhandled
-from refzarr.formats.json_read import fast_group_from_json, group_from_json, load_json
+from refzarr.formats.kerchunk_json import byte_words as json_bytes
+from refzarr.formats.kerchunk_json import read as json_read
+from refzarr.formats.kerchunk_json.byte_words import Bytes, Unhandled
+from refzarr.formats.kerchunk_json.read import fast_group_from_json, group_from_json, load_json
 from refzarr.model import RefGroup
 from refzarr.model.hierarchy import chunk_key
 from refzarr.model.kerchunk import group_from_kerchunk

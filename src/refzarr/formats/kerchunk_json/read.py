@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from refzarr.errors import RefFormatError
-from refzarr.formats.json_bulk import BulkDecoder, Slot, UrlTable
-from refzarr.formats.json_bytes import I64, Bytes, Unhandled, string_value
-from refzarr.formats.json_walk import REFS, TOP, DuplicateKeyError, Walker, strict_object
-from refzarr.formats.json_window import Window
+from refzarr.formats.kerchunk_json.bulk import BulkDecoder, Slot, UrlTable
+from refzarr.formats.kerchunk_json.byte_words import I64, Bytes, Unhandled, string_value
+from refzarr.formats.kerchunk_json.walk import REFS, TOP, DuplicateKeyError, Walker, strict_object
+from refzarr.formats.kerchunk_json.window import Window
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import (
     Hierarchy,

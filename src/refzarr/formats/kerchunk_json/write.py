@@ -22,8 +22,8 @@ from functools import partial
 
 import zstandard
 
-from refzarr.formats.json_write_lines import BlockLines, ChunkKeys, quote, quote_all
-from refzarr.formats.json_write_templates import TemplatePlan, plan_templates
+from refzarr.formats.kerchunk_json.write_lines import BlockLines, ChunkKeys, quote, quote_all
+from refzarr.formats.kerchunk_json.write_templates import TemplatePlan, plan_templates
 from refzarr.formats.source import Compression
 from refzarr.model.group import RefArray, RefGroup
 from refzarr.model.hierarchy import array_metadata, group_metadata, require_regular_grids
@@ -53,7 +53,7 @@ def render_json(group: RefGroup, *, version: int = 0) -> bytes:
     group
         The hierarchy to write.
     version
-        0: the Version 0 object, equal to ``group.to_kerchunk()`` once parsed. 1:
+        0: the Version 0 object, equal to ``to_kerchunk(group)`` once parsed. 1:
         ``{"version": 1, "templates": ..., "refs": ...}``, URL directories shared by many
         references factored into templates when that saves space.
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from refzarr.formats.json_bytes import (
+from refzarr.formats.kerchunk_json.byte_words import (
     I64,
     U64,
     Bytes,

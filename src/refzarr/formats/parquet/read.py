@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from refzarr.errors import RefFormatError, SourceNotFoundError
-from refzarr.formats.parquet_records import RecordColumns
-from refzarr.formats.parquet_source import COMPLETE_KEY, ParquetManifestSource, check_record
+from refzarr.formats.parquet.records import RecordColumns
+from refzarr.formats.parquet.source import COMPLETE_KEY, ParquetManifestSource, check_record
 from refzarr.formats.source import Location
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import (

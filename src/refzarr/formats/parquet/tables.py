@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from refzarr.formats.parquet_arrow import binary_array, int_array, string_array
+from refzarr.formats.parquet.arrow import binary_array, int_array, string_array
 from refzarr.model.manifest import INLINED, WHOLE_FILE, ChunkManifest, ManifestBlock
 
 __all__ = ["RECORD_SCHEMA", "EntrySlice", "entry_slices", "record_table"]
