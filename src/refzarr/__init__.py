@@ -24,6 +24,7 @@ from refzarr.model import ArrayMeta, ChunkManifest, ChunkRef, RefArray, RefGroup
 from refzarr.model.kerchunk import from_kerchunk, to_kerchunk
 from refzarr.parallel import scan_many
 from refzarr.scan import scan
+from refzarr.scan.base import registered_formats as scan_formats
 
 __version__ = "0.1.0.dev0"
 
@@ -72,6 +73,7 @@ __all__ = [
     "open_datatree",
     "read",
     "scan",
+    "scan_formats",
     "scan_many",
     "to_kerchunk",
     "write",

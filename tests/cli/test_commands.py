@@ -146,7 +146,7 @@ def test_unexpected_errors_name_their_type(
     def broken(*args: object) -> None:
         raise ZeroDivisionError("oops")
 
-    monkeypatch.setattr(refzarr.cli.info, "read", broken)
+    monkeypatch.setattr(refzarr.cli.info, "read_refs", broken)
     status, _, err = _run(capsys, "info", str(refs_json))
     assert status == 1
     assert err == "refzarr: error: ZeroDivisionError: oops (run with --debug for the traceback)\n"

@@ -4,13 +4,14 @@ over the public API. Each subcommand is a module of this package with ``register
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 
 from refzarr import __version__
 from refzarr.cli import cat, convert, expand, info, scan, validate
-from refzarr.cli.common import EXIT_FAILURE, EXIT_USAGE, UsageError
+from refzarr.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 from refzarr.errors import RefzarrError
 
 __all__ = ["main"]
@@ -38,12 +39,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("refzarr: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``refzarr info ... | head``): not an error
+        _silence_stdout()
+        return EXIT_OK
     except Exception as exc:  # every failure becomes one line (the traceback on --debug)
         if args.debug:
             traceback.print_exc()
         print(f"refzarr: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILURE
     return status
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises no second error."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _one_line(exc: BaseException) -> str:

@@ -7,8 +7,7 @@ import json
 import sys
 from typing import Any
 
-from refzarr.cli.common import EXIT_OK, REFS_HELP, CommandFailed
-from refzarr.formats.api import read
+from refzarr.cli.common import EXIT_OK, REFS_HELP, CommandFailed, read_refs
 from refzarr.io import RangeReader
 from refzarr.model import ChunkRef, RefArray, RefGroup
 from refzarr.model.hierarchy import array_metadata, group_metadata
@@ -31,7 +30,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the key's bytes (metadata as the JSON text a Zarr reader gets; chunks as stored)."""
-    group = read(args.refs)
+    group = read_refs(args.refs)
     data = key_bytes(group, args.key, args.refs)
     out = sys.stdout.buffer
     try:

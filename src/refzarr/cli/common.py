@@ -6,8 +6,9 @@ import argparse
 import json
 from typing import Any, Literal
 
-from refzarr.errors import RefFormatError, RefzarrError
-from refzarr.formats.api import format_from_suffix
+from refzarr.errors import RefFormatError, RefzarrError, ScanError, SourceNotFoundError
+from refzarr.formats.api import format_from_suffix, read
+from refzarr.model import RefGroup
 
 __all__ = [
     "EXIT_FAILURE",
@@ -20,6 +21,7 @@ __all__ = [
     "json_object",
     "non_negative_int",
     "positive_int",
+    "read_refs",
 ]
 
 EXIT_OK = 0
@@ -90,3 +92,49 @@ def format_of(dst: str, chosen: str | None) -> Literal["json", "parquet"]:
             f"{dst}: cannot tell the output format from the suffix (.json, .json.zst, "
             ".json.gz, .parq, .parquet); pass --format json or --format parquet"
         ) from None
+
+
+_REFS_MAGIC = (b"{", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
+"""How a JSON reference set starts (after white space): ``{``, or a zstd / gzip stream."""
+
+
+def read_refs(source: str) -> RefGroup:
+    """The reference set at ``source`` (`refzarr.read`); a source file given instead (a
+    netCDF, a TIFF, a Zarr store, ...) is named as such, with the ``refzarr scan`` to run,
+    before its bytes are read as JSON.
+
+    Raises
+    ------
+    CommandFailed
+        When ``source`` is a file refzarr scans rather than a reference set.
+    """
+    hint = _source_file_hint(source, before_reading=True)
+    if hint:
+        raise CommandFailed(hint)
+    try:
+        return read(source)
+    except RefFormatError as exc:
+        hint = _source_file_hint(source, before_reading=False)
+        if hint:
+            raise CommandFailed(hint) from exc
+        raise
+
+
+def _source_file_hint(source: str, *, before_reading: bool) -> str | None:
+    """``"x.nc is a HDF5 / netCDF4 file, not a reference set: ..."`` or None."""
+    from refzarr.scan.detect import detect_probe, probe_source
+
+    try:
+        probe = probe_source(source)
+    except (RefzarrError, OSError, ValueError):
+        return None
+    if before_reading and (probe.is_directory or probe.head.lstrip().startswith(_REFS_MAGIC)):
+        return None  # looks like a reference set: read it (errors then say what is wrong)
+    try:
+        found = detect_probe(probe)
+    except (ScanError, SourceNotFoundError):
+        return None
+    return (
+        f"{source} is a source ({found.title}), not a reference set: make one with "
+        f"`refzarr scan {source} -o refs.json` first"
+    )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from refzarr.cli.common import EXIT_OK, UsageError, format_of, positive_int
-from refzarr.formats.api import DEFAULT_RECORD_SIZE, read, write
+from refzarr.cli.common import EXIT_OK, UsageError, format_of, positive_int, read_refs
+from refzarr.formats.api import DEFAULT_RECORD_SIZE, write
 
 __all__ = ["register", "run"]
 
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--version applies to JSON output only")
     if chosen == "json" and args.record_size is not None:
         raise UsageError("--record-size applies to Parquet output only")
-    group = read(args.src)
+    group = read_refs(args.src)
     write(
         group,
         args.dst,

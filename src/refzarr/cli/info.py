@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from refzarr.cli.common import EXIT_OK, REFS_HELP
+from refzarr.cli.common import EXIT_OK, REFS_HELP, read_refs
 from refzarr.cli.stats import ArrayStats, array_stats
 from refzarr.cli.table import human_bytes, plural, table
-from refzarr.formats.api import read
 from refzarr.model import ArrayMeta
 
 __all__ = ["register", "run"]
@@ -39,7 +38,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the summary: totals first, then one row per array."""
-    group = read(args.refs)
+    group = read_refs(args.refs)
     arrays = [(path, array.meta, array_stats(array)) for path, array in group.arrays()]
     total = ArrayStats()
     for _, _, stats in arrays:

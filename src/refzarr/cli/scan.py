@@ -20,6 +20,7 @@ from refzarr.cli.common import (
 )
 from refzarr.cli.sources import expand_sources
 from refzarr.cli.table import plural
+from refzarr.errors import UnsupportedFeatureError
 from refzarr.formats.api import write
 from refzarr.model import RefGroup
 from refzarr.parallel import ScanResults, scan_many
@@ -34,8 +35,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "scan",
         parents=[common],
         help="scan files, combine them into one dataset, write the reference set",
-        description="Scan files (in parallel), combine them along --concat-dim when there is "
-        "more than one, and write one reference set.",
+        description="Scan files or Zarr stores (in parallel), combine them along --concat-dim "
+        "when there is more than one, and write one reference set. Each source's format is "
+        f"recognised from its first bytes; formats: {_formats_help()}.",
     )
     parser.add_argument(
         "sources",
@@ -45,6 +47,20 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--output", required=True, metavar="OUT", help="where to write")
     parser.add_argument("--format", choices=["json", "parquet"], help="override OUT's suffix")
+    parser.add_argument(
+        "--input-format",
+        choices=_format_names(),
+        metavar="NAME",
+        help="scan every source as this format instead of recognising it from its first bytes "
+        f"(saves one small read per remote file): {', '.join(_format_names())}",
+    )
+    parser.add_argument(
+        "--on-unsupported",
+        choices=["raise", "skip"],
+        default="raise",
+        help="an array or attribute refzarr cannot reference: fail (raise, the default) or "
+        "leave it out and list it on stderr (skip)",
+    )
     parser.add_argument(
         "--concat-dim",
         action="append",
@@ -113,9 +129,19 @@ def run(args: argparse.Namespace) -> int:
         options["inline_threshold"] = args.inline_threshold
     if args.inline_coordinates is not None:
         options["inline_coordinates"] = args.inline_coordinates
+    if args.input_format is not None:
+        options["format"] = args.input_format
+    if args.on_unsupported != "raise":
+        options["on_unsupported"] = args.on_unsupported
     on_error: OnError = "skip" if args.skip_errors else "raise"
     with _Executor(args) as executor:
-        results = scan_many(urls, executor=executor, on_error=on_error, **options)
+        try:
+            results = scan_many(urls, executor=executor, on_error=on_error, **options)
+        except UnsupportedFeatureError as exc:
+            raise CommandFailed(
+                f"{exc} (pass --on-unsupported skip to leave such arrays out, or "
+                "--skip-errors to leave out the files)"
+            ) from exc
     _report_skipped(results)
     if not results:
         raise CommandFailed(f"none of the {plural(len(urls), 'file')} could be scanned")
@@ -180,6 +206,21 @@ def _protocol(url: str) -> str:
 def _report_skipped(results: ScanResults) -> None:
     for failure in results.errors:
         print(f"refzarr: skipped {failure.url}: {failure.message}", file=sys.stderr)
+    for group in results:
+        for left_out in getattr(group, "skipped", ()):
+            print(f"refzarr: left out {left_out.path}: {left_out.reason}", file=sys.stderr)
+
+
+def _format_names() -> list[str]:
+    from refzarr.scan import registered_formats
+
+    return [f.name for f in registered_formats()]
+
+
+def _formats_help() -> str:
+    from refzarr.scan import registered_formats
+
+    return ", ".join(f.title for f in registered_formats())
 
 
 class _Executor:

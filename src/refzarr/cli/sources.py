@@ -1,5 +1,6 @@
-"""The files ``refzarr scan`` is given: paths, URLs and glob patterns (local or any fsspec
-filesystem) expanded to a list of files, sorted within each pattern, each file once."""
+"""The sources ``refzarr scan`` is given: paths, URLs and glob patterns (local or any fsspec
+filesystem) expanded to a list of files and Zarr stores (directories), sorted within each
+pattern, each once."""
 
 from __future__ import annotations
 
@@ -44,9 +45,8 @@ def _is_remote(pattern: str) -> bool:
 
 def _local(pattern: str) -> list[str]:
     path = pattern.split("://", 1)[1] if "://" in pattern else pattern
-    return sorted(
-        p for p in glob.glob(os.path.expanduser(path), recursive=True) if os.path.isfile(p)
-    )
+    matches = glob.glob(os.path.expanduser(path), recursive=True)
+    return sorted(p for p in matches if os.path.isfile(p) or _is_store(os.listdir(p)))
 
 
 def _remote(pattern: str, storage_options: Mapping[str, Any] | None) -> list[str]:
@@ -54,5 +54,17 @@ def _remote(pattern: str, storage_options: Mapping[str, Any] | None) -> list[str
 
     fs, _, _ = fsspec.core.get_fs_token_paths(pattern, storage_options=dict(storage_options or {}))
     matches = fs.glob(pattern, detail=True)
-    files = [name for name, info in matches.items() if info.get("type") != "directory"]
+    files = [
+        name
+        for name, info in matches.items()
+        if info.get("type") != "directory" or _is_store(fs.ls(name, detail=False))
+    ]
     return sorted(fs.unstrip_protocol(name) for name in files)
+
+
+_STORE_MARKERS = frozenset({".zgroup", ".zarray", ".zmetadata", "zarr.json"})
+
+
+def _is_store(entries: Sequence[str]) -> bool:
+    """Whether a directory with these entries is a Zarr store (scanned as one source)."""
+    return any(entry.rstrip("/").rpartition("/")[2] in _STORE_MARKERS for entry in entries)

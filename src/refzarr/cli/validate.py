@@ -13,9 +13,8 @@ from refzarr.cli.checks import (
     file_sizes,
     referenced_urls,
 )
-from refzarr.cli.common import EXIT_FAILURE, EXIT_OK, REFS_HELP, positive_int
+from refzarr.cli.common import EXIT_FAILURE, EXIT_OK, REFS_HELP, positive_int, read_refs
 from refzarr.cli.table import plural
-from refzarr.formats.api import read
 from refzarr.io import RangeReader
 
 __all__ = ["register", "run"]
@@ -44,7 +43,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check; list the first failures on stdout; exit status 1 when there is any."""
-    group = read(args.refs)
+    group = read_refs(args.refs)
     arrays = list(group.arrays())
     reader = RangeReader()
     urls = referenced_urls(arrays)
