@@ -127,3 +127,31 @@ def test_scan_many_checks_options_before_scanning(tmp_path: Path) -> None:
         refzarr.scan_many(paths, executor="serial", contiguous_chunk_bytes=-5)
     results = refzarr.scan_many(paths, executor="serial", format="hdf5")
     assert list(results) == [refzarr.scan(p) for p in paths]
+
+
+def test_declared_options_are_the_scanner_fields() -> None:
+    """`ScanFormat.options` (checked without importing a library) match the scanner class."""
+    import dataclasses
+
+    for scan_format in registered_formats():
+        try:
+            cls = scan_format.scanner_class()
+        except MissingDependencyError:
+            continue
+        fields = {f.name for f in dataclasses.fields(cls)}
+        assert scan_format.option_names() == fields, scan_format.name
+
+
+def test_scanning_hdf5_imports_no_other_format_library(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = _h5(tmp_path / "a.h5")
+    code = (
+        "import sys, refzarr; refzarr.scan(sys.argv[1]); "
+        "print(sorted(m for m in ('tifffile', 'eccodes', 'astropy', 'pyhdf') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -97,6 +97,7 @@ def check_options(options: Mapping[str, Any]) -> None:
     """
     from refzarr.errors import MissingDependencyError
     from refzarr.scan.base import (
+        ScanOptions,
         all_option_names,
         format_named,
         registered_formats,
@@ -105,7 +106,7 @@ def check_options(options: Mapping[str, Any]) -> None:
 
     scanner_options = {k: v for k, v in options.items() if k != "format"}
     name = options.get("format")
-    if name is not None:
+    if name is not None:  # the scanner itself checks every value
         scanner_for(format_named(name), scanner_options)
         return
     unknown = sorted(set(scanner_options) - all_option_names())
@@ -113,12 +114,15 @@ def check_options(options: Mapping[str, Any]) -> None:
         raise TypeError(
             f"unknown scan options {unknown}; the options are {sorted(all_option_names())}"
         )
-    for scan_format in registered_formats():  # each format checks the values it takes
-        try:
+    shared = ScanOptions.__dataclass_fields__
+    ScanOptions(**{k: v for k, v in scanner_options.items() if k in shared})
+    for scan_format in registered_formats():  # formats whose own options were given
+        if set(scanner_options) & set(scan_format.options):
             own = scan_format.option_names()
-        except MissingDependencyError:
-            continue
-        scanner_for(scan_format, {k: v for k, v in scanner_options.items() if k in own})
+            try:
+                scanner_for(scan_format, {k: v for k, v in scanner_options.items() if k in own})
+            except MissingDependencyError:
+                continue  # said per file, if a file of that format comes
 
 
 def batch_size(count: int, workers: int) -> int:

@@ -91,8 +91,9 @@ def make_scanner(
 
         scan_format = detect_format(os.fspath(url), options.get("storage_options"))
     own = scan_format.option_names()
-    if format is None:
-        unknown = sorted(set(options) - all_option_names())
+    others = set(options) - own
+    if format is None and others:  # options of other formats: fine for a mixed folder
+        unknown = sorted(others - all_option_names())
         if unknown:
             raise TypeError(
                 f"unknown scan options {unknown}; the options are {sorted(all_option_names())}"

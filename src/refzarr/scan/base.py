@@ -120,6 +120,9 @@ class Probe:
         return self.read_at is None
 
 
+SHARED_OPTIONS = frozenset(f.name for f in dataclasses.fields(ScanOptions))
+"""The options every scanner takes."""
+
 HEAD_BYTES = 4096
 """Bytes of a file detection reads first (one small request for a remote file)."""
 
@@ -144,6 +147,9 @@ class ScanFormat:
         None when the core dependencies suffice.
     requires
         Modules its scanner imports that an extra installs (checked to name the extra).
+    options
+        The names of the scanner's own options, beyond the shared `ScanOptions` (so that
+        options are checked without importing the format's library).
     """
 
     name: str
@@ -152,6 +158,7 @@ class ScanFormat:
     scanner: str
     extra: str | None = None
     requires: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
 
     def scanner_class(self) -> type[ScanOptions]:
         """The scanner class, imported now.
@@ -175,8 +182,8 @@ class ScanFormat:
         return cls
 
     def option_names(self) -> frozenset[str]:
-        """The keyword options its scanner takes."""
-        return frozenset(f.name for f in dataclasses.fields(self.scanner_class()))
+        """The keyword options its scanner takes: the shared ones and its own ``options``."""
+        return SHARED_OPTIONS | frozenset(self.options)
 
 
 _REGISTRY: dict[str, ScanFormat] = {}
@@ -229,23 +236,19 @@ def scanner_for(scan_format: ScanFormat, options: Mapping[str, Any]) -> ScanOpti
     MissingDependencyError
         When the format's library is not installed.
     """
-    cls = scan_format.scanner_class()
-    known = {f.name for f in dataclasses.fields(cls)}
+    known = scan_format.option_names()
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(
             f"unknown scan options {unknown} for {scan_format.title}; "
             f"its options are {sorted(known)}"
         )
-    return cls(**options)
+    return scan_format.scanner_class()(**options)
 
 
 def all_option_names() -> frozenset[str]:
-    """Options at least one installed format's scanner takes (shared ones included)."""
-    names = {f.name for f in dataclasses.fields(ScanOptions)}
+    """Options at least one registered format's scanner takes (shared ones included)."""
+    names = set(SHARED_OPTIONS)
     for scan_format in registered_formats():
-        try:
-            names |= scan_format.option_names()
-        except MissingDependencyError:
-            continue
+        names |= scan_format.option_names()
     return frozenset(names)

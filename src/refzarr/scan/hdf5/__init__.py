@@ -18,6 +18,7 @@ FORMAT = ScanFormat(
     title="HDF5 / netCDF4",
     detect=is_hdf5,
     scanner="refzarr.scan.hdf5.scanner:Hdf5Scanner",
+    options=("contiguous_chunk_bytes",),
 )
 
 
