@@ -155,3 +155,17 @@ def test_scanning_hdf5_imports_no_other_format_library(tmp_path: Path) -> None:
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_fifo_or_unreadable_file_is_named_not_waited_on(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "pipe.nc"
+    os.mkfifo(fifo)
+    with pytest.raises(ScanError, match=r"pipe\.nc: not a regular file"):
+        refzarr.scan(fifo)
+    if os.geteuid() != 0:  # root reads every file
+        locked = _h5(tmp_path / "locked.h5")
+        locked.chmod(0)
+        with pytest.raises(ScanError, match=r"locked\.h5: cannot read it: permission denied"):
+            refzarr.scan(locked)
