@@ -14,13 +14,14 @@ that names the key; nothing is ever evaluated.
 from __future__ import annotations
 
 import itertools
+import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from refzarr.errors import RefFormatError
 
-__all__ = ["expand_gen", "expand_v1", "render"]
+__all__ = ["MAX_GENERATED", "expand_gen", "expand_v1", "render", "set_max_generated"]
 
 _BLOCK = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _TOKEN = re.compile(
@@ -187,18 +188,54 @@ def _templates(refs: Mapping[str, Any]) -> dict[str, str]:
     return dict(templates)
 
 
-def _dimension_values(name: str, spec: Any, where: str) -> list[int]:
+MAX_GENERATED = 100_000_000
+"""References one ``gen`` entry may generate at most (a few bytes of JSON can declare 10^12).
+Raise it with `set_max_generated` for a trusted set that needs more."""
+
+_limits = {"generated": MAX_GENERATED}
+
+
+def set_max_generated(count: int) -> None:
+    """Allow ``gen`` entries to generate up to ``count`` references each (trusted sets only).
+
+    Raises
+    ------
+    ValueError
+        When ``count`` is not a positive integer.
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"the limit must be a positive integer, got {count!r}")
+    _limits["generated"] = count
+
+
+def _dimension_values(name: str, spec: Any, where: str) -> Sequence[int]:
+    """The values of a ``gen`` dimension: a list, or a `range` (never expanded here)."""
     if isinstance(spec, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in spec):
         return list(spec)
-    if isinstance(spec, Mapping) and isinstance(spec.get("stop"), int):
+    stop = spec.get("stop") if isinstance(spec, Mapping) else None
+    if isinstance(stop, int) and not isinstance(stop, bool):
         start, step = spec.get("start", 0), spec.get("step", 1)
-        if not isinstance(start, int) or not isinstance(step, int) or step == 0:
-            raise RefFormatError(f"{where}: dimension {name!r}: start and step must be integers")
-        return list(range(start, spec["stop"], step))
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in (start, step)) or not step:
+            raise RefFormatError(
+                f"{where}: dimension {name!r}: start and step must be integers (step not 0)"
+            )
+        return range(start, stop, step)
     raise RefFormatError(
         f"{where}: dimension {name!r} must be a list of integers or {{start, stop, step}}, "
         f"got {spec!r}"
     )
+
+
+def _check_count(where: str, names: list[str], values: list[Sequence[int]]) -> None:
+    """Raise before generating anything when ``gen`` would exceed the limit."""
+    count = math.prod(len(v) for v in values)
+    if count > _limits["generated"]:
+        sizes = ", ".join(f"{n}: {len(v):,}" for n, v in zip(names, values, strict=True))
+        raise RefFormatError(
+            f"{where}: generates {count:,} references ({sizes}), more than the limit of "
+            f"{_limits['generated']:,}; if the reference set is trusted, raise the limit with "
+            "refzarr.model.templates.set_max_generated(...)"
+        )
 
 
 def expand_gen(gen: Any, templates: Mapping[str, str]) -> Iterator[tuple[str, list[Any]]]:
@@ -218,6 +255,7 @@ def expand_gen(gen: Any, templates: Mapping[str, str]) -> Iterator[tuple[str, li
             raise RefFormatError(f"{where}: needs 'dimensions' with at least one variable")
         names = list(dims)
         values = [_dimension_values(n, dims[n], where) for n in names]
+        _check_count(where, names, values)
         for combo in itertools.product(*values):
             scope = dict(zip(names, combo, strict=True))
             key = render(item["key"], templates, scope, where=f"{where}.key")
