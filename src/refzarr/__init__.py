@@ -32,6 +32,7 @@ _LAZY = {
     "ReferenceStore": "refzarr.reader.store",
     "open_dataset": "refzarr.reader.xarray_backend",
     "open_datatree": "refzarr.reader.xarray_backend",
+    "to_icechunk": "refzarr.formats.icechunk.write",
 }
 """Public names whose modules import zarr's Store API or xarray: loaded on first use."""
 
@@ -75,6 +76,7 @@ __all__ = [
     "scan",
     "scan_formats",
     "scan_many",
+    "to_icechunk",
     "to_kerchunk",
     "write",
 ]

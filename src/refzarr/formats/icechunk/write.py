@@ -1,0 +1,235 @@
+"""`to_icechunk`: a reference group into a writable Icechunk session, as Zarr v3 arrays whose
+chunks are virtual references to the sources (inlined chunks become native chunks).
+
+Each array keeps its numcodecs pipeline unchanged (every stage as a ``refzarr.numcodecs`` Zarr
+v3 codec after a ``bytes`` serializer), so its chunks decode exactly as through the kerchunk
+outputs. The commit is the caller's: a failure leaves the session to be discarded.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from refzarr.errors import UnsupportedFeatureError
+from refzarr.model import WHOLE_FILE, ChunkManifest, RefArray, RefGroup
+from refzarr.model.hierarchy import require_regular_grids
+
+__all__ = ["to_icechunk"]
+
+FILL_VALUE_ATTR = "_FillValue"
+
+
+def to_icechunk(group: RefGroup, store: Any, *, path: str = "") -> None:
+    """Write ``group`` into the Icechunk store of a writable session (not committed).
+
+    Parameters
+    ----------
+    group
+        The reference group (a scan, a combination, a reference set read back).
+    store
+        ``session.store`` of a writable Icechunk session whose repository has a virtual chunk
+        container (and, when reading, authorised credentials) for every URL prefix the group
+        refers to.
+    path
+        Where in the store the group goes (default: its root).
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        For an irregular chunk grid, a dtype Zarr v3 cannot hold, or a reference without a
+        protocol Icechunk can follow; raised before anything is written for grids.
+    """
+    import zarr
+
+    require_regular_grids(group)
+    zarr.create_group(
+        store, path=path, attributes=_finite(group.attributes, path or "/"), overwrite=True
+    )
+    for member_path, node in _walk(group, path):
+        if isinstance(node, RefGroup):
+            zarr.create_group(
+                store, path=member_path, attributes=_finite(node.attributes, member_path)
+            )
+        else:
+            _write_array(store, member_path, node)
+
+
+def _walk(group: RefGroup, prefix: str) -> Iterator[tuple[str, RefArray | RefGroup]]:
+    for name, member in group.members.items():
+        member_path = f"{prefix}/{name}" if prefix else name
+        yield member_path, member
+        if isinstance(member, RefGroup):
+            yield from _walk(member, member_path)
+
+
+def _write_array(store: Any, path: str, array: RefArray) -> None:
+    import zarr
+
+    meta = array.meta
+    if meta.dtype.kind in "SUVO" or meta.dtype.fields is not None:
+        raise UnsupportedFeatureError(
+            f"array {path!r}: dtype {meta.dtype} (strings, structured or object) has no stable "
+            "Zarr v3 representation, which Icechunk needs; leave the array out, or write JSON "
+            "or Parquet references"
+        )
+    attributes = _attributes(meta.attributes, meta.fill_value, meta.dtype, path)
+    try:
+        zarr.create_array(
+            store,
+            name=path,
+            shape=meta.shape,
+            chunks=meta.chunks,
+            dtype=meta.dtype.newbyteorder("="),  # Zarr v3 keeps the byte order in `bytes`
+            fill_value=_zarr_fill(meta.fill_value, meta.dtype),
+            filters=_transposes(meta.order, meta.ndim),
+            serializer=_serializer(meta.dtype),
+            compressors=_stages(meta.codecs),
+            dimension_names=meta.dimension_names,
+            attributes=attributes,
+            zarr_format=3,
+            overwrite=True,
+        )
+    except (TypeError, ValueError, RuntimeError) as exc:  # IcechunkError is a ValueError
+        raise UnsupportedFeatureError(
+            f"array {path!r}: Zarr v3 (Icechunk) cannot hold it as refzarr describes it "
+            f"(dtype {meta.dtype}): {exc}"
+        ) from exc
+    _write_chunks(store, path, array.manifest)
+
+
+def _serializer(dtype: np.dtype[Any]) -> Any:
+    from zarr.codecs import BytesCodec
+
+    if dtype.itemsize <= 1 or dtype.byteorder == "|":
+        return BytesCodec(endian=None)
+    big = dtype.byteorder == ">" or (dtype.byteorder == "=" and np.little_endian is False)
+    return BytesCodec(endian="big" if big else "little")
+
+
+def _transposes(order: str, ndim: int) -> tuple[Any, ...]:
+    from zarr.codecs import TransposeCodec
+
+    if order == "C" or ndim < 2:
+        return ()
+    return (TransposeCodec(order=tuple(reversed(range(ndim)))),)
+
+
+def _stages(codecs: Any) -> tuple[Any, ...]:
+    from refzarr.codecs.zarr3 import NumcodecsStage
+
+    return tuple(NumcodecsStage(codec=dict(c)) for c in codecs)
+
+
+def _zarr_fill(fill_value: Any, dtype: np.dtype[Any]) -> Any:
+    """Zarr v3 needs a fill value: an undefined one becomes the dtype's zero (what Zarr v2
+    readers fill with), never an attribute that would mask data."""
+    if fill_value is not None:
+        return fill_value
+    return np.zeros((), dtype)[()]
+
+
+def _finite(attributes: Any, where: str) -> dict[str, Any]:
+    """``attributes`` as a dict, refused when a value holds NaN or an infinity: Icechunk
+    accepts only strict JSON, and writing them as text would change their type unseen."""
+    out = dict(attributes)
+    for name, value in out.items():
+        if not _all_finite(value):
+            raise UnsupportedFeatureError(
+                f"{where!r}: attribute {name!r} = {value!r} holds NaN or infinity, which "
+                "Icechunk's strict JSON cannot hold; write JSON or Parquet references, or "
+                "drop the attribute first"
+            )
+    return out
+
+
+def _all_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list | tuple):
+        return all(_all_finite(v) for v in value)
+    if isinstance(value, dict):
+        return all(_all_finite(v) for v in value.values())
+    return True
+
+
+def _attributes(
+    attributes: Any, fill_value: Any, dtype: np.dtype[Any], path: str
+) -> dict[str, Any]:
+    """The array's attributes, with ``_FillValue`` as xarray's Zarr v3 backend reads it (the
+    Zarr v2 ``fill_value`` of the kerchunk outputs is xarray's ``_FillValue``)."""
+    out = dict(attributes)
+    value = out.get(FILL_VALUE_ATTR, fill_value)
+    out.pop(FILL_VALUE_ATTR, None)
+    out = _finite(out, path)
+    if value is None:
+        out.pop(FILL_VALUE_ATTR, None)
+        return out
+    if dtype.kind == "f":  # xarray keeps float fill values bit-exact, base64 of a float64
+        out[FILL_VALUE_ATTR] = base64.standard_b64encode(struct.pack("<d", float(value))).decode()
+    else:
+        out[FILL_VALUE_ATTR] = value.item() if isinstance(value, np.generic) else value
+    return out
+
+
+def _write_chunks(store: Any, path: str, manifest: ChunkManifest) -> None:
+    from icechunk import VirtualChunkSpec
+
+    grid = manifest.grid_shape
+    sizes: dict[str, int] = {}
+    specs = []
+    inlined: dict[tuple[int, ...], bytes] = {}
+    index: list[int]
+    for block in manifest.iter_blocks():
+        inlined.update(
+            (tuple(int(i) for i in np.unravel_index(number, grid)) if grid else (), data)
+            for number, data in block.inlined.items()
+        )
+        referenced = np.flatnonzero(block.path_id >= 0)
+        if not len(referenced):
+            continue
+        indices = np.unravel_index(referenced + block.start, grid) if grid else ()
+        ids = block.path_id[referenced].tolist()
+        offsets = block.offset[referenced].tolist()
+        lengths = block.length[referenced].tolist()
+        for k in range(len(referenced)):
+            url = _absolute_url(block.paths[ids[k]], path)
+            length = lengths[k]
+            if length == int(WHOLE_FILE):
+                length = sizes.get(url) or sizes.setdefault(url, _size(url))
+            index = [int(axis[k]) for axis in indices]
+            specs.append(VirtualChunkSpec(index, url, int(offsets[k]), int(length)))
+    if specs:
+        store.set_virtual_refs(path, specs, validate_containers=True)
+    for where, data in inlined.items():
+        _set_native(store, path, where, data)
+
+
+def _set_native(store: Any, path: str, index: tuple[int, ...], data: bytes) -> None:
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    key = f"{path}/c/" + "/".join(str(i) for i in index) if index else f"{path}/c"
+    sync(store.set(key, default_buffer_prototype().buffer.from_bytes(data)))
+
+
+def _absolute_url(url: str, path: str) -> str:
+    """An absolute URL with a protocol, as Icechunk's virtual chunk containers match them."""
+    if "://" in url:
+        return url
+    if ":" in url.split("/", 1)[0]:
+        raise UnsupportedFeatureError(f"array {path!r}: reference URL {url!r} has no protocol")
+    return "file://" + os.path.abspath(url)
+
+
+def _size(url: str) -> int:
+    import fsspec
+
+    fs, file_path = fsspec.core.url_to_fs(url)
+    return int(fs.size(file_path))
