@@ -69,6 +69,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="dimension to concatenate the files along (repeat, or DIM1,DIM2, for a grid)",
     )
     parser.add_argument(
+        "--append-dim",
+        metavar="DIM",
+        help="append the scanned files to the reference set already at OUT along DIM "
+        "(checked as combine checks files; OUT is replaced atomically, or created)",
+    )
+    parser.add_argument(
         "--identical-dim",
         action="append",
         default=[],
@@ -121,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
     """Scan, combine, write; a summary line on stdout."""
     chosen = format_of(args.output, args.format)
     concat_dims = _names(args.concat_dim)
+    if args.append_dim and args.append_dim not in concat_dims:  # new files join along it too
+        concat_dims.append(args.append_dim)
     coords = _coord_regexes(args.coord_regex, concat_dims)
     storage = args.storage_options
     urls = expand_sources(args.sources, storage)
@@ -150,7 +158,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         group = _combine(results, concat_dims, _names(args.identical_dim), coords, storage)
     same = storage is not None and _protocol(str(args.output)) == _protocol(urls[0])
-    write(group, args.output, format=chosen, storage_options=storage if same else None)
+    write(
+        group,
+        args.output,
+        format=chosen,
+        storage_options=storage if same else None,
+        append_dim=args.append_dim,
+    )
     skipped = f", {len(results.errors):,} skipped" if results.errors else ""
     along = f" along {', '.join(concat_dims)}" if len(results) > 1 and concat_dims else ""
     print(f"{args.output}: {plural(len(results), 'file')}{along}{skipped}")

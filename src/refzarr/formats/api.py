@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from refzarr.errors import RefFormatError
+from refzarr.errors import RefFormatError, SourceNotFoundError
 from refzarr.formats.atomic import atomic_path, write_atomic
 from refzarr.formats.source import (
     Compression,
@@ -115,6 +115,7 @@ def write(
     version: Literal[0, 1] = 0,
     record_size: int = DEFAULT_RECORD_SIZE,
     storage_options: Mapping[str, Any] | None = None,
+    append_dim: str | None = None,
 ) -> None:
     """Write a reference set atomically (temporary name, then rename).
 
@@ -136,7 +137,14 @@ def write(
     record_size
         Parquet only: references per record file.
     storage_options
-        fsspec options for the target filesystem.
+        fsspec options for the target filesystem (and, when appending, its sources).
+    append_dim
+        Append ``group`` to the reference set already at ``target`` along this dimension:
+        the two are combined exactly as `refzarr.combine` combines files (dtypes, codecs,
+        chunking, coordinates, scale factors, duplicate coordinate values are checked) and
+        the result replaces the old set atomically; on any failure the old set is left as it
+        was. The whole set is rewritten (its cost grows with the existing set). A target that
+        does not exist yet is written as a new set.
 
     Raises
     ------
@@ -144,6 +152,8 @@ def write(
         When an array's chunk grid is irregular (kerchunk formats need chunks of one length
         along each axis); raised before anything is written. Read such a group with
         `refzarr.open_dataset` instead.
+    IncompatibleError
+        When appending data that does not fit the existing set (names what differs).
     """
     # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
     from refzarr.formats.kerchunk_json import write as json_write
@@ -151,8 +161,10 @@ def write(
 
     if not isinstance(group, RefGroup):
         raise TypeError(f"write() takes a RefGroup, got {type(group).__name__}")
-    require_regular_grids(group)  # before any output exists: no partial reference set
     location = locate(target, storage_options)
+    if append_dim is not None:
+        group = _appended(group, os.fspath(target), append_dim, storage_options)
+    require_regular_grids(group)  # before any output exists: no partial reference set
     chosen = format or format_from_suffix(location.path)
     if chosen == "parquet":
         if record_size < 1:
@@ -167,6 +179,30 @@ def write(
     codec = _json_compression(location.path, compression)
     parts = json_write.render_parts(group, version=version)
     write_atomic(location, json_write.compress_parts(parts, codec))
+
+
+def _appended(
+    group: RefGroup,
+    target: str,
+    append_dim: str,
+    storage_options: Mapping[str, Any] | None,
+) -> RefGroup:
+    """The existing set at ``target`` with ``group`` appended along ``append_dim`` (only
+    ``group`` when nothing exists there yet)."""
+    from refzarr.combine import combine
+
+    if not isinstance(append_dim, str) or not append_dim:
+        raise TypeError(f"append_dim must be a dimension name, got {append_dim!r}")
+    try:
+        existing = read(target, storage_options)
+    except SourceNotFoundError:
+        return group
+    return combine(
+        [existing, group],
+        concat_dims=[append_dim],
+        urls=[f"{target} (existing set)", "the appended data"],
+        storage_options=storage_options,
+    )
 
 
 def _json_compression(path: str, compression: object) -> Compression:
