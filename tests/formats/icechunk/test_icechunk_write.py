@@ -124,3 +124,40 @@ def test_whole_file_references_and_missing_chunks(tmp_path: Path) -> None:
     expected = np.array([0, 1, 2, 3, 7, 7, 7, 7], dtype="u2")
     np.testing.assert_array_equal(got["v"].fillna(7).values.astype("u2"), expected)
     assert os.path.exists(sources / "whole.bin")
+
+
+def test_appends_in_three_commits_read_back_version_by_version(tmp_path: Path) -> None:
+    from dailykit import write_days
+
+    sources = tmp_path / "days"
+    sources.mkdir()
+    days = write_days(sources, 7)
+    scanned = [refzarr.scan(path) for path in days]
+    repo = _repository(tmp_path, sources)
+    snapshots = []
+    for start, stop in ((0, 3), (3, 4), (4, 7)):
+        session = repo.writable_session("main")
+        part = refzarr.combine(scanned[start:stop], concat_dims=["time"])
+        refzarr.to_icechunk(part, session.store, append_dim="time" if start else None)
+        snapshots.append((stop, session.commit(f"days {start}-{stop}")))
+    for stop, snapshot in snapshots:
+        store = repo.readonly_session(snapshot_id=snapshot).store
+        got = xr.open_zarr(store, consolidated=False).load()
+        expected = refzarr.open_dataset(refzarr.combine(scanned[:stop], concat_dims=["time"]))
+        xr.testing.assert_identical(got, expected.load())
+
+
+def test_appending_what_does_not_fit_writes_nothing(tmp_path: Path) -> None:
+    from dailykit import write_days
+
+    sources = tmp_path / "days"
+    sources.mkdir()
+    scanned = [refzarr.scan(path) for path in write_days(sources, 3)]
+    repo = _repository(tmp_path, sources)
+    session = repo.writable_session("main")
+    refzarr.to_icechunk(refzarr.combine(scanned[:2], concat_dims=["time"]), session.store)
+    session.commit("two days")
+    session = repo.writable_session("main")
+    with pytest.raises(refzarr.IncompatibleError, match=r"duplicate coordinate values"):
+        refzarr.to_icechunk(scanned[1], session.store, append_dim="time")
+    assert not session.has_uncommitted_changes

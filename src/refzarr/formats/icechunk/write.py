@@ -12,7 +12,7 @@ import base64
 import math
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,14 @@ __all__ = ["to_icechunk"]
 FILL_VALUE_ATTR = "_FillValue"
 
 
-def to_icechunk(group: RefGroup, store: Any, *, path: str = "") -> None:
+def to_icechunk(
+    group: RefGroup,
+    store: Any,
+    *,
+    path: str = "",
+    append_dim: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> None:
     """Write ``group`` into the Icechunk store of a writable session (not committed).
 
     Parameters
@@ -39,16 +46,30 @@ def to_icechunk(group: RefGroup, store: Any, *, path: str = "") -> None:
         refers to.
     path
         Where in the store the group goes (default: its root).
+    append_dim
+        Append to the arrays already in the store along this dimension instead of replacing
+        them: arrays with the dimension grow (their new chunks follow the stored ones), the
+        others must be identical to the stored ones, coordinate values along it must be new;
+        everything is checked before anything is written. Commit each append to keep every
+        version readable.
+    storage_options
+        fsspec options for the group's sources (read to compare values when appending).
 
     Raises
     ------
     UnsupportedFeatureError
         For an irregular chunk grid, a dtype Zarr v3 cannot hold, or a reference without a
-        protocol Icechunk can follow; raised before anything is written for grids.
+        protocol Icechunk can follow; raised before anything is written for grids. When
+        appending, for a stored array that ends inside a chunk along ``append_dim``.
+    IncompatibleError
+        When appended data does not fit the store (names the array and what differs).
     """
     import zarr
 
     require_regular_grids(group)
+    if append_dim is not None:
+        _append(group, store, path, append_dim, storage_options)
+        return
     zarr.create_group(
         store, path=path, attributes=_finite(group.attributes, path or "/"), overwrite=True
     )
@@ -59,6 +80,31 @@ def to_icechunk(group: RefGroup, store: Any, *, path: str = "") -> None:
             )
         else:
             _write_array(store, member_path, node)
+
+
+def _append(
+    group: RefGroup,
+    store: Any,
+    path: str,
+    append_dim: str,
+    storage_options: Mapping[str, Any] | None,
+) -> None:
+    import zarr
+
+    from refzarr.formats.icechunk.append import flat_arrays, plan_append
+
+    for growth in plan_append(store, flat_arrays(group, path), append_dim, storage_options):
+        stored = zarr.open_array(store, path=growth.path, mode="r+")
+        before = stored.shape[growth.axis]
+        stored.resize(growth.new_shape)
+        if growth.values is not None:  # a loaded coordinate: its new values, written natively
+            where = [slice(None)] * stored.ndim
+            where[growth.axis] = slice(before, None)
+            stored[tuple(where)] = growth.values
+            continue
+        shift = [0] * growth.array.meta.ndim
+        shift[growth.axis] = growth.chunk_offset
+        _write_chunks(store, growth.path, growth.array.manifest, tuple(shift))
 
 
 def _walk(group: RefGroup, prefix: str) -> Iterator[tuple[str, RefArray | RefGroup]]:
@@ -178,7 +224,10 @@ def _attributes(
     return out
 
 
-def _write_chunks(store: Any, path: str, manifest: ChunkManifest) -> None:
+def _write_chunks(
+    store: Any, path: str, manifest: ChunkManifest, shift: tuple[int, ...] = ()
+) -> None:
+    """Every chunk of ``manifest`` into the store, at its index plus ``shift``."""
     from icechunk import VirtualChunkSpec
 
     grid = manifest.grid_shape
@@ -188,7 +237,7 @@ def _write_chunks(store: Any, path: str, manifest: ChunkManifest) -> None:
     index: list[int]
     for block in manifest.iter_blocks():
         inlined.update(
-            (tuple(int(i) for i in np.unravel_index(number, grid)) if grid else (), data)
+            (_shifted(np.unravel_index(number, grid), shift) if grid else (), data)
             for number, data in block.inlined.items()
         )
         referenced = np.flatnonzero(block.path_id >= 0)
@@ -203,12 +252,18 @@ def _write_chunks(store: Any, path: str, manifest: ChunkManifest) -> None:
             length = lengths[k]
             if length == int(WHOLE_FILE):
                 length = sizes.get(url) or sizes.setdefault(url, _size(url))
-            index = [int(axis[k]) for axis in indices]
+            index = list(_shifted([axis[k] for axis in indices], shift))
             specs.append(VirtualChunkSpec(index, url, int(offsets[k]), int(length)))
     if specs:
         store.set_virtual_refs(path, specs, validate_containers=True)
     for where, data in inlined.items():
         _set_native(store, path, where, data)
+
+
+def _shifted(index: Any, shift: tuple[int, ...]) -> tuple[int, ...]:
+    if not shift:
+        return tuple(int(i) for i in index)
+    return tuple(int(i) + s for i, s in zip(index, shift, strict=True))
 
 
 def _set_native(store: Any, path: str, index: tuple[int, ...], data: bytes) -> None:

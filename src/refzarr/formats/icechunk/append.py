@@ -1,0 +1,210 @@
+"""Appending a reference group to arrays already in an Icechunk store, along one dimension:
+arrays that have it grow (their new chunks are referenced after the existing ones), the others
+must be identical to what the store holds; every check runs before anything is written."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from refzarr.errors import IncompatibleError, UnsupportedFeatureError
+from refzarr.model import RefArray, RefGroup
+
+__all__ = ["IDENTITY_CHECK_BYTES", "Growth", "plan_append"]
+
+_MEANING = ("units", "calendar", "scale_factor", "add_offset")
+"""Attributes that change what stored values mean: equal in the store and the appended data."""
+
+IDENTITY_CHECK_BYTES = 2**24
+"""Arrays without the append dimension are compared value by value up to this size; larger
+ones by their metadata only (their values would be read from both sides)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Growth:
+    """An array that grows: its path, the axis, the chunks already there along it; ``values``
+    for an array held whole in the references (a loaded coordinate), written natively."""
+
+    path: str
+    array: RefArray
+    axis: int
+    chunk_offset: int
+    new_shape: tuple[int, ...]
+    values: np.ndarray[Any, Any] | None = None
+
+
+def plan_append(
+    store: Any,
+    arrays: Mapping[str, RefArray],
+    append_dim: str,
+    storage_options: Mapping[str, Any] | None,
+) -> list[Growth]:
+    """Check every array of the appended group against the store; what to grow.
+
+    Raises
+    ------
+    IncompatibleError
+        Names the array and what differs (dtype, chunks, codecs, other dimensions, values
+        of an array without ``append_dim``, coordinate values already present).
+    UnsupportedFeatureError
+        When an existing array ends inside a chunk along ``append_dim`` (Icechunk grids are
+        regular: the new chunks cannot start mid-chunk).
+    """
+    import zarr
+
+    growths = []
+    for path, array in arrays.items():
+        try:
+            existing = zarr.open_array(store, path=path, mode="r")
+        except (FileNotFoundError, KeyError, ValueError) as exc:
+            raise IncompatibleError(
+                f"array {path!r} is not in the Icechunk store appended to: every array of the "
+                f"appended data must be there already ({exc})"
+            ) from exc
+        names = array.meta.dimension_names or ()
+        loaded = append_dim in names and _all_inlined(array)
+        _check_alike(path, array, existing, loaded)
+        if loaded:
+            values = _values(array, path, storage_options)
+            axis = names.index(append_dim)
+            growths.append(_loaded_growth(path, array, existing, axis, values))
+        elif append_dim in names:
+            growths.append(_growth(path, array, existing, names.index(append_dim), append_dim))
+        else:
+            _check_identical(path, array, existing, storage_options)
+    _check_new_coordinates(store, arrays, append_dim, storage_options)
+    return growths
+
+
+def _all_inlined(array: RefArray) -> bool:
+    """Whether every chunk of the array is held in the references (a loaded coordinate)."""
+    manifest = array.manifest
+    return manifest.nchunks > 0 and len(manifest.inlined) == manifest.nchunks
+
+
+def _loaded_growth(
+    path: str, array: RefArray, existing: Any, axis: int, values: np.ndarray[Any, Any]
+) -> Growth:
+    shape = tuple(existing.shape)
+    grown = tuple(s + (values.shape[k] if k == axis else 0) for k, s in enumerate(shape))
+    if any(shape[k] != values.shape[k] for k in range(len(shape)) if k != axis):
+        raise IncompatibleError(
+            f"array {path!r}: shape {values.shape} does not fit the store's {shape}"
+        )
+    return Growth(path, array, axis, 0, grown, values)
+
+
+def _check_alike(path: str, array: RefArray, existing: Any, loaded: bool) -> None:
+    meta = array.meta
+    found = {
+        "dtype": (existing.dtype, meta.dtype.newbyteorder("=")),
+        "dimension names": (
+            tuple(existing.metadata.dimension_names or ()),
+            tuple(meta.dimension_names or ()),
+        ),
+    }
+    if loaded:  # its values are written anew: chunks and codecs may differ
+        found["dtype"] = (existing.dtype.kind, meta.dtype.kind)
+    else:
+        found["chunks"] = (tuple(existing.chunks), meta.chunks)
+    for what, (there, here) in found.items():
+        if there != here:
+            raise IncompatibleError(
+                f"array {path!r}: the store has {what} {there}, the appended data {here}"
+            )
+    for key in _MEANING:
+        there, here = existing.attrs.get(key), meta.attributes.get(key)
+        if there != here:
+            raise IncompatibleError(
+                f"array {path!r}: attribute {key!r} is {there!r} in the store and {here!r} in "
+                "the appended data: the values would mean different things"
+            )
+    if loaded:
+        return
+    stages = [c.to_dict() for c in existing.metadata.codecs]
+    codecs = [s.get("configuration", {}) for s in stages if s.get("name") == "refzarr.numcodecs"]
+    if codecs != [dict(c) for c in meta.codecs]:
+        raise IncompatibleError(
+            f"array {path!r}: the store's codecs {codecs} differ from the appended data's "
+            f"{[dict(c) for c in meta.codecs]}"
+        )
+
+
+def _growth(path: str, array: RefArray, existing: Any, axis: int, dim: str) -> Growth:
+    shape, new = tuple(existing.shape), array.meta.shape
+    others = [k for k in range(len(shape)) if k != axis]
+    if any(shape[k] != new[k] for k in others):
+        raise IncompatibleError(
+            f"array {path!r}: shape {new} does not fit the store's {shape} apart from {dim!r}"
+        )
+    chunk = array.meta.chunks[axis]
+    if shape[axis] % chunk:
+        raise UnsupportedFeatureError(
+            f"array {path!r}: the store's {shape[axis]} values along {dim!r} end inside a "
+            f"chunk of {chunk}; appending would need an irregular chunk grid, which Icechunk "
+            "cannot hold. Rechunk the sources along it, or write JSON / Parquet references"
+        )
+    grown = tuple(shape[k] + new[k] if k == axis else shape[k] for k in range(len(shape)))
+    return Growth(path, array, axis, shape[axis] // chunk, grown)
+
+
+def _check_identical(
+    path: str, array: RefArray, existing: Any, storage_options: Mapping[str, Any] | None
+) -> None:
+    if tuple(existing.shape) != array.meta.shape:
+        raise IncompatibleError(
+            f"array {path!r} has no append dimension and must be identical, but its shape "
+            f"{array.meta.shape} differs from the store's {tuple(existing.shape)}"
+        )
+    if array.meta.dtype.itemsize * int(np.prod(array.meta.shape)) > IDENTITY_CHECK_BYTES:
+        return
+    ours = _values(array, path, storage_options)
+    theirs = np.asarray(existing[...])
+    if not np.array_equal(ours, theirs, equal_nan=ours.dtype.kind in "fc"):
+        raise IncompatibleError(
+            f"array {path!r} has no append dimension and must be identical, but its values "
+            "differ from the store's"
+        )
+
+
+def _check_new_coordinates(
+    store: Any,
+    arrays: Mapping[str, RefArray],
+    append_dim: str,
+    storage_options: Mapping[str, Any] | None,
+) -> None:
+    """The appended coordinate values of ``append_dim`` must not repeat stored ones."""
+    import zarr
+
+    coordinate = arrays.get(append_dim)
+    if coordinate is None or coordinate.meta.ndim != 1:
+        return
+    stored = np.asarray(zarr.open_array(store, path=append_dim, mode="r")[...])
+    new = _values(coordinate, append_dim, storage_options)
+    repeated = np.intersect1d(stored, new)
+    if repeated.size:
+        raise IncompatibleError(
+            f"duplicate coordinate values along {append_dim!r}: the store already holds "
+            f"{repeated[:3].tolist()} ({repeated.size} in all); leave those files out"
+        )
+
+
+def _values(array: RefArray, path: str, storage_options: Mapping[str, Any] | None) -> Any:
+    from refzarr.combine.values import read_values
+
+    return read_values([array], lambda _: path, storage_options)[0]
+
+
+def flat_arrays(group: RefGroup, prefix: str = "") -> dict[str, RefArray]:
+    """Every array of ``group`` by its path below ``prefix``."""
+    out: dict[str, RefArray] = {}
+    for name, member in group.members.items():
+        path = f"{prefix}/{name}" if prefix else name
+        if isinstance(member, RefGroup):
+            out.update(flat_arrays(member, path))
+        else:
+            out[path] = member
+    return out
