@@ -46,7 +46,15 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="files: local paths, fsspec URLs, or glob patterns of either (quote them)",
     )
     parser.add_argument("-o", "--output", required=True, metavar="OUT", help="where to write")
-    parser.add_argument("--format", choices=["json", "parquet"], help="override OUT's suffix")
+    parser.add_argument(
+        "--format",
+        choices=["json", "parquet", "icechunk"],
+        help="override OUT's suffix; icechunk: OUT is a local Icechunk repository (created "
+        "or opened; one commit on branch main)",
+    )
+    parser.add_argument(
+        "--message", default=None, metavar="TEXT", help="the Icechunk commit message"
+    )
     parser.add_argument(
         "--input-format",
         choices=_format_names(),
@@ -125,7 +133,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Scan, combine, write; a summary line on stdout."""
-    chosen = format_of(args.output, args.format)
+    chosen = "icechunk" if args.format == "icechunk" else format_of(args.output, args.format)
     concat_dims = _names(args.concat_dim)
     if args.append_dim and args.append_dim not in concat_dims:  # new files join along it too
         concat_dims.append(args.append_dim)
@@ -158,13 +166,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         group = _combine(results, concat_dims, _names(args.identical_dim), coords, storage)
     same = storage is not None and _protocol(str(args.output)) == _protocol(urls[0])
-    write(
-        group,
-        args.output,
-        format=chosen,
-        storage_options=storage if same else None,
-        append_dim=args.append_dim,
-    )
+    if chosen == "icechunk":
+        from refzarr.formats.icechunk.repository import commit_group
+
+        message = args.message or f"refzarr scan of {plural(len(results), 'file')}"
+        commit_group(group, args.output, message, append_dim=args.append_dim)
+    else:
+        write(
+            group,
+            args.output,
+            format=chosen,
+            storage_options=storage if same else None,
+            append_dim=args.append_dim,
+        )
     skipped = f", {len(results.errors):,} skipped" if results.errors else ""
     along = f" along {', '.join(concat_dims)}" if len(results) > 1 and concat_dims else ""
     print(f"{args.output}: {plural(len(results), 'file')}{along}{skipped}")

@@ -161,3 +161,30 @@ def test_appending_what_does_not_fit_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(refzarr.IncompatibleError, match=r"duplicate coordinate values"):
         refzarr.to_icechunk(scanned[1], session.store, append_dim="time")
     assert not session.has_uncommitted_changes
+
+
+def test_cli_scan_writes_and_appends_to_a_local_repository(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dailykit import write_days
+    from refzarr.cli import main
+
+    sources = tmp_path / "days"
+    sources.mkdir()
+    days = write_days(sources, 5)
+    repo_path = tmp_path / "repo"
+    common = ["-o", str(repo_path), "--format", "icechunk", "--concat-dim", "time"]
+    assert main(["scan", *map(str, days[:3]), *common, "--message", "first"]) == 0
+    assert main(["scan", *map(str, days[3:]), *common, "--append-dim", "time"]) == 0
+    capsys.readouterr()
+    prefix = sources.resolve().as_uri() + "/"
+    repo = icechunk.Repository.open(
+        icechunk.local_filesystem_storage(str(repo_path)),
+        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: None}),
+    )
+    messages = [snapshot.message for snapshot in repo.ancestry(branch="main")]
+    assert messages[:2] == ["refzarr scan of 2 files", "first"]
+    got = xr.open_zarr(repo.readonly_session("main").store, consolidated=False).load()
+    scanned = [refzarr.scan(path) for path in days]
+    expected = refzarr.open_dataset(refzarr.combine(scanned, concat_dims=["time"])).load()
+    xr.testing.assert_identical(got, expected)
