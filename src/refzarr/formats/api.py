@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal
 
-from refzarr.errors import RefFormatError, SourceNotFoundError
+from refzarr.errors import RefFormatError, RefzarrError, SourceNotFoundError
 from refzarr.formats.atomic import atomic_path, write_atomic
 from refzarr.formats.source import (
     Compression,
+    Location,
     compression_from_suffix,
     decompress,
     detect_format,
@@ -63,8 +65,14 @@ def read(
     # format modules are loaded on first use, each only for its format (the Parquet one
     # imports pyarrow.parquet), so `import refzarr` stays light
     if isinstance(source, Mapping):
-        return group_from_kerchunk(source, target=target)
+        with _named_failures("references"):
+            return group_from_kerchunk(source, target=target)
     location = locate(source, storage_options)
+    with _named_failures(location.shown):
+        return _read_located(location, target)
+
+
+def _read_located(location: Location, target: str | None) -> RefGroup:
     if detect_format(location) == "parquet":
         from refzarr.formats.parquet import read as parquet_read
 
@@ -92,18 +100,36 @@ def expand_references(
     from refzarr.formats.parquet import read as parquet_read
 
     if isinstance(source, Mapping):
-        refs = expand_dict(source)
         where = "references"
+        with _named_failures(where):
+            refs = expand_dict(source)
     else:
         location = locate(source, storage_options)
         where = location.shown
-        if detect_format(location) == "parquet":
-            refs = parquet_read.expand_parquet(location)
-        else:
-            refs = expand_dict(
-                json_read.load_json(decompress(read_bytes(location), shown=where), where=where)
-            )
-    return json_read.normalise_v0(refs, target=target, where=where)
+        with _named_failures(where):
+            if detect_format(location) == "parquet":
+                refs = parquet_read.expand_parquet(location)
+            else:
+                data = decompress(read_bytes(location), shown=where)
+                refs = expand_dict(json_read.load_json(data, where=where))
+    with _named_failures(where):
+        return json_read.normalise_v0(refs, target=target, where=where)
+
+
+@contextmanager
+def _named_failures(where: str) -> Iterator[None]:
+    """Errors that are not refzarr's (a JSON nested too deep, an integer of 5,000 digits)
+    become a `RefFormatError` naming the reference set."""
+    try:
+        yield
+    except RefzarrError:
+        raise
+    except RecursionError as exc:
+        raise RefFormatError(f"{where}: nested too deeply to be a reference set") from exc
+    except (ValueError, OverflowError, MemoryError) as exc:
+        raise RefFormatError(
+            f"{where}: not a valid reference set: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def write(

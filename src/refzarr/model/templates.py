@@ -39,7 +39,10 @@ def render(text: str, templates: Mapping[str, str], variables: Scope, *, where: 
         return text
 
     def substitute(match: re.Match[str]) -> str:
-        value = _Parser(match.group(1), templates, variables, where).parse()
+        try:
+            value = _Parser(match.group(1), templates, variables, where).parse()
+        except RecursionError:
+            raise RefFormatError(f"{where}: template expression nested too deeply") from None
         return str(value)
 
     if "{{" in _BLOCK.sub("", text):

@@ -93,6 +93,12 @@ class Hdf5Scanner(ScanOptions):
                 raise
             except OSError as exc:  # h5py reading a damaged object header, B-tree, ...
                 raise ScanError(f"{source.url}: reading the HDF5 structure failed: {exc}") from exc
+            except (RuntimeError, TypeError, KeyError, IndexError, ValueError) as exc:
+                # HDF5 on damaged structures (B-tree signatures, heap free lists, link cycles)
+                raise ScanError(
+                    f"{source.url}: reading the HDF5 structure failed ({type(exc).__name__}: "
+                    f"{exc}); the file is damaged, or refzarr met something it does not expect"
+                ) from exc
         return ScannedGroup(root.attributes, root.members, tuple(walk.skipped))
 
 
@@ -171,7 +177,13 @@ class _Walk:
                 lambda source: _Walk(self.options, source, phony=self.phony),
                 self.skipped,
             )
-        item = _open_member(group, name, address)
+        try:
+            item = _open_member(group, name, address)
+        except _LinkCycleError:
+            raise UnsupportedFeatureError(
+                f"{self.where(path, 'link')}: soft links that lead round in a circle (HDF5: "
+                "too many links); nothing to reference there"
+            ) from None
         if item is None:
             raise UnsupportedFeatureError(f"{self.where(path, 'link')}: dangling soft link")
         if item.id.fileno != group.id.fileno:  # a soft link through an external link
@@ -300,6 +312,10 @@ def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLOb
         oid = h5o.open(group.id, _encode(name))
     except KeyError:
         return None
+    except RuntimeError as exc:  # soft links that lead round in a circle
+        if "too many links" not in str(exc):
+            raise
+        raise _LinkCycleError(name) from exc
     kind = h5i.get_type(oid)
     if kind == h5i.DATASET:
         ds = ScannedDataset(oid, readonly=True)  # scanned files are always opened read-only
@@ -309,6 +325,10 @@ def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLOb
     if kind == h5i.GROUP:
         return h5py.Group(oid)
     return group.get(name)  # a named datatype: h5py's own object
+
+
+class _LinkCycleError(Exception):
+    """Soft links that lead round in a circle (HDF5 gives up: "too many links")."""
 
 
 def _encode(name: str | bytes) -> bytes:
