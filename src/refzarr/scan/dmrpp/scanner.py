@@ -185,7 +185,7 @@ class _Walk:
                 continue
             if member is not None:
                 members[name] = member
-        attrs = self.attributes(element, path, hide_provenance=not path)
+        attrs = _shown(self.attributes(element, path, hide_provenance=not path))
         try:
             return RefGroup(attrs, members)
         except (RefFormatError, TypeError) as exc:
