@@ -171,7 +171,7 @@ def test_netcdf4_groups_dimensions_coordinates(tmp_path: Path) -> None:
     root = zarr.open_group(refzarr.ReferenceStore(dmrpp), mode="r", zarr_format=2)
     with netCDF4.Dataset(path) as nc:  # netCDF's view: temp extended along time with fills
         nc.set_auto_maskandscale(False)
-        for name, array in dmrpp.arrays():
+        for name, _ in dmrpp.arrays():
             group, _, var = name.rpartition("/")
             expected = (nc[group] if group else nc)[var][...]
             got = root[name][...]
