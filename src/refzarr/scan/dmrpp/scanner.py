@@ -13,6 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import fsspec
@@ -175,11 +176,13 @@ class _Walk:
             if kind == "Group":
                 name = self.required(child, "name", path)
                 sub = _join(path, name)
-                member: Any = self.guarded(sub, lambda c=child, s=sub: self.group(c, s))
+                member: RefArray | RefGroup | None = self.guarded(
+                    sub, partial(self.group, child, sub)
+                )
             elif kind in _VARIABLES:
                 name = self.required(child, "name", path)
                 sub = _join(path, name)
-                member = self.guarded(sub, lambda c=child, k=kind: self.variable(c, k, path))
+                member = self.guarded(sub, partial(self.variable, child, kind, path))
                 name = _variable_name(name, variables)
             else:
                 continue
@@ -372,15 +375,16 @@ class _Walk:
     ) -> dict[str, Any]:
         """The DAP4 attributes of an element (containers as objects), in document order."""
         out: dict[str, Any] = {}
+        owner = "group" if self.names.local(element.tag) in ("Dataset", "Group") else "variable"
         for child in element.findall(self.names("Attribute")):
             name, kind = child.get("name"), child.get("type")
-            where = f"{self.where(path, 'object')}: attribute {name!r}"
+            where = f"{self.where(path, owner)}: attribute {name!r}"
             if not name or not kind:
                 raise ScanError(f"{where}: an Attribute without name or type")
             if hide_provenance and name == _PROVENANCE:
                 continue
             value = self.guarded(
-                f"{path or '/'}@{name}", lambda c=child, k=kind, w=where: self.value(c, k, w, path)
+                f"{path or '/'}@{name}", partial(self.value, child, kind, where, path)
             )
             if value is not None:
                 out[name] = value

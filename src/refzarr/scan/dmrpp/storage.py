@@ -276,9 +276,11 @@ def _masked(masks: list[str | None], where: str) -> np.ndarray[Any, np.dtype[np.
     if not any(masks):
         return np.zeros(len(masks), dtype=bool)
     try:
-        return np.array([int(m or 0) for m in masks], dtype=np.int64) != 0
+        values = np.array([int(m or 0) for m in masks], dtype=np.int64)
     except ValueError:
         raise ScanError(f"{where}: a chunk's filter mask (fm) is not an integer") from None
+    masked: np.ndarray[Any, np.dtype[np.bool_]] = values != 0
+    return masked
 
 
 def _scalar(url: str | None, table: _ChunkTable, inlined: dict[tuple[int, ...], bytes]) -> Storage:
