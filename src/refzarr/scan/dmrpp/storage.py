@@ -186,7 +186,7 @@ class _ChunkTable:
 
 def _column(texts: list[str | None], name: str, where: str) -> np.ndarray[Any, np.dtype[np.uint64]]:
     try:
-        values = np.array(texts, dtype=np.int64)
+        values = np.array(list(map(int, texts)), dtype=np.int64)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
         values = None
     if values is None or (values < 0).any():
@@ -200,23 +200,34 @@ def _column(texts: list[str | None], name: str, where: str) -> np.ndarray[Any, n
 
 
 def _positions(texts: list[str | None], ndim: int, where: str) -> np.ndarray[Any, Any]:
+    """``[i,j,...]`` texts as rows of ints: joined and parsed at once, checked after."""
     if not texts:
         return np.zeros((0, ndim), dtype=np.int64)
-    inner = []
+    joined = "" if None in texts else "".join(texts)  # type: ignore[arg-type]
+    n = len(texts)
+    numbers: list[int] | None = None
+    if joined.count("[") == n and joined.count("]") == n:
+        try:
+            numbers = list(map(int, joined.replace("][", ",").strip(" []").split(",")))
+        except ValueError:
+            numbers = None
+    if numbers is None or len(numbers) != n * ndim or min(numbers) < 0:
+        _bad_position(texts, ndim, where)
+    return np.array(numbers, dtype=np.int64).reshape(n, ndim)
+
+
+def _bad_position(texts: list[str | None], ndim: int, where: str) -> None:
     for k, text in enumerate(texts):
         body = (text or "").strip()
-        if not (body.startswith("[") and body.endswith("]")):
-            raise ScanError(f"{where}: chunk {k}: chunkPositionInArray {text!r} is not '[i,j,...]'")
-        inner.append(body[1:-1])
-    try:
-        flat = np.array(",".join(inner).split(","), dtype=np.int64)
-    except ValueError:
-        raise ScanError(
-            f"{where}: a chunkPositionInArray holds something other than integers"
-        ) from None
-    if flat.size != len(texts) * ndim or (flat < 0).any():
-        raise ScanError(f"{where}: chunk positions do not each have {ndim} non-negative indices")
-    return flat.reshape(len(texts), ndim)
+        inner = body[1:-1].split(",")
+        if not (body.startswith("[") and body.endswith("]")) or len(inner) != ndim:
+            raise ScanError(
+                f"{where}: chunk {k}: chunkPositionInArray {text!r} is not '[i,j,...]' of "
+                f"{ndim} indices"
+            )
+        if not all(v.strip().isdigit() for v in inner):
+            raise ScanError(f"{where}: chunk {k}: chunkPositionInArray {text!r} is not integers")
+    raise ScanError(f"{where}: chunk positions are not each {ndim} non-negative indices")
 
 
 def _manifest(
