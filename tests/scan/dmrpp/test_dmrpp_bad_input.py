@@ -354,3 +354,15 @@ def test_scanner_options_and_pickling() -> None:
         DmrppScanner(multi_block_bytes=-1)
     with pytest.raises(TypeError, match="data_url"):
         DmrppScanner(data_url=3)  # type: ignore[arg-type]
+
+
+def test_unsupported_string_marker(tmp_path: Path, data: tuple[Path, int]) -> None:
+    """build_dmrpp's ``fillValue="unsupported-string"`` is harmless on a scalar or a
+    fixed-length string array, and names the variable on a variable-length one."""
+    marker = '<dmrpp:chunks fillValue="unsupported-string">{}</dmrpp:chunks>'
+    scalar = f'<String name="t">{marker.format(chunk(data[1], 4))}</String>'
+    group = refzarr.scan(write(tmp_path, scalar))
+    assert group["t"].meta.dtype == np.dtype("S4")
+    array = f'<String name="v"><Dim size="2"/>{marker.format("")}</String>'
+    with pytest.raises(UnsupportedFeatureError, match=r"variable '/v'.*could not describe"):
+        refzarr.scan(write(tmp_path, array))

@@ -242,13 +242,13 @@ class _Walk:
     ) -> RefArray:
         chunks = element.find(DMRPP + "chunks")
         fill_text = None if chunks is None else chunks.get("fillValue")
-        _check_fill_marker(fill_text, element, where)
+        _check_fill_marker(fill_text, element, bool(shape), where)
         names = self.dimension_names(dims, where)
         shown = _shown(attrs)
         vlsa = element.find(DMRPP + "vlsa")
         if vlsa is not None:
             return vlen_array(vlsa, self.names("v"), shape, names, shown, where)
-        dtype = self.dtype(element, kind, chunks, shown, where)
+        dtype = self.dtype(element, kind, chunks, shown, where, scalar=not shape)
         codecs, stages = codecs_for(chunks, dtype, where, old=self.old)
         storage = self.storage(element, chunks, Layout(where, shape, dtype, codecs, stages))
         meta = ArrayMeta(
@@ -269,6 +269,8 @@ class _Walk:
         chunks: ET.Element | None,
         shown: dict[str, Any],
         where: str,
+        *,
+        scalar: bool = False,
     ) -> np.dtype[Any]:
         byte_order = None if chunks is None else chunks.get("byteOrder")
         if kind in NUMERIC_TYPES:
@@ -278,7 +280,7 @@ class _Walk:
             shown[ENUM_ATTR] = mapping
             return numeric_dtype(base, byte_order, where)
         if kind == "String":
-            return string_dtype(element, chunks, where)
+            return string_dtype(element, chunks, scalar, where)
         raise UnsupportedFeatureError(f"{where}: DAP4 {kind} variables are not supported")
 
     def enumeration(self, element: ET.Element, where: str) -> tuple[str, dict[str, int]]:
@@ -399,15 +401,14 @@ class _Walk:
         return attribute_value(kind, texts, where)
 
 
-def _check_fill_marker(text: str | None, element: ET.Element, where: str) -> None:
+def _check_fill_marker(text: str | None, element: ET.Element, array: bool, where: str) -> None:
     reason = _UNSUPPORTED_FILLS.get(text or "")
     if reason is None:
         return
     if text == "unsupported-string" and element.find(DMRPP + "vlsa") is not None:
         return
     if text == "unsupported-string" and (
-        element.find(DMRPP + "FixedLengthStringArray") is not None
-        or not element.findall("./*[@size]")
+        element.find(DMRPP + "FixedLengthStringArray") is not None or not array
     ):
         return
     raise UnsupportedFeatureError(f"{where}: build_dmrpp could not describe it ({reason})")

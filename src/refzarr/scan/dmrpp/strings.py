@@ -27,7 +27,9 @@ __all__ = ["string_dtype", "vlen_array"]
 _OBJECT = np.dtype("|O")
 
 
-def string_dtype(element: ET.Element, chunks: ET.Element | None, where: str) -> np.dtype[Any]:
+def string_dtype(
+    element: ET.Element, chunks: ET.Element | None, scalar: bool, where: str
+) -> np.dtype[Any]:
     """The ``S<n>`` dtype of a fixed-length string variable.
 
     The length is the ``dmrpp:FixedLengthStringArray``'s ``string_length`` for an array, and
@@ -50,7 +52,7 @@ def string_dtype(element: ET.Element, chunks: ET.Element | None, where: str) -> 
     stored = element.find(DMRPP + "chunk")
     if stored is None and chunks is not None and chunks.find(DMRPP + "chunkDimensionSizes") is None:
         stored = chunks.find(DMRPP + "chunk")
-    if stored is not None and not element.findall("./*[@size]"):
+    if stored is not None and scalar:
         return np.dtype(f"S{_length(stored.get('nBytes'), where)}")
     raise UnsupportedFeatureError(
         f"{where}: a String variable whose length the sidecar does not give (neither "
