@@ -366,3 +366,15 @@ def test_unsupported_string_marker(tmp_path: Path, data: tuple[Path, int]) -> No
     array = f'<String name="v"><Dim size="2"/>{marker.format("")}</String>'
     with pytest.raises(UnsupportedFeatureError, match=r"variable '/v'.*could not describe"):
         refzarr.scan(write(tmp_path, array))
+
+
+def test_coordinates_stay_referenced_without_the_data_file(tmp_path: Path) -> None:
+    """Loading dimension coordinates reads the data file; without it the scan still works."""
+    body = (
+        '<Dimension name="v" size="8"/>'
+        + int32(chunk(4000), dims='<Dim name="/v"/>')
+        + int32(chunk(5000), dims='<Dim name="/v"/>', name="w")
+    )
+    group = refzarr.scan(write(tmp_path, body, name="absent.h5.dmrpp"))
+    assert group["v"].manifest.paths == (str(tmp_path / "absent.h5"),)
+    assert group["w"].meta.dimension_names == ("v",)

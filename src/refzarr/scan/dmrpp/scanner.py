@@ -19,7 +19,13 @@ from typing import Any, TypeVar
 import fsspec
 import numpy as np
 
-from refzarr.errors import RefFormatError, ScanError, SourceNotFoundError, UnsupportedFeatureError
+from refzarr.errors import (
+    RefFormatError,
+    RefzarrError,
+    ScanError,
+    SourceNotFoundError,
+    UnsupportedFeatureError,
+)
 from refzarr.model import ArrayMeta, RefArray, RefGroup
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
@@ -229,7 +235,10 @@ class _Walk:
             return array
         key = _variable_name(element.get("name", ""), set())
         reader = self.files.reader(self.files.url, where)
-        return load_coordinate(array, key, self.files.url, reader, limit, where)
+        try:
+            return load_coordinate(array, key, self.files.url, reader, limit, where)
+        except (RefzarrError, OSError):  # data file unreachable: loading is only a shortcut
+            return array
 
     def build(
         self,
