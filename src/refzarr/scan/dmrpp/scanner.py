@@ -227,7 +227,8 @@ class _Walk:
         dims = self.dimensions(element, group, where)
         shape = tuple(size for _, size in dims)
         try:
-            array = self.build(element, kind, attrs, dims, shape, where)
+            names = self.dimension_names(dims, group)
+            array = self.build(element, kind, attrs, names, shape, where)
         except RefFormatError as exc:
             raise ScanError(f"{where}: {exc}") from None
         limit = self.options.inline_coordinates
@@ -245,14 +246,13 @@ class _Walk:
         element: ET.Element,
         kind: str,
         attrs: dict[str, Any],
-        dims: list[tuple[str | None, int]],
+        names: tuple[str, ...],
         shape: tuple[int, ...],
         where: str,
     ) -> RefArray:
         chunks = element.find(DMRPP + "chunks")
         fill_text = None if chunks is None else chunks.get("fillValue")
         _check_fill_marker(fill_text, element, bool(shape), where)
-        names = self.dimension_names(dims, where)
         shown = _shown(attrs)
         vlsa = element.find(DMRPP + "vlsa")
         if vlsa is not None:
@@ -368,9 +368,9 @@ class _Walk:
                 return self.sizes[key]
         raise ScanError(f"{where}: dimension {name!r} is not declared")
 
-    def dimension_names(self, dims: list[tuple[str | None, int]], where: str) -> tuple[str, ...]:
-        """Names as the HDF5 scanner gives them: declared ones, else phony ones per group."""
-        group = where.rpartition(": variable ")[2].strip("'").rpartition("/")[0]
+    def dimension_names(self, dims: list[tuple[str | None, int]], group: str) -> tuple[str, ...]:
+        """Names as the HDF5 scanner gives them: declared ones, else phony ones per group
+        (``group``: the variable's group path, "" for the root, as the HDF5 scanner keys them)."""
         names: list[str] = []
         phonies: list[str] = []
         for declared, length in dims:
