@@ -291,7 +291,7 @@ def test_bad_chunk_lists(
 def test_unsupported_variables_are_named_or_skipped(tmp_path: Path, data: tuple[Path, int]) -> None:
     body = (
         int32(CHUNKED.format(attrs='compressionType="szip"', chunks=""), name="w")
-        + '<Structure name="s"><Int32 name="a"/></Structure>'
+        + '<Structure name="s"><Int32 name="a"><Dim size="2"/></Int32><dmrpp:chunks/></Structure>'
         + int32(chunk(data[1]))
         + '<Attribute name="x" type="OtherXML"><Value>&lt;a/&gt;</Value></Attribute>'
     )

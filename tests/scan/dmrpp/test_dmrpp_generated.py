@@ -98,7 +98,21 @@ def _compact_and_strings(f: h5py.File) -> None:
     f.attrs["count"] = np.int64(3)
 
 
+def _compounds(f: h5py.File) -> None:
+    packed = np.dtype([("a", "<i4"), ("b", "<f8"), ("c", "u1")])
+    rows = np.array([(1, 1.5, 7), (2, -2.5, 8), (3, 0.0, 9), (4, 1e300, 255)], dtype=packed)
+    f.create_dataset("packed", data=rows, chunks=(2,), compression="gzip", shuffle=True)
+    aligned = np.dtype(
+        {"names": ["x", "y"], "formats": [">i2", ">f4"], "offsets": [0, 4], "itemsize": 12}
+    )
+    f.create_dataset("aligned_be", data=np.zeros(3, dtype=aligned))
+    f["aligned_be"]["x"] = [1, 2, 3]
+    half = f.create_dataset("half", shape=(6,), chunks=(3,), dtype=packed)
+    half[:3] = rows[:3]
+
+
 WRITERS: dict[str, Writer] = {
+    "compounds": _compounds,
     "filters": _filters,
     "byte_orders": _byte_orders,
     "fills": _fills,

@@ -41,6 +41,7 @@ from refzarr.scan.dmrpp.strings import string_dtype, vlen_array
 from refzarr.scan.dmrpp.values import (
     NUMERIC_TYPES,
     attribute_value,
+    compound_dtype,
     fill_from_text,
     numeric_dtype,
     value_in_dtype,
@@ -290,6 +291,8 @@ class _Walk:
             return numeric_dtype(base, byte_order, where)
         if kind == "String":
             return string_dtype(element, chunks, scalar, where)
+        if kind == "Structure":
+            return compound_dtype(element, self.names, chunks, where)
         raise UnsupportedFeatureError(f"{where}: DAP4 {kind} variables are not supported")
 
     def enumeration(self, element: ET.Element, where: str) -> tuple[str, dict[str, int]]:

@@ -7,6 +7,7 @@ exact only when it has six digits or fewer (`fill_from_text` says how it recover
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from refzarr.errors import ScanError, UnsupportedFeatureError
 __all__ = [
     "NUMERIC_TYPES",
     "attribute_value",
+    "compound_dtype",
     "fill_from_text",
     "numeric_dtype",
     "value_in_dtype",
@@ -117,6 +119,13 @@ def fill_from_text(text: str, dtype: np.dtype[Any], declared: Any, where: str) -
     if dtype.kind == "S":
         raw = text.encode("utf-8")
         return np.bytes_(raw) if raw.strip(b"\x00") else None
+    if dtype.names:
+        if text.strip() in ("", "0"):  # HDF5's default fill: zeros
+            return None
+        raise UnsupportedFeatureError(
+            f"{where}: the compound fill value {text!r} of a variable with missing chunks "
+            "cannot be read from the sidecar"
+        )
     value: Any
     try:
         if dtype.kind == "f":
@@ -134,3 +143,59 @@ def _float_fill(text: str, dtype: np.dtype[Any], declared: Any) -> Any:
         if isinstance(exact, float) and f"{exact:g}" == f"{float(text):g}":
             return dtype.type(exact)
     return dtype.type(text)
+
+
+def compound_dtype(
+    element: ET.Element, names: Any, chunks: ET.Element | None, where: str
+) -> np.dtype[Any]:
+    """The structured dtype of a ``Structure`` of scalar numbers: member offsets from the
+    ``structOffset`` of its chunks (offsets of the members after the first, then the size),
+    else packed; all members in the chunks' byte order."""
+    byte_order = None if chunks is None else chunks.get("byteOrder")
+    fields: list[tuple[str, np.dtype[Any]]] = []
+    for member in element:
+        kind = names.local(member.tag)
+        if kind in ("Dim", "Attribute", "Map", None):
+            continue
+        label = f"{where}: compound member {member.get('name')!r}"
+        if kind not in NUMERIC_TYPES:
+            raise UnsupportedFeatureError(f"{label} of DAP4 type {kind} is not supported")
+        if member.find(names("Dim")) is not None:
+            raise UnsupportedFeatureError(
+                f"{label} is an array: zarr-python 3 cannot read structured dtypes with "
+                "sub-array fields"
+            )
+        fields.append((str(member.get("name")), numeric_dtype(kind, byte_order, where)))
+    if not fields:
+        raise ScanError(f"{where}: a Structure without members")
+    offsets, size = _struct_offsets(chunks, fields, where)
+    return np.dtype(
+        {
+            "names": [n for n, _ in fields],
+            "formats": [d for _, d in fields],
+            "offsets": offsets,
+            "itemsize": size,
+        }
+    )
+
+
+def _struct_offsets(
+    chunks: ET.Element | None, fields: list[tuple[str, np.dtype[Any]]], where: str
+) -> tuple[list[int], int]:
+    text = None if chunks is None else chunks.get("structOffset")
+    if text is None:
+        offsets = [0]
+        for _, dtype in fields[:-1]:
+            offsets.append(offsets[-1] + dtype.itemsize)
+        return offsets, offsets[-1] + fields[-1][1].itemsize
+    try:
+        values = [int(v) for v in text.split()]
+    except ValueError:
+        raise ScanError(f"{where}: structOffset {text!r} is not integers") from None
+    offsets = [0, *values[:-1]]
+    ends = [*offsets[1:], values[-1]] if values else []
+    if len(values) != len(fields) or any(
+        end < start + d.itemsize for start, end, (_, d) in zip(offsets, ends, fields, strict=True)
+    ):
+        raise ScanError(f"{where}: structOffset {text!r} does not fit members {fields}")
+    return offsets, values[-1]
