@@ -1,0 +1,129 @@
+"""Which file a sidecar's chunks are in, and reading bytes of it when a chunk must be inlined.
+
+Real sidecars name their data file in ``dmrpp:href`` with a server-catalog path
+(``data/x.h5``) or the placeholder ``OPeNDAP_DMRpp_DATA_ACCESS_URL``, neither of which says
+where the file is for anyone else. So the data file is, in order: the scanner's ``data_url``;
+the sidecar's own URL without ``.dmrpp`` (archives publish the two side by side); the
+``dmrpp:href`` when it is an absolute URL (``https://...``, ``s3://...``). A chunk's own
+``href`` is used when it is an absolute URL, and stands for the data file when it is the
+dataset's ``dmrpp:href`` or the placeholder; any other (relative) ``href`` is refused, since
+nothing says what it is relative to.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from refzarr.errors import ScanError, UnsupportedFeatureError
+
+__all__ = ["PLACEHOLDER", "DataFiles", "data_file_url", "is_absolute_url", "local_or_url"]
+
+PLACEHOLDER = "OPeNDAP_DMRpp_DATA_ACCESS_URL"
+"""What ``build_dmrpp -u`` writes where the data URL is filled in when the sidecar is served."""
+
+SUFFIX = ".dmrpp"
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def is_absolute_url(href: str | None) -> bool:
+    """Whether ``href`` is a URL with a scheme (``https://``, ``s3://``, ``file://``)."""
+    return bool(href) and _SCHEME.match(href or "") is not None
+
+
+def local_or_url(url: str, storage_options: Mapping[str, Any] | None) -> str:
+    """``url`` as the HDF5 scanner references a file: a plain local path made absolute (what
+    fsspec gives), any other URL as given."""
+    if storage_options or ":" in url:
+        return url
+    path: str = LocalFileSystem._strip_protocol(url)
+    return path
+
+
+def data_file_url(
+    sidecar: str,
+    data_url: str | None,
+    href: str | None,
+    storage_options: Mapping[str, Any] | None,
+) -> str:
+    """The URL of the data file a sidecar describes (see the module docstring).
+
+    Raises
+    ------
+    ScanError
+        When none of the three says where it is.
+    """
+    if data_url:
+        return local_or_url(data_url, storage_options)
+    if sidecar.endswith(SUFFIX) and len(sidecar) > len(SUFFIX):
+        return local_or_url(sidecar[: -len(SUFFIX)], storage_options)
+    if is_absolute_url(href):
+        return str(href)
+    raise ScanError(
+        f"{sidecar}: cannot tell where the data file is: the sidecar's name does not end with "
+        f"'.dmrpp' and its dmrpp:href ({href!r}) is not an absolute URL; pass data_url=..."
+    )
+
+
+@dataclass
+class DataFiles:
+    """The data file of one scan, chunk ``href``s resolved, and bytes read from them on
+    demand (one filesystem per URL, opened when first needed)."""
+
+    url: str
+    dataset_href: str | None
+    storage_options: Mapping[str, Any] | None = None
+    _opened: dict[str, tuple[fsspec.AbstractFileSystem, str]] = field(default_factory=dict)
+
+    def resolve(self, href: str | None, where: str) -> str:
+        """The URL a chunk's ``href`` stands for (None: the data file)."""
+        if href is None or href in (self.dataset_href, PLACEHOLDER, ""):
+            return self.url
+        if is_absolute_url(href):
+            return href
+        raise UnsupportedFeatureError(
+            f"{where}: a chunk's href {href!r} is a relative path that is not the dataset's "
+            "dmrpp:href; nothing says what it is relative to (server catalogs resolve it), so "
+            "its chunks cannot be referenced"
+        )
+
+    def read(self, url: str, offset: int, length: int, where: str) -> bytes:
+        """``length`` bytes of ``url`` from ``offset``; ScanError when fewer are there."""
+        fs, path = self._fs(url)
+        try:
+            data = bytes(fs.cat_file(path, start=offset, end=offset + length))
+        except FileNotFoundError as exc:
+            raise ScanError(f"{where}: the data file {url} does not exist ({exc})") from exc
+        except OSError as exc:
+            raise ScanError(f"{where}: reading {url} failed: {exc}") from exc
+        if len(data) != length:
+            raise ScanError(
+                f"{where}: the sidecar puts {length} bytes at offset {offset} of {url}, which "
+                f"holds only {len(data)} there (the data file is shorter than the sidecar says)"
+            )
+        return data
+
+    def size(self, url: str) -> int:
+        """The size of ``url`` in bytes."""
+        fs, path = self._fs(url)
+        try:
+            return int(fs.size(path))
+        except FileNotFoundError as exc:
+            raise ScanError(f"the data file {url} does not exist ({exc})") from exc
+
+    def reader(self, url: str, where: str) -> Any:
+        """``read_range(offset, length)`` of ``url`` (for `refzarr.scan.coordinates`)."""
+        return lambda offset, length: self.read(url, offset, length, where)
+
+    def _fs(self, url: str) -> tuple[fsspec.AbstractFileSystem, str]:
+        opened = self._opened.get(url)
+        if opened is None:
+            opened = fsspec.core.url_to_fs(url, **dict(self.storage_options or {}))
+            self._opened[url] = opened
+        return opened
