@@ -126,7 +126,8 @@ class TiffComplexInt(Codec):  # type: ignore[misc]
 
 
 def _flat(out: Any) -> np.ndarray[Any, np.dtype[np.uint8]]:
-    return ensure_contiguous_ndarray(out).view(np.uint8).reshape(-1)
+    flat: np.ndarray[Any, np.dtype[np.uint8]] = ensure_contiguous_ndarray(out).view(np.uint8)
+    return flat.reshape(-1)
 
 
 IMAGECODECS_IDS = {

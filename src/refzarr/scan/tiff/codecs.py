@@ -41,8 +41,9 @@ _COMPRESSORS: dict[int, Config] = {
 
 _JPEG = (7, 34892)
 _WEBP = 50001
-_IMAGE_CODECS = (7, 34892, 50001, 34887, 50002, 52546, 33003, 33004, 33005, 34712, 34933)
-_IMAGE_CODECS += (22610, 34934)
+_IMAGE_CODECS = frozenset(
+    (7, 34892, 50001, 34887, 50002, 52546, 33003, 33004, 33005, 34712, 34933, 22610, 34934)
+)
 """Compressions that decode to an image (no packed bits, no predictor of TIFF's)."""
 
 _PREDICTORS = {2: ("imagecodecs_delta", 1), 34892: ("imagecodecs_delta", 2)}
@@ -61,18 +62,19 @@ class SegmentCodecs:
 def stored_dtype(page: Any, where: str) -> np.dtype[Any]:
     """The dtype tifffile gives the page's samples, in the byte order they are stored in
     (native for the floating-point predictor, whose decoder writes native values)."""
-    dtype = page.dtype
-    if dtype is None:
+    if page.dtype is None:
         raise UnsupportedFeatureError(
             f"{where}: samples of SampleFormat {int(page.sampleformat)} with "
             f"BitsPerSample {page.bitspersample} have no numpy dtype"
         )
-    dtype = np.dtype(dtype)
+    dtype: np.dtype[Any] = np.dtype(page.dtype)
     if dtype.itemsize == 1 or page.predictor in (3, 34894, 34895):
         return dtype
     if page.bitspersample not in (8, 16, 32, 64, 128) or page.compression in _IMAGE_CODECS:
-        return dtype.newbyteorder("=")  # unpacked or decoded by imagecodecs: native values
-    return dtype.newbyteorder(page.parent.byteorder)
+        native: np.dtype[Any] = dtype.newbyteorder("=")  # decoded by imagecodecs: native
+        return native
+    stored: np.dtype[Any] = dtype.newbyteorder(page.parent.byteorder)
+    return stored
 
 
 def segment_codecs(
@@ -136,9 +138,11 @@ def _decompressor(page: Any, where: str) -> Config | None:
     if compression in _JPEG:
         return _jpeg(page)
     if compression == _WEBP:
-        return {"id": "imagecodecs_webp", "hasalpha": True} if page.samplesperpixel == 4 else {
-            "id": "imagecodecs_webp"
-        }
+        return (
+            {"id": "imagecodecs_webp", "hasalpha": True}
+            if page.samplesperpixel == 4
+            else {"id": "imagecodecs_webp"}
+        )
     found = _COMPRESSORS.get(compression)
     if found is None:
         raise UnsupportedFeatureError(
@@ -170,7 +174,9 @@ def _unpacker(page: Any, dtype: np.dtype[Any], chunks: Sequence[int], where: str
     """Turning decoded bytes into samples: packed bits, float24, complex integers."""
     bits = page.bitspersample
     if isinstance(bits, tuple):
-        raise UnsupportedFeatureError(f"{where}: BitsPerSample {bits} (packed RGB) is not supported")
+        raise UnsupportedFeatureError(
+            f"{where}: BitsPerSample {bits} (packed RGB) is not supported"
+        )
     if page.compression in _IMAGE_CODECS:
         return None
     if page.sampleformat == 5:
@@ -185,8 +191,11 @@ def _unpacker(page: Any, dtype: np.dtype[Any], chunks: Sequence[int], where: str
             "dtype": dtype.str,
             "bitspersample": int(bits),
             "bitorder": None,
-            "runlen": int(chunks[-1] if page.planarconfig == 2 or page.samplesperpixel == 1
-                          else chunks[-1] * chunks[-2]),
+            "runlen": int(
+                chunks[-1]
+                if page.planarconfig == 2 or page.samplesperpixel == 1
+                else chunks[-1] * chunks[-2]
+            ),
         }
     raise UnsupportedFeatureError(
         f"{where}: {bits}-bit samples of SampleFormat {int(page.sampleformat)} are not supported"

@@ -14,7 +14,12 @@ import numpy as np
 __all__ = ["gdal_attributes", "gdal_nodata"]
 
 _NODATA, _METADATA = 42113, 42112
-_ROLES = {"description": "long_name", "unittype": "units"}
+_ROLES = {
+    "description": "long_name",
+    "unittype": "units",
+    "scale": "scale_factor",
+    "offset": "add_offset",
+}
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -65,7 +70,9 @@ def gdal_attributes(page: Any, bands: int) -> dict[str, Any]:
         band = int(sample)
         if not 0 <= band < bands:
             continue
-        key = {"scale": "scale_factor", "offset": "add_offset"}.get(role or "", _ROLES.get(role or "", name))
+        key = {"scale": "scale_factor", "offset": "add_offset"}.get(
+            role or "", _ROLES.get(role or "", name)
+        )
         per_band.setdefault(key, [None] * bands)[band] = value
     for key, values in per_band.items():
         attrs.update(_band_values(key, values, bands))

@@ -133,7 +133,9 @@ class _Walk:
         except RefzarrError:
             raise
         except (ValueError, TypeError, KeyError, IndexError, OSError) as exc:
-            raise ScanError(f"{where}: reading its TIFF tags failed (damaged file?): {exc}") from exc
+            raise ScanError(
+                f"{where}: reading its TIFF tags failed (damaged file?): {exc}"
+            ) from exc
         members: dict[str, RefArray | RefGroup] = {"band_data": array}
         if geo is not None:
             members.update(_geo_members(geo, layout))
@@ -213,5 +215,3 @@ def _inlined_1d(name: str, values: np.ndarray[Any, Any]) -> RefArray:
         shape=data.shape, chunks=(max(data.size, 1),), dtype=data.dtype, dimension_names=(name,)
     )
     return RefArray(meta, ChunkManifest.one_inlined(data.tobytes(), ndim=1))
-
-

@@ -122,7 +122,8 @@ class TiffSource:
                 f"{where}: uncompressed segment {index} holds {int(counts[index])} bytes, its "
                 f"pixels need {int(need[index])} (truncated strip or damaged byte counts)"
             )
-        return np.minimum(counts, need)
+        cut: np.ndarray[Any, Any] = np.minimum(counts, need)
+        return cut
 
 
 @contextmanager
