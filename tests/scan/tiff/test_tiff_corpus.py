@@ -62,7 +62,12 @@ def test_corpus_layout_cogeo() -> None:
     path = next(p for p in FILES if p.name == "cogeo.tif")
     group = _scan(path)
     assert sorted(group.members) == [
-        "band_data", *[f"overview_{k}" for k in range(1, 7)], "series_1", "spatial_ref", "x", "y"
+        "band_data",
+        *[f"overview_{k}" for k in range(1, 7)],
+        "series_1",
+        "spatial_ref",
+        "x",
+        "y",
     ]
     data = group["band_data"]
     assert data.meta.dimension_names == ("y", "x", "band")
