@@ -177,7 +177,8 @@ def test_sparse_tiles_are_missing_chunks(tmp_path: Path) -> None:
         page.tags["TileByteCounts"].overwrite(counts)
     group = _check(path)
     array = group["band_data"]
-    assert array.manifest[0, 1] is None and array.manifest[1, 1] is None
+    assert array.manifest[0, 1] is None
+    assert array.manifest[1, 1] is None
     assert array.meta.fill_value == 7
     with tifffile.TiffFile(path) as tif:
         assert (tif.asarray()[:16, 16:32] == 7).all()

@@ -13,12 +13,12 @@ import numpy as np
 import tifffile
 import xarray as xr
 import zarr
-from roundtrip import reference_options
 from zarr.storage import FsspecStore
 
 import refzarr
-import refzarr.scan.tiff.scanner  # registers the codecs TIFF references use  # noqa: F401
+import refzarr.scan.tiff.scanner  # registers the codecs TIFF references use
 from refzarr import RefGroup
+from roundtrip import reference_options
 
 __all__ = [
     "array_paths",
