@@ -126,3 +126,36 @@ def assert_geo_matches_rioxarray(group: RefGroup, path: Path, level: int = 0) ->
         np.testing.assert_array_equal(ds["y"].values, expected.coords["y"].values, strict=True)
     else:
         assert "x" not in ds.variables
+
+
+def write_geotiff(
+    path: Path,
+    data: np.ndarray,
+    *,
+    origin: tuple[float, float] = (500_000.0, 4_600_000.0),
+    pixel: float = 10.0,
+    epsg: int = 32633,
+    overviews: int = 1,
+    nodata: str | None = None,
+) -> Path:
+    """A small COG-like GeoTIFF: tiled deflate, GeoKeys naming ``epsg``, ``overviews``
+    reduced-resolution levels (SubIFDs, halving each time), GDAL_NODATA when given."""
+    geokeys = [1, 1, 0, 3, 1024, 0, 1, 1, 1025, 0, 1, 1]
+    geokeys += [3072 if epsg != 4326 else 2048, 0, 1, epsg]
+    if epsg == 4326:
+        geokeys[8 + 3] = 1
+        geokeys[4 + 3] = 2  # geographic model
+    extratags = [
+        (33550, "d", 3, (pixel, pixel, 0.0), True),
+        (33922, "d", 6, (0.0, 0.0, 0.0, origin[0], origin[1], 0.0), True),
+        (34735, "H", len(geokeys), geokeys, True),
+    ]
+    if nodata is not None:
+        extratags.append((42113, "s", 0, nodata, True))
+    with tifffile.TiffWriter(path) as tif:
+        options = {"tile": (16, 16), "compression": "zlib", "photometric": "minisblack"}
+        tif.write(data, subifds=overviews, extratags=extratags, **options)
+        for level in range(1, overviews + 1):
+            step = 2**level
+            tif.write(data[::step, ::step], subfiletype=1, **options)
+    return path
