@@ -214,3 +214,10 @@ def test_inline_threshold_holds_small_segments(tmp_path: Path) -> None:
     manifest = group["band_data"].manifest
     assert not manifest.paths or (manifest.path_id < 0).all()
     assert_matches_tiff(group, path)
+
+
+def test_jpeg_multi_page_series(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path, "pages", np.stack([SMOOTH_RGB] * 3), compression="jpeg", photometric="rgb"
+    )
+    _check(path)

@@ -11,11 +11,11 @@ import fsspec
 import numpy as np
 import pytest
 import tifffile
+from tiffkit import write_geotiff
 
 import refzarr
 from refzarr.scan.detect import detect_format
 from refzarr.scan.tiff import TiffScanner
-from tiffkit import write_geotiff
 
 DATA = np.random.default_rng(3).integers(0, 60_000, (45, 70), dtype=np.uint16)
 

@@ -137,10 +137,12 @@ def write_geotiff(
     epsg: int = 32633,
     overviews: int = 1,
     nodata: str | None = None,
+    gdal_metadata: str | None = None,
+    point: bool = False,
 ) -> Path:
     """A small COG-like GeoTIFF: tiled deflate, GeoKeys naming ``epsg``, ``overviews``
     reduced-resolution levels (SubIFDs, halving each time), GDAL_NODATA when given."""
-    geokeys = [1, 1, 0, 3, 1024, 0, 1, 1, 1025, 0, 1, 1]
+    geokeys = [1, 1, 0, 3, 1024, 0, 1, 1, 1025, 0, 1, 2 if point else 1]
     geokeys += [3072 if epsg != 4326 else 2048, 0, 1, epsg]
     if epsg == 4326:
         geokeys[8 + 3] = 1
@@ -152,10 +154,19 @@ def write_geotiff(
     ]
     if nodata is not None:
         extratags.append((42113, "s", 0, nodata, True))
+    if gdal_metadata is not None:
+        extratags.append((42112, "s", 0, gdal_metadata, True))
     with tifffile.TiffWriter(path) as tif:
-        options = {"tile": (16, 16), "compression": "zlib", "photometric": "minisblack"}
+        options: dict[str, Any] = {
+            "tile": (16, 16),
+            "compression": "zlib",
+            "photometric": "minisblack",
+            "metadata": None,
+        }
+        if data.ndim == 3:
+            options["planarconfig"] = "separate"
         tif.write(data, subifds=overviews, extratags=extratags, **options)
         for level in range(1, overviews + 1):
             step = 2**level
-            tif.write(data[::step, ::step], subfiletype=1, **options)
+            tif.write(data[..., ::step, ::step], subfiletype=1, **options)
     return path

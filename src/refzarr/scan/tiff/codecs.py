@@ -106,6 +106,11 @@ def segment_codecs(
         For a compression, predictor, fill order or sample layout no codec decodes.
     """
     dtype = stored_dtype(page, where)
+    if page.is_subsampled and int(page.compression) not in _JPEG:
+        raise UnsupportedFeatureError(
+            f"{where}: YCbCr chroma subsampling {page.subsampling} without JPEG compression "
+            "is not supported (its segments do not hold whole pixels)"
+        )
     count = int(np.prod(chunks, dtype=np.int64))
     decode: list[Config] = []  # decoding order, reversed at the end
     if page.fillorder == 2:

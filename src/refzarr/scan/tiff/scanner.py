@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import tifffile
 
 from refzarr.codecs.tiff import register_imagecodecs
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
@@ -145,6 +146,7 @@ class _Walk:
         self, series: Any, layout: SeriesLayout, where: str, geo: Georeference | None
     ) -> RefArray:
         page = series.keyframe
+        _check_jpeg_tables(series, page, where)
         short = (layout.last_rows, layout.chunks[layout.y_axis]) if layout.short_last else None
         pipeline = segment_codecs(page, layout.chunks, layout.x_axis, short, where)
         dtype = pipeline.dtype
@@ -168,6 +170,19 @@ class _Walk:
             dimension_names=layout.dims,
         )
         return RefArray(meta, manifest)
+
+
+def _check_jpeg_tables(series: Any, page: Any, where: str) -> None:
+    """JPEG tables are one codec parameter for the array: every page must share them."""
+    if int(page.compression) not in (7, 34892) or len(series.pages) < 2:
+        return
+    # frames (tifffile's TiffFrame) are decoded with their key page's tables, as tifffile does
+    tables = {p.jpegtables for p in series.pages if isinstance(p, tifffile.TiffPage)}
+    if len(tables) > 1:
+        raise UnsupportedFeatureError(
+            f"{where}: its pages hold different JPEGTables; one array takes one set "
+            "(scan the pages as separate files, or convert to a COG)"
+        )
 
 
 def _level_geo(geo: Georeference | None, series: Any, full: tuple[int, int]) -> Any:
