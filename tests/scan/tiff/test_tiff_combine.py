@@ -86,3 +86,25 @@ def test_files_on_different_grids_are_named(cogs: list[Path], tmp_path: Path) ->
             urls=[str(p) for p in paths],
         )
     assert "scene_2021-01.tif" in str(info.value) or "scene_2021-02.tif" in str(info.value)
+
+
+def test_stack_by_datetime_tag(tmp_path: Path) -> None:
+    """The time of each file from its DateTime tag (``TIFFTAG_DATETIME`` of ``band_data``)."""
+    stamps = ["2021:03:01 10:00:00", "2021:01:01 10:00:00", "2021:02:01 10:00:00"]
+    paths = [
+        write_geotiff(tmp_path / f"f{k}.tif", np.full((20, 24), k, np.uint8), datetime=stamp)
+        for k, stamp in enumerate(stamps)
+    ]
+
+    def parse(text: str) -> np.datetime64:
+        return np.datetime64(text[:10].replace(":", "-") + "T" + text[11:], "ns")
+
+    cube = refzarr.combine(
+        [refzarr.scan(p) for p in paths],
+        concat_dims="time",
+        coords={"time": refzarr.FromAttribute("TIFFTAG_DATETIME", "band_data", parse=parse)},
+        identical_dims=["spatial_ref"],
+    )
+    ds = refzarr.open_dataset(cube)
+    assert ds["band_data"].values[:, 0, 0].tolist() == [1, 2, 0]
+    assert str(ds["time"].values[0])[:10] == "2021-01-01"

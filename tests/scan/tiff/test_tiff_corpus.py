@@ -58,6 +58,19 @@ def test_corpus_georeferencing_as_rioxarray(path: Path) -> None:
         assert_geo_matches_rioxarray(group, path, level)
 
 
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_corpus_text_tags_as_rioxarray(path: Path) -> None:
+    from tiffkit import _rioxarray
+
+    expected = {
+        k: v
+        for k, v in _rioxarray(path).attrs.items()
+        if k.startswith("TIFFTAG_") and "RESOLUTION" not in k
+    }
+    attrs = _scan(path)["band_data"].meta.attributes
+    assert {k: v for k, v in attrs.items() if k.startswith("TIFFTAG_")} == expected
+
+
 def test_corpus_layout_cogeo() -> None:
     """The COG: series 0 with six overviews, its GDAL mask as series_1 (bool), JPEG tables."""
     path = next(p for p in FILES if p.name == "cogeo.tif")

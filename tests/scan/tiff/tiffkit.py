@@ -139,6 +139,7 @@ def write_geotiff(
     nodata: str | None = None,
     gdal_metadata: str | None = None,
     point: bool = False,
+    datetime: str | None = None,
 ) -> Path:
     """A small COG-like GeoTIFF: tiled deflate, GeoKeys naming ``epsg``, ``overviews``
     reduced-resolution levels (SubIFDs, halving each time), GDAL_NODATA when given."""
@@ -165,7 +166,7 @@ def write_geotiff(
         }
         if data.ndim == 3:
             options["planarconfig"] = "separate"
-        tif.write(data, subifds=overviews, extratags=extratags, **options)
+        tif.write(data, subifds=overviews, extratags=extratags, datetime=datetime, **options)
         for level in range(1, overviews + 1):
             step = 2**level
             tif.write(data[..., ::step, ::step], subfiletype=1, **options)

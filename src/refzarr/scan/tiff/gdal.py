@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["gdal_attributes", "gdal_nodata"]
+__all__ = ["gdal_attributes", "gdal_nodata", "text_tags"]
 
 _NODATA, _METADATA = 42113, 42112
 _ROLES = {
@@ -21,6 +21,29 @@ _ROLES = {
     "offset": "add_offset",
 }
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+_TEXT_TAGS = {
+    269: "TIFFTAG_DOCUMENTNAME",
+    270: "TIFFTAG_IMAGEDESCRIPTION",
+    305: "TIFFTAG_SOFTWARE",
+    306: "TIFFTAG_DATETIME",
+    315: "TIFFTAG_ARTIST",
+    316: "TIFFTAG_HOSTCOMPUTER",
+    33432: "TIFFTAG_COPYRIGHT",
+}
+"""Text tags GDAL (and so rioxarray) shows as dataset metadata, by the names it gives them."""
+
+
+def text_tags(page: Any) -> dict[str, str]:
+    """The page's text tags as GDAL names them (``TIFFTAG_DATETIME``, ...): a ``time`` to
+    combine files by (`refzarr.FromAttribute`)."""
+    found = {}
+    for code, name in _TEXT_TAGS.items():
+        tag = page.tags.get(code)
+        if tag is not None and isinstance(tag.value, str) and tag.value.strip("\x00 "):
+            found[name] = tag.value.rstrip("\x00")
+    return found
 
 
 def gdal_nodata(page: Any, dtype: np.dtype[Any]) -> Any:

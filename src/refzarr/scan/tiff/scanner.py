@@ -19,7 +19,7 @@ from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.result import ScannedGroup, Skipped
 from refzarr.scan.tiff.codecs import segment_codecs
-from refzarr.scan.tiff.gdal import gdal_attributes, gdal_nodata
+from refzarr.scan.tiff.gdal import gdal_attributes, gdal_nodata, text_tags
 from refzarr.scan.tiff.geo import Georeference, georeference
 from refzarr.scan.tiff.layout import SeriesLayout, series_layout
 from refzarr.scan.tiff.source import TiffSource, open_tiff
@@ -153,7 +153,8 @@ class _Walk:
         manifest = self.source.manifest(layout, page, dtype, self.options.inline_threshold, where)
         fill = gdal_nodata(page, dtype)
         bands = _bands(layout)
-        attrs = gdal_attributes(page, bands)
+        attrs: dict[str, Any] = text_tags(page)
+        attrs.update(gdal_attributes(page, bands))
         if fill is not None:
             attrs["_FillValue"] = fill.item()
         if geo is not None:
