@@ -46,14 +46,15 @@ class SeriesLayout:
     last_rows: int
 
 
-def series_layout(series: Any, where: str) -> SeriesLayout:
-    """The layout of one tifffile series (or pyramid level).
+def series_layout(series: Any, where: str, tiff: Any = None) -> SeriesLayout:
+    """The layout of one tifffile series (or pyramid level) of the open file ``tiff``.
 
     Raises
     ------
     UnsupportedFeatureError
         When tifffile reshapes the series' pages in a way that is not a stack of pages
-        (ImageJ hyperstacks stored past their first page, ...).
+        (ImageJ hyperstacks stored past their first page, ...), or whose pages lie in other
+        files (multi-file OME-TIFF).
     ScanError
         When a page lists another number of segments than its shape needs.
     """
@@ -67,7 +68,7 @@ def series_layout(series: Any, where: str) -> SeriesLayout:
     shape = lead + tuple(shaped[i] for i in kept)
     chunks = (1,) * len(lead) + tuple(segment[i] for i in kept)
     grid = lead + tuple(page_grid[i] for i in kept)
-    offsets, counts = _columns(pages, math.prod(page_grid), where)
+    offsets, counts = _columns(pages, math.prod(page_grid), where, tiff)
     axes = str(series.axes)
     dims = _unique([_lead_name(a) for a in axes[: len(lead)]] + [_PAGE_AXES[i] for i in kept])
     rows = segment[_Y]
@@ -115,9 +116,14 @@ def _kept_axes(series: Any, shaped: tuple[int, ...], npages: int, where: str) ->
 
 
 def _columns(
-    pages: list[Any], segments: int, where: str
+    pages: list[Any], segments: int, where: str, tiff: Any
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
     """Offsets and byte counts of every page's segments, one row per page (0: none)."""
+    if tiff is not None and any(p is not None and p.parent is not tiff for p in pages):
+        raise UnsupportedFeatureError(
+            f"{where}: some of its pages lie in other files (a multi-file OME-TIFF); scan "
+            "each file, then combine them"
+        )
     offsets = np.zeros((len(pages), segments), dtype=np.uint64)
     counts = np.zeros((len(pages), segments), dtype=np.uint64)
     for k, page in enumerate(pages):

@@ -129,7 +129,7 @@ class _Walk:
     ) -> dict[str, RefArray | RefGroup]:
         """``band_data`` of one series or level, with its coordinates."""
         try:
-            layout = series_layout(series, where)
+            layout = series_layout(series, where, self.source.tiff)
             array = self.band_data(series, layout, where, geo)
         except RefzarrError:
             raise
