@@ -222,3 +222,18 @@ def test_jpeg_multi_page_series(tmp_path: Path) -> None:
         tmp_path, "pages", np.stack([SMOOTH_RGB] * 3), compression="jpeg", photometric="rgb"
     )
     _check(path)
+
+
+@pytest.mark.parametrize("byteorder", ["<", ">"])
+@pytest.mark.parametrize("bits", [32, 64])
+def test_complex_integer_samples(bits: int, byteorder: str, tmp_path: Path) -> None:
+    """SampleFormat 5: int16 (int32) pairs read as complex64 (complex128), as tifffile reads
+    them, by refzarr.tiff_complexint (written as plain integers, then the tag changed)."""
+    dtype = np.dtype(f"i{bits // 8}")
+    data = RNG.integers(-30000, 30000, (23, 17)).astype(dtype)
+    path = _write(tmp_path, "cint", data, byteorder=byteorder, rowsperstrip=5, compression="zlib")
+    with tifffile.TiffFile(path, mode="r+b") as tif:
+        tif.pages.first.tags["SampleFormat"].overwrite(5)
+    group = _check(path)
+    assert group["band_data"].meta.dtype.kind == "c"
+    assert group["band_data"].meta.codecs[0]["id"] == "refzarr.tiff_pad"
