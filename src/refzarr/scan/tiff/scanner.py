@@ -8,6 +8,7 @@ picklable), so scanning many files is ``executor.map(TiffScanner(...), urls)``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,7 @@ class TiffScanner(ScanOptions):
             walk = _Walk(self, source)
             members: dict[str, RefArray | RefGroup] = {}
             for index, series in enumerate(_series(source)):
-                group = walk.guarded(f"series {index}", lambda s=series, i=index: walk.series(s, i))
+                group = walk.guarded(_group_path(index), partial(walk.series, series, index))
                 if group is None:
                     continue
                 if index == 0:
@@ -89,6 +90,7 @@ class _Walk:
     skipped: list[Skipped] = field(default_factory=list)
 
     def guarded(self, path: str, build: Any) -> Any:
+        """``build()``, or None after recording the skip when unsupported and skipping."""
         try:
             return build()
         except UnsupportedFeatureError as exc:
@@ -105,14 +107,11 @@ class _Walk:
         full = _yx(members["band_data"])
         for level, reduced in enumerate(levels[1:], start=1):
             level_where = f"{where} level {level}"
-            group = self.guarded(
-                f"series {index} level {level}",
-                lambda r=reduced, w=level_where: RefGroup(
-                    {}, self.image(r, w, _level_geo(geo, r, full))
-                ),
-            )
-            if group is not None:
-                members[f"overview_{level}"] = group
+            level_geo = _level_geo(geo, reduced, full)
+            path = f"{_group_path(index).rstrip('/')}/overview_{level}"
+            found = self.guarded(path, partial(self.image, reduced, level_where, level_geo))
+            if found is not None:
+                members[f"overview_{level}"] = RefGroup({}, found)
         return RefGroup({}, members)
 
     def georeference(self, series: Any, index: int) -> Georeference | None:
@@ -184,6 +183,11 @@ def _check_jpeg_tables(series: Any, page: Any, where: str) -> None:
             f"{where}: its pages hold different JPEGTables; one array takes one set "
             "(scan the pages as separate files, or convert to a COG)"
         )
+
+
+def _group_path(index: int) -> str:
+    """Where series ``index`` goes in the scanned hierarchy (named in ``skipped``)."""
+    return "/" if index == 0 else f"/series_{index}"
 
 
 def _level_geo(geo: Georeference | None, series: Any, full: tuple[int, int]) -> Any:
