@@ -140,13 +140,12 @@ def open_tiff(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[T
     fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     local = isinstance(fs, LocalFileSystem)
     with ExitStack() as stack:
-        try:
-            raw: BinaryIO = stack.enter_context(
-                fs.open(path, "rb", **({} if local else {"block_size": BLOCK_SIZE}))
-            )
-        except FileNotFoundError as exc:
+        try:  # a plain file object locally: fsspec's costs tifffile ~30x on small reads
+            opened = open(path, "rb") if local else fs.open(path, "rb", block_size=BLOCK_SIZE)  # noqa: SIM115
+            raw: BinaryIO = stack.enter_context(opened)
+        except (FileNotFoundError, IsADirectoryError) as exc:
             raise SourceNotFoundError(f"{url}: no such file") from exc
-        size = int(getattr(raw, "size", None) or fs.size(path))
+        size = os.fstat(raw.fileno()).st_size if local else int(fs.size(path))
         head = raw.read(16)
         raw.seek(0)
         if not head.startswith(_MAGIC):
