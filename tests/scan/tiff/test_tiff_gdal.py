@@ -68,3 +68,35 @@ def test_pixel_is_point(point: bool, tmp_path: Path) -> None:
     group = refzarr.scan(path)
     assert_geo_matches_rioxarray(group, path)
     assert (group["band_data"].meta.attributes.get("AREA_OR_POINT") == "Point") is point
+
+
+def test_without_pyproj_the_epsg_code_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from refzarr.scan.tiff import geo
+
+    path = write_geotiff(tmp_path / "plain.tif", np.zeros((20, 20), np.uint8), overviews=0)
+    monkeypatch.setitem(sys.modules, "pyproj", None)  # import pyproj now raises ImportError
+    geo._epsg_attributes.cache_clear()
+    try:
+        attrs = refzarr.scan(path)["spatial_ref"].meta.attributes
+    finally:
+        geo._epsg_attributes.cache_clear()
+    assert attrs["crs_epsg"] == 32633
+    assert "crs_wkt" not in attrs
+    assert attrs["GeoTransform"] == "500000.0 10.0 0.0 4600000.0 0.0 -10.0"
+
+
+def test_codec_module_needs_no_imagecodecs() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['imagecodecs'] = None; import numcodecs, refzarr.codecs.tiff; "
+        "c = numcodecs.get_codec({'id': 'refzarr.tiff_pad', 'nbytes': 4, 'short': 2}); "
+        "print(bytes(c.decode(b'ab')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "b'ab\\x00\\x00'"
