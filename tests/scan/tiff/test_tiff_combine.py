@@ -1,0 +1,110 @@
+"""Stacking monthly GeoTIFFs into one (time, y, x) datacube with refzarr.combine, compared with
+``xr.concat`` of rioxarray's reading of each file; files on different grids are refused."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from tiffkit import write_geotiff
+
+import refzarr
+from refzarr import IncompatibleError
+
+MONTHS = [f"2021-{m:02d}" for m in range(1, 13)]
+TIME = refzarr.FromRegex(r"_(\d{4}-\d{2})\.tif$", parse=lambda s: np.datetime64(f"{s}-01", "ns"))
+
+
+@pytest.fixture(scope="module")
+def cogs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("cogs")
+    rng = np.random.default_rng(12)
+    return [
+        write_geotiff(
+            folder / f"scene_{month}.tif",
+            rng.integers(0, 10_000, (40, 56), dtype=np.uint16),
+            nodata="0",
+        )
+        for month in MONTHS
+    ]
+
+
+def _rioxarray_stack(paths: list[Path]) -> xr.DataArray:
+    import rioxarray
+
+    arrays = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for path in paths:
+            opened = rioxarray.open_rasterio(path)
+            assert isinstance(opened, xr.DataArray)
+            arrays.append(opened.load())
+    times = [np.datetime64(f"{m}-01", "ns") for m in MONTHS]
+    return xr.concat(arrays, dim=xr.DataArray(times, dims="time", name="time"))
+
+
+def test_twelve_cogs_stack_along_time(cogs: list[Path]) -> None:
+    groups = [refzarr.scan(path) for path in reversed(cogs)]  # input order does not matter
+    cube = refzarr.combine(
+        groups,
+        concat_dims="time",
+        coords={"time": TIME},
+        identical_dims=["spatial_ref"],
+        urls=[str(p) for p in reversed(cogs)],
+    )
+    ds = refzarr.open_dataset(cube, mask_and_scale=False)
+    expected = _rioxarray_stack(cogs)
+    data = ds["band_data"]
+    assert data.dims == ("time", "y", "x")
+    np.testing.assert_array_equal(data.values, expected.isel(band=0).values, strict=True)
+    np.testing.assert_array_equal(ds["x"].values, expected["x"].values, strict=True)
+    np.testing.assert_array_equal(ds["y"].values, expected["y"].values, strict=True)
+    np.testing.assert_array_equal(ds["time"].values, expected["time"].values)
+    assert ds["spatial_ref"].dims == ()
+    assert data.attrs["grid_mapping"] == "spatial_ref"
+    assert cube["overview_1/band_data"].meta.shape == (12, 20, 28)
+
+
+def test_files_on_different_grids_are_named(cogs: list[Path], tmp_path: Path) -> None:
+    shifted = write_geotiff(
+        tmp_path / "scene_2022-01.tif",
+        np.zeros((40, 56), dtype=np.uint16),
+        origin=(500_010.0, 4_600_000.0),
+        nodata="0",
+    )
+    paths = [*cogs[:2], shifted]
+    groups = [refzarr.scan(path) for path in paths]
+    with pytest.raises(IncompatibleError, match=r"scene_2022-01\.tif") as info:
+        refzarr.combine(
+            groups,
+            concat_dims="time",
+            coords={"time": TIME},
+            identical_dims=["spatial_ref"],
+            urls=[str(p) for p in paths],
+        )
+    assert "scene_2021-01.tif" in str(info.value) or "scene_2021-02.tif" in str(info.value)
+
+
+def test_stack_by_datetime_tag(tmp_path: Path) -> None:
+    """The time of each file from its DateTime tag (``TIFFTAG_DATETIME`` of ``band_data``)."""
+    stamps = ["2021:03:01 10:00:00", "2021:01:01 10:00:00", "2021:02:01 10:00:00"]
+    paths = [
+        write_geotiff(tmp_path / f"f{k}.tif", np.full((20, 24), k, np.uint8), datetime=stamp)
+        for k, stamp in enumerate(stamps)
+    ]
+
+    def parse(text: str) -> np.datetime64:
+        return np.datetime64(text[:10].replace(":", "-") + "T" + text[11:], "ns")
+
+    cube = refzarr.combine(
+        [refzarr.scan(p) for p in paths],
+        concat_dims="time",
+        coords={"time": refzarr.FromAttribute("TIFFTAG_DATETIME", "band_data", parse=parse)},
+        identical_dims=["spatial_ref"],
+    )
+    ds = refzarr.open_dataset(cube)
+    assert ds["band_data"].values[:, 0, 0].tolist() == [1, 2, 0]
+    assert str(ds["time"].values[0])[:10] == "2021-01-01"
