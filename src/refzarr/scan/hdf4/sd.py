@@ -172,8 +172,7 @@ def attribute_value(vsets: Vsets, vdata: VData, what: str) -> Any:
     records = vsets.records(vdata, what)
     values = np.asarray(records[records.dtype.names[0]]) if records.dtype.names else records
     if values.dtype.kind == "S":
-        raw = b"".join(values.reshape(-1).tolist()) if values.size else b""
-        return _text_value(raw.split(b"\0")[0] if b"\0" in raw else raw, what)
+        return _text_value(values.tobytes().rstrip(b"\0"), what)  # NUL padding is no text
     flat = values.reshape(-1)
     items = [v.item() for v in flat]
     if values.dtype.kind == "f":

@@ -1,0 +1,205 @@
+"""HDF4 test kit: pyhdf's reading of a file (the truth), refzarr's and zarr's reading through
+the references, and writers of small HDF4 files (pyhdf, plus the HDF4 C library pyhdf ships
+for what pyhdf does not wrap: chunking, N-bit, linked-block sizes, GR images)."""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyhdf
+import zarr
+from pyhdf.SD import SD, SDC
+from zarr.storage import FsspecStore
+
+import refzarr
+import refzarr.codecs.hdf4  # noqa: F401  # zarr decodes our codecs in this process
+from roundtrip import reference_options
+
+__all__ = [
+    "SdsTruth",
+    "assert_matches_pyhdf",
+    "hdf4_lib",
+    "norm",
+    "pyhdf_truth",
+    "set_blocksize",
+    "set_chunk",
+    "set_nbit",
+    "write_sd",
+    "zarr_array",
+]
+
+_LIB: list[ctypes.CDLL] = []
+
+
+def hdf4_lib() -> ctypes.CDLL:
+    """The HDF4 C library (libmfhdf, which links libdf) that pyhdf's wheel bundles."""
+    if not _LIB:
+        folder = Path(pyhdf.__file__).parent.parent / "pyhdf.libs"
+        found = glob.glob(str(folder / "libmfhdf*.so*"))
+        assert found, f"pyhdf's bundled HDF4 library is not in {folder}"
+        _LIB.append(ctypes.CDLL(found[0]))
+    return _LIB[0]
+
+
+class _ChunkDef(ctypes.Structure):
+    _fields_ = [("words", ctypes.c_int32 * 64)]
+
+
+HDF_CHUNK, HDF_COMP, HDF_NBIT = 1, 3, 5
+
+
+def set_chunk(sds: Any, chunks: tuple[int, ...], coder: int = 0, param: int = 0) -> None:
+    """``SDsetchunk``: chunk an SDS, compressed with HDF4 coder ``coder`` (deflate level or
+    skipping size in ``param``)."""
+    definition = _ChunkDef()
+    for k, n in enumerate(chunks):
+        definition.words[k] = n
+    flags = HDF_CHUNK
+    if coder:
+        definition.words[32] = coder
+        definition.words[34] = param
+        flags = HDF_COMP
+    status = hdf4_lib().SDsetchunk(ctypes.c_int32(sds._id), definition, ctypes.c_int32(flags))
+    assert status == 0, "SDsetchunk failed"
+
+
+def set_nbit(sds: Any, start_bit: int, bit_len: int, sign_ext: bool, fill_one: bool) -> None:
+    """``SDsetnbitdataset``: store only ``bit_len`` bits ending at ``start_bit``."""
+    status = hdf4_lib().SDsetnbitdataset(sds._id, start_bit, bit_len, int(sign_ext), int(fill_one))
+    assert status == 0, "SDsetnbitdataset failed"
+
+
+def set_blocksize(sds: Any, size: int) -> None:
+    """``SDsetblocksize``: the linked-block size of an SDS's appended records."""
+    assert hdf4_lib().SDsetblocksize(sds._id, size) == 0, "SDsetblocksize failed"
+
+
+@contextmanager
+def write_sd(path: Path) -> Iterator[SD]:
+    """An SD interface open for writing ``path`` (closed, and the file complete, on exit)."""
+    sd = SD(os.fspath(path), SDC.WRITE | SDC.CREATE | SDC.TRUNC)
+    try:
+        yield sd
+    finally:
+        sd.end()
+
+
+@dataclass(frozen=True)
+class SdsTruth:
+    """What pyhdf reads of one SDS."""
+
+    values: np.ndarray | None
+    shape: tuple[int, ...]
+    dims: list[str]
+    attributes: dict[str, Any]
+    scales: dict[str, np.ndarray]
+
+
+def norm(value: Any) -> Any:
+    """A pyhdf attribute value as refzarr keeps it: lists for arrays, text without its NUL
+    padding (HDF-EOS pads ``StructMetadata.0`` to 32,000 bytes with NULs)."""
+    if isinstance(value, np.ndarray | tuple | list):
+        return [norm(v) for v in value]
+    if isinstance(value, str):
+        return value.rstrip("\0")
+    return value
+
+
+def pyhdf_truth(path: Path) -> tuple[dict[str, Any], dict[str, SdsTruth]]:
+    """File attributes and every SDS (not dimension scales) as pyhdf reads them."""
+    sd = SD(os.fspath(path))
+    try:
+        found = {}
+        for name in sd.datasets():
+            sds = sd.select(name)
+            _, rank, dims, _, _ = sds.info()
+            shape = tuple(dims) if isinstance(dims, list) else (dims,)
+            try:
+                values = sds.get() if 0 not in shape else None
+            except ValueError:  # pyhdf's library has no szip decoder
+                values = None
+            scales = {}
+            for dim_name in sds.dimensions():
+                try:
+                    scales[dim_name] = np.asarray(sds.dim(list(sds.dimensions()).index(dim_name)).getscale())
+                except Exception:  # noqa: BLE001  # no scale set: pyhdf raises HDF4Error
+                    pass
+            found[name] = SdsTruth(
+                values, shape, list(sds.dimensions()), sds.attributes(), scales
+            )
+            sds.endaccess()
+        return {k: norm(v) for k, v in sd.attributes().items()}, found
+    finally:
+        sd.end()
+
+
+def zarr_array(refs: Any, name: str) -> zarr.Array:
+    """zarr-python 3's view of one array of a reference set (a dict, JSON or Parquet path),
+    through fsspec's ReferenceFileSystem."""
+    store = FsspecStore.from_url("reference://", storage_options=reference_options(refs), read_only=True)
+    return zarr.open_array(store, path=name, mode="r", zarr_format=2)
+
+
+def refzarr_array(group: refzarr.RefGroup, name: str) -> np.ndarray:
+    """refzarr's own reader (its zarr Store) on one array of a scanned group."""
+    store = refzarr.ReferenceStore(group)
+    return np.asarray(zarr.open_array(store, path=name, mode="r", zarr_format=2)[...])
+
+
+def assert_equal_values(got: np.ndarray, expected: np.ndarray, what: str) -> None:
+    """Same shape, same values (NaN equal to NaN); dtypes equal up to byte order (pyhdf
+    hands out native values)."""
+    assert got.shape == expected.shape, f"{what}: shape {got.shape} != {expected.shape}"
+    if expected.dtype.kind == "S" or got.dtype.kind == "S":
+        assert got.astype("S1").tobytes() == np.asarray(expected).astype("S1").tobytes(), what
+        return
+    assert got.dtype.newbyteorder("=") == expected.dtype.newbyteorder("="), (
+        f"{what}: dtype {got.dtype} != {expected.dtype}"
+    )
+    np.testing.assert_array_equal(got, expected, strict=False, err_msg=what)
+
+
+def assert_matches_pyhdf(
+    path: Path,
+    group: refzarr.RefGroup,
+    readers: dict[str, Callable[[str], np.ndarray]],
+    substitutes: dict[str, str] | None = None,
+) -> int:
+    """Every SDS of ``path`` reads back through each reader exactly as pyhdf reads it, with
+    pyhdf's dimension names and attributes; dimension scales as coordinate arrays. Returns
+    the number of arrays compared. ``substitutes`` maps an SDS pyhdf cannot decode to one
+    holding the same values."""
+    attributes, truths = pyhdf_truth(path)
+    assert {k: norm(v) for k, v in group.attributes.items()} == attributes
+    compared = 0
+    for name, truth in truths.items():
+        key = name.replace("/", "_")
+        array = group[key]
+        assert isinstance(array, refzarr.RefArray)
+        assert list(array.meta.dimension_names or ()) == truth.dims, name
+        assert array.shape == truth.shape, name
+        got = {k: norm(v) for k, v in array.meta.attributes.items()}
+        assert got == {k: norm(v) for k, v in truth.attributes.items()}, name
+        values = truth.values
+        if values is None and substitutes and name in substitutes:
+            values = truths[substitutes[name]].values
+        if values is None:
+            assert 0 in truth.shape, f"{name}: pyhdf read nothing to compare with"
+            values = np.zeros(truth.shape, dtype=array.meta.dtype)
+        for reader_name, read in readers.items():
+            assert_equal_values(read(key), values, f"{name} through {reader_name}")
+            compared += 1
+        for dim, scale in truth.scales.items():
+            coordinate = group[dim.replace("/", "_")]
+            assert isinstance(coordinate, refzarr.RefArray), dim
+            for reader_name, read in readers.items():
+                assert_equal_values(read(dim.replace("/", "_")), scale, f"scale {dim} {reader_name}")
+    return compared
