@@ -33,7 +33,9 @@ __all__ = [
     "set_chunk",
     "set_nbit",
     "write_sd",
-    "zarr_array",
+    "all_readers",
+    "refzarr_reader",
+    "zarr_reader",
 ]
 
 _LIB: list[ctypes.CDLL] = []
@@ -74,7 +76,7 @@ def set_chunk(sds: Any, chunks: tuple[int, ...], coder: int = 0, param: int = 0)
 def set_nbit(sds: Any, start_bit: int, bit_len: int, sign_ext: bool, fill_one: bool) -> None:
     """``SDsetnbitdataset``: store only ``bit_len`` bits ending at ``start_bit``."""
     status = hdf4_lib().SDsetnbitdataset(sds._id, start_bit, bit_len, int(sign_ext), int(fill_one))
-    assert status == 0, "SDsetnbitdataset failed"
+    assert status != -1, "SDsetnbitdataset failed"  # it returns an access id on success
 
 
 def set_blocksize(sds: Any, size: int) -> None:
@@ -83,13 +85,26 @@ def set_blocksize(sds: Any, size: int) -> None:
 
 
 @contextmanager
-def write_sd(path: Path) -> Iterator[SD]:
-    """An SD interface open for writing ``path`` (closed, and the file complete, on exit)."""
-    sd = SD(os.fspath(path), SDC.WRITE | SDC.CREATE | SDC.TRUNC)
+def inside(folder: Path) -> Iterator[None]:
+    """The working directory set to ``folder`` (HDF4 names external files relative to it)."""
+    before = os.getcwd()
+    os.chdir(folder)
     try:
-        yield sd
+        yield
     finally:
-        sd.end()
+        os.chdir(before)
+
+
+@contextmanager
+def write_sd(path: Path) -> Iterator[SD]:
+    """An SD interface open for writing ``path`` (closed, and the file complete, on exit);
+    external files it creates go next to it."""
+    with inside(path.parent):
+        sd = SD(os.fspath(path), SDC.WRITE | SDC.CREATE | SDC.TRUNC)
+        try:
+            yield sd
+        finally:
+            sd.end()
 
 
 @dataclass(frozen=True)
@@ -141,17 +156,31 @@ def pyhdf_truth(path: Path) -> tuple[dict[str, Any], dict[str, SdsTruth]]:
         sd.end()
 
 
-def zarr_array(refs: Any, name: str) -> zarr.Array:
-    """zarr-python 3's view of one array of a reference set (a dict, JSON or Parquet path),
-    through fsspec's ReferenceFileSystem."""
-    store = FsspecStore.from_url("reference://", storage_options=reference_options(refs), read_only=True)
-    return zarr.open_array(store, path=name, mode="r", zarr_format=2)
+def zarr_reader(refs: Any) -> Callable[[str], np.ndarray]:
+    """Reads arrays of a reference set (a dict, JSON or Parquet path) with zarr-python 3
+    through fsspec's ReferenceFileSystem (opened once)."""
+    options = reference_options(refs)
+    store = FsspecStore.from_url("reference://", storage_options=options, read_only=True)
+    return lambda name: np.asarray(zarr.open_array(store, path=name, mode="r", zarr_format=2)[...])
 
 
-def refzarr_array(group: refzarr.RefGroup, name: str) -> np.ndarray:
-    """refzarr's own reader (its zarr Store) on one array of a scanned group."""
+def refzarr_reader(group: refzarr.RefGroup) -> Callable[[str], np.ndarray]:
+    """Reads arrays of a scanned group with refzarr's own reader (its zarr Store)."""
     store = refzarr.ReferenceStore(group)
-    return np.asarray(zarr.open_array(store, path=name, mode="r", zarr_format=2)[...])
+    return lambda name: np.asarray(zarr.open_array(store, path=name, mode="r", zarr_format=2)[...])
+
+
+def all_readers(group: refzarr.RefGroup, folder: Path) -> dict[str, Callable[[str], np.ndarray]]:
+    """refzarr's reader on ``group``, and zarr through fsspec on the JSON and Parquet
+    reference sets refzarr writes of it into ``folder``."""
+    json_path, parquet_path = folder / "refs.json", folder / "refs.parq"
+    refzarr.write(group, json_path)
+    refzarr.write(group, parquet_path)
+    return {
+        "refzarr": refzarr_reader(group),
+        "zarr+json": zarr_reader(json_path),
+        "zarr+parquet": zarr_reader(parquet_path),
+    }
 
 
 def assert_equal_values(got: np.ndarray, expected: np.ndarray, what: str) -> None:
@@ -177,7 +206,8 @@ def assert_matches_pyhdf(
     pyhdf's dimension names and attributes; dimension scales as coordinate arrays. Returns
     the number of arrays compared. ``substitutes`` maps an SDS pyhdf cannot decode to one
     holding the same values."""
-    attributes, truths = pyhdf_truth(path)
+    with inside(path.parent):
+        attributes, truths = pyhdf_truth(path)
     assert {k: norm(v) for k, v in group.attributes.items()} == attributes
     compared = 0
     for name, truth in truths.items():
@@ -200,6 +230,7 @@ def assert_matches_pyhdf(
         for dim, scale in truth.scales.items():
             coordinate = group[dim.replace("/", "_")]
             assert isinstance(coordinate, refzarr.RefArray), dim
+            expected = scale.astype(coordinate.meta.dtype)  # pyhdf gives a list of Python numbers
             for reader_name, read in readers.items():
-                assert_equal_values(read(dim.replace("/", "_")), scale, f"scale {dim} {reader_name}")
+                assert_equal_values(read(dim.replace("/", "_")), expected, f"scale {dim} {reader_name}")
     return compared

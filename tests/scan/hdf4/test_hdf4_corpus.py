@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from corpus import corpus_files
-from h4kit import assert_matches_pyhdf, refzarr_array, zarr_array
+from h4kit import all_readers, assert_matches_pyhdf
 
 import refzarr
 
@@ -28,6 +27,7 @@ def scanned(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     path: Path = request.param
     group = refzarr.scan(path)
     folder = tmp_path_factory.mktemp(path.stem)
+    (folder / "read").mkdir()
     json_path, parquet_path = folder / "refs.json", folder / "refs.parq"
     refzarr.write(group, json_path)
     refzarr.write(group, parquet_path)
@@ -37,11 +37,7 @@ def scanned(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 @FASTPARQUET
 def test_corpus_matches_pyhdf(scanned: Any) -> None:
     path, group, json_path, parquet_path = scanned
-    readers = {
-        "refzarr": lambda name: refzarr_array(group, name),
-        "zarr+json": lambda name: np.asarray(zarr_array(json_path, name)[...]),
-        "zarr+parquet": lambda name: np.asarray(zarr_array(parquet_path, name)[...]),
-    }
+    readers = all_readers(group, json_path.parent / "read")
     assert assert_matches_pyhdf(path, group, readers, SUBSTITUTES) > 0
 
 
