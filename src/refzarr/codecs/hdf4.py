@@ -225,8 +225,8 @@ class Hdf4NBit(_Hdf4Codec):
             result = np.where(
                 negative == 1, result | np.uint64(above), result & np.uint64(all_bits & ~above)
             )
-        stored = result.astype(f">u{self.nt_size}")
-        return stored.tobytes() + bytes(self.size - count * self.nt_size)
+        stored: bytes = result.astype(f">u{self.nt_size}").tobytes()
+        return stored + bytes(self.size - count * self.nt_size)
 
 
 SZ_H4_REV_2 = 1 << 16

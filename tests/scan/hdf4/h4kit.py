@@ -4,6 +4,7 @@ for what pyhdf does not wrap: chunking, N-bit, linked-block sizes, GR images).""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import os
@@ -16,25 +17,26 @@ from typing import Any
 import numpy as np
 import pyhdf
 import zarr
+from pyhdf.error import HDF4Error
 from pyhdf.SD import SD, SDC
 from zarr.storage import FsspecStore
 
 import refzarr
-import refzarr.codecs.hdf4  # noqa: F401  # zarr decodes our codecs in this process
+import refzarr.codecs.hdf4  # zarr decodes our codecs in this process
 from roundtrip import reference_options
 
 __all__ = [
     "SdsTruth",
+    "all_readers",
     "assert_matches_pyhdf",
     "hdf4_lib",
     "norm",
     "pyhdf_truth",
+    "refzarr_reader",
     "set_blocksize",
     "set_chunk",
     "set_nbit",
     "write_sd",
-    "all_readers",
-    "refzarr_reader",
     "zarr_reader",
 ]
 
@@ -135,21 +137,17 @@ def pyhdf_truth(path: Path) -> tuple[dict[str, Any], dict[str, SdsTruth]]:
         found = {}
         for name in sd.datasets():
             sds = sd.select(name)
-            _, rank, dims, _, _ = sds.info()
+            _, _, dims, _, _ = sds.info()
             shape = tuple(dims) if isinstance(dims, list) else (dims,)
             try:
                 values = sds.get() if 0 not in shape else None
             except ValueError:  # pyhdf's library has no szip decoder
                 values = None
             scales = {}
-            for dim_name in sds.dimensions():
-                try:
-                    scales[dim_name] = np.asarray(sds.dim(list(sds.dimensions()).index(dim_name)).getscale())
-                except Exception:  # noqa: BLE001  # no scale set: pyhdf raises HDF4Error
-                    pass
-            found[name] = SdsTruth(
-                values, shape, list(sds.dimensions()), sds.attributes(), scales
-            )
+            for k, dim_name in enumerate(sds.dimensions()):
+                with contextlib.suppress(HDF4Error):  # no scale set
+                    scales[dim_name] = np.asarray(sds.dim(k).getscale())
+            found[name] = SdsTruth(values, shape, list(sds.dimensions()), sds.attributes(), scales)
             sds.endaccess()
         return {k: norm(v) for k, v in sd.attributes().items()}, found
     finally:
@@ -232,5 +230,6 @@ def assert_matches_pyhdf(
             assert isinstance(coordinate, refzarr.RefArray), dim
             expected = scale.astype(coordinate.meta.dtype)  # pyhdf gives a list of Python numbers
             for reader_name, read in readers.items():
-                assert_equal_values(read(dim.replace("/", "_")), expected, f"scale {dim} {reader_name}")
+                got = read(dim.replace("/", "_"))
+                assert_equal_values(got, expected, f"scale {dim} {reader_name}")
     return compared

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import corpus_files
 from h4kit import all_readers, assert_matches_pyhdf
 
 import refzarr
+from corpus import corpus_files
 
 FILES = corpus_files("hdf4")
 
@@ -36,7 +36,7 @@ def scanned(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 @FASTPARQUET
 def test_corpus_matches_pyhdf(scanned: Any) -> None:
-    path, group, json_path, parquet_path = scanned
+    path, group, json_path, _ = scanned
     readers = all_readers(group, json_path.parent / "read")
     assert assert_matches_pyhdf(path, group, readers, SUBSTITUTES) > 0
 

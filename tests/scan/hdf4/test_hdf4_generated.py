@@ -6,7 +6,6 @@ written, unlimited dimensions (linked blocks, no records), dimension scales, ext
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np

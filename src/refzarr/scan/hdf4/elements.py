@@ -209,7 +209,7 @@ def _chunked(body: bytes) -> Chunked:
     at = 29 + 12 * ndims
     (fill_length,) = struct.unpack_from(">i", head, at)
     fill = bytes(head[at + 4 : at + 4 + fill_length])
-    coder, params = 0, {}
+    coder, params = 0, dict[str, Any]()
     if flag & 0xFF == SPECIAL_COMP:
         rest = body[4 + header_length :]
         _sp, comp_length = struct.unpack_from(">Hi", rest)

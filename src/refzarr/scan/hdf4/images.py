@@ -11,6 +11,8 @@ from refzarr.scan.hdf4.storage import Context
 __all__ = ["read_images"]
 
 
-def read_images(ctx: Context, guarded: Callable[[str, Callable[[], Any]], Any], used: set[int]) -> RefGroup:
+def read_images(
+    ctx: Context, guarded: Callable[[str, Callable[[], Any]], Any], used: set[int]
+) -> RefGroup:
     """The group of GR images (empty when the file has none)."""
     return RefGroup({}, {})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -119,7 +120,7 @@ class _Walk:
             name = _unique(var.name.replace("/", "_"), out)
             if var.coordinate and (var.data_ref is None or name != var.name):
                 continue  # a dimension with attributes but no scale values
-            array = self.guarded(f"/{var.name}", lambda var=var: self.sds(ctx, var))
+            array = self.guarded(f"/{var.name}", partial(self.sds, ctx, var))
             if array is None:
                 continue
             if self.options.inline_coordinates and var.coordinate:

@@ -149,9 +149,7 @@ def _dimension_named(sd: SdFile, group: VGroup, what: str) -> SdDimension:
     return found
 
 
-def read_attributes(
-    vsets: Vsets, group: VGroup, internal: set[int], what: str
-) -> dict[str, Any]:
+def read_attributes(vsets: Vsets, group: VGroup, internal: set[int], what: str) -> dict[str, Any]:
     """The attributes (``Attr0.0`` vdatas) of a vgroup, typed as pyhdf gives them."""
     out: dict[str, Any] = {}
     for tag, ref in group.members:

@@ -259,16 +259,19 @@ def _chunked(
     return Layout(chunks, manifest, codecs)
 
 
-def _chunk_table(ctx: Context, storage: Chunked, what: str) -> tuple[list[tuple[int, ...]], list[int]]:
+def _chunk_table(
+    ctx: Context, storage: Chunked, what: str
+) -> tuple[list[tuple[int, ...]], list[int]]:
     vdata = ctx.vsets.vdata(storage.table_ref)
     records = ctx.vsets.records(vdata, f"{what}: chunk table")
     if records.size == 0:
         return [], []
-    names = records.dtype.names or ()
+    names: tuple[str, ...] = records.dtype.names or ()
     if len(names) < 3:
         raise ScanError(f"{ctx.source.url}: {what}: chunk table has fields {names}")
-    origin = np.asarray(records[names[0]]).reshape(records.size, -1).astype(np.int64)
-    refs = np.asarray(records[names[2]]).astype(np.int64)
+    origin_field, ref_field = names[0], names[-1]
+    origin = np.asarray(records[origin_field]).reshape(records.size, -1).astype(np.int64)
+    refs = np.asarray(records[ref_field]).astype(np.int64)
     return [tuple(o) for o in origin.tolist()], refs.tolist()
 
 

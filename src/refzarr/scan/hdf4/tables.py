@@ -4,6 +4,7 @@ under ``vdata/``."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,7 @@ def read_tables(
         if vdata.klass.startswith(INTERNAL_CLASSES) or not vdata.fields:
             continue
         name = _unique(vdata.name.replace("/", "_") or f"vdata_{ref}", members)
-        array = guarded(f"/vdata/{name}", lambda v=vdata, n=name: _table(ctx, v, n))
+        array = guarded(f"/vdata/{name}", partial(_table, ctx, vdata, name))
         if array is not None:
             members[name] = array
     return RefGroup({}, members)
