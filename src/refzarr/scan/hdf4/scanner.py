@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 import refzarr.codecs.hdf4  # noqa: F401  # registers the codecs the references name
-from refzarr.errors import UnsupportedFeatureError
+from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
 from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
@@ -66,7 +66,15 @@ class Hdf4Scanner(ScanOptions):
         """Scan one file (a local path or an fsspec URL)."""
         with open_source(str(url), self.storage_options) as source:
             walk = _Walk(self, source)
-            return walk.root()
+            try:
+                return walk.root()
+            except RefzarrError:
+                raise
+            except (ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
+                # a damaged structure the checks did not name more precisely
+                raise ScanError(
+                    f"{source.url}: damaged HDF4 structure ({type(exc).__name__}: {exc})"
+                ) from exc
 
 
 @dataclass

@@ -133,6 +133,12 @@ class Vsets:
         if vdata.nrecords <= 0 or not vdata.fields:
             return np.zeros(0, dtype=dtype)
         data = self.records_bytes(vdata, what)
+        try:
+            return self._unpack(vdata, dtype, data)
+        except (ValueError, TypeError) as exc:
+            raise ScanError(f"{self.source.url}: {what}: damaged vdata records: {exc}") from exc
+
+    def _unpack(self, vdata: VData, dtype: np.dtype[Any], data: bytes) -> np.ndarray[Any, Any]:
         if vdata.interlace == FULL_INTERLACE:
             return np.frombuffer(data, dtype=dtype, count=vdata.nrecords).copy()
         out = np.zeros(vdata.nrecords, dtype=dtype)
@@ -194,4 +200,9 @@ def record_dtype(vdata: VData, where: str) -> np.dtype[Any]:
             at += fmt.itemsize
     size = sum(fmt.itemsize for fmt in formats)
     itemsize = max([vdata.record_size, size] if vdata.interlace == FULL_INTERLACE else [size])
-    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": itemsize})
+    try:
+        return np.dtype(
+            {"names": names, "formats": formats, "offsets": offsets, "itemsize": itemsize}
+        )
+    except (ValueError, TypeError) as exc:
+        raise ScanError(f"{where}: damaged vdata header ({vdata.name!r}): {exc}") from exc
