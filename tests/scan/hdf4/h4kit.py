@@ -40,17 +40,14 @@ __all__ = [
     "zarr_reader",
 ]
 
-_LIB: list[ctypes.CDLL] = []
 
-
-def hdf4_lib() -> ctypes.CDLL:
-    """The HDF4 C library (libmfhdf, which links libdf) that pyhdf's wheel bundles."""
-    if not _LIB:
-        folder = Path(pyhdf.__file__).parent.parent / "pyhdf.libs"
-        found = glob.glob(str(folder / "libmfhdf*.so*"))
-        assert found, f"pyhdf's bundled HDF4 library is not in {folder}"
-        _LIB.append(ctypes.CDLL(found[0]))
-    return _LIB[0]
+def hdf4_lib(name: str = "libmfhdf") -> ctypes.CDLL:
+    """A library of the HDF4 C library pyhdf's wheel bundles: ``libmfhdf`` (the SD
+    interface) or ``libdf`` (the rest: GR, Vdata; the one libmfhdf links, so ids are shared)."""
+    folder = Path(pyhdf.__file__).parent.parent / "pyhdf.libs"
+    found = glob.glob(str(folder / f"{name}-*.so*"))
+    assert found, f"pyhdf's bundled {name} is not in {folder}"
+    return ctypes.CDLL(found[0])
 
 
 class _ChunkDef(ctypes.Structure):

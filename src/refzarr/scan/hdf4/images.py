@@ -1,18 +1,151 @@
-"""GR raster images (the ``RIG0.0`` vgroup of ``RI0.0`` image vgroups) under ``images/``."""
+"""GR raster images under ``images/``: the vgroup named ``RIG0.0`` lists one ``RI0.0`` vgroup
+per image, holding its dimension record (tag 300: width, height, number type, components,
+interlace), its raster data (tag 302, plain or a special element) and its attributes."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from refzarr.model import RefGroup
-from refzarr.scan.hdf4.storage import Context
+from refzarr.errors import ScanError, UnsupportedFeatureError
+from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
+from refzarr.scan.hdf4.elements import Chunked, resolve
+from refzarr.scan.hdf4.numtypes import nt_record_dtype
+from refzarr.scan.hdf4.sd import attribute_value
+from refzarr.scan.hdf4.storage import Context, layout_of
+from refzarr.scan.hdf4.vsets import DFTAG_VG, DFTAG_VH, VGroup
 
 __all__ = ["read_images"]
+
+GR_NAME, RI_CLASS = "RIG0.0", "RI0.0"
+DFTAG_ID, DFTAG_RI, DFTAG_CI = 300, 302, 303
+INTERLACES = {0: "pixel", 1: "line", 2: "component"}
 
 
 def read_images(
     ctx: Context, guarded: Callable[[str, Callable[[], Any]], Any], used: set[int]
 ) -> RefGroup:
-    """The group of GR images (empty when the file has none)."""
-    return RefGroup({}, {})
+    """The group of GR images (empty when the file has none); ``used`` receives the vdatas
+    the images' attributes occupy."""
+    gr = next(
+        (
+            ctx.vsets.group(ref)
+            for ref in ctx.table.refs(DFTAG_VG)
+            if ctx.vsets.group(ref).name == GR_NAME
+        ),
+        None,
+    )
+    if gr is None:
+        return RefGroup({}, {})
+    members: dict[str, RefArray] = {}
+    for tag, ref in gr.members:
+        if tag != DFTAG_VG or ctx.table.get(tag, ref) is None:
+            continue
+        image = ctx.vsets.group(ref)
+        if image.klass != RI_CLASS:
+            continue
+        name = image.name.replace("/", "_") or f"image_{ref}"
+        while name in members:
+            name = f"{name}_{ref}"
+        array = guarded(f"/images/{name}", partial(_image, ctx, image, name, used))
+        if array is not None:
+            members[name] = array
+    return RefGroup(_attributes(ctx, gr, used, "GR file"), members)
+
+
+def _attributes(ctx: Context, group: VGroup, used: set[int], what: str) -> dict[str, Any]:
+    """GR attributes: one vdata each, named by its only field."""
+    out: dict[str, Any] = {}
+    for tag, ref in group.members:
+        if tag != DFTAG_VH or ctx.table.get(tag, ref) is None:
+            continue
+        vdata = ctx.vsets.vdata(ref)
+        used.add(ref)
+        if len(vdata.fields) != 1:
+            continue
+        name = vdata.fields[0].name
+        out[name] = attribute_value(ctx.vsets, vdata, f"{what}: attribute {name!r}")
+    return out
+
+
+def _image(ctx: Context, image: VGroup, name: str, used: set[int]) -> RefArray:
+    what = f"GR image {image.name!r}"
+    where = f"{ctx.source.url}: {what}"
+    dims, data_ref = None, None
+    for tag, ref in image.members:
+        if tag == DFTAG_ID:
+            dims = _dimension_record(ctx, ref, where)
+        elif tag in (DFTAG_RI, DFTAG_CI) and data_ref is None:
+            data_ref = (tag, ref)
+    if dims is None:
+        raise ScanError(f"{where}: no image dimension record (tag 300)")
+    width, height, dtype, ncomps, interlace, comp_tag = dims
+    if comp_tag:
+        raise UnsupportedFeatureError(
+            f"{where}: compressed the old raster way (compression tag {comp_tag}), not supported"
+        )
+    if interlace == 0:
+        shape, names = (height, width, ncomps), ("y", "x", "component")
+    elif interlace == 1:
+        shape, names = (height, ncomps, width), ("y", "component", "x")
+    else:
+        shape, names = (ncomps, height, width), ("component", "y", "x")
+    attrs = _attributes(ctx, image, used, what)
+    storage = None
+    if data_ref is not None and ctx.table.get(*data_ref) is not None:
+        dd = ctx.table.find(*data_ref, what)
+        storage = resolve(ctx.table, ctx.source, dd, f"{what}: data")
+    squeeze = ncomps == 1 and not isinstance(storage, Chunked)
+    if squeeze:  # one component: a plain 2-D image
+        shape = tuple(s for s, n in zip(shape, names, strict=True) if n != "component")
+        names = ("y", "x")
+    elif isinstance(storage, Chunked) and len(storage.chunks) == 2:
+        shape = (height, width)
+        names = ("y", "x")
+        if ncomps != 1:
+            raise UnsupportedFeatureError(f"{where}: chunked image of {ncomps} components")
+    layout = layout_of(ctx, storage, shape, dtype, what)
+    complete = not bool((layout.manifest.path_id == MISSING).any())
+    fill = attrs.get("FillValue")
+    fill_value = None
+    if not complete:
+        if isinstance(storage, Chunked) and len(storage.fill) == dtype.itemsize:
+            fill_value = storage.fill
+        elif isinstance(fill, int | float):
+            fill_value = fill
+        else:
+            fill_value = 0  # HDF4 reads an image never written as zeros
+    if isinstance(fill_value, bytes):
+        import numpy as np
+
+        fill_value = np.frombuffer(fill_value, dtype=dtype)[0]
+    attrs["hdf4_interlace"] = INTERLACES.get(interlace, str(interlace))
+    meta = ArrayMeta(
+        shape=shape,
+        chunks=layout.chunks,
+        dtype=dtype,
+        fill_value=fill_value,
+        codecs=layout.codecs,
+        attributes=attrs,
+        dimension_names=tuple(f"{name}_{n}" for n in names),
+    )
+    return RefArray(meta, layout.manifest)
+
+
+def _dimension_record(ctx: Context, ref: int, where: str) -> tuple[Any, ...]:
+    dd = ctx.table.find(DFTAG_ID, ref, f"{where}: dimension record")
+    raw = ctx.source.read(dd.offset, dd.length, f"{where}: dimension record")
+    try:
+        width, height, nt_tag, nt_ref, ncomps, interlace, comp_tag, _ = struct.unpack_from(
+            ">iiHHhhHH", raw
+        )
+    except struct.error as exc:
+        raise ScanError(f"{where}: damaged image dimension record: {exc}") from exc
+    nt = ctx.table.find(nt_tag, nt_ref, f"{where}: number type")
+    record = ctx.source.read(nt.offset, nt.length, f"{where}: number type")
+    dtype = nt_record_dtype(record, where)
+    if width < 0 or height < 0 or ncomps < 1:
+        raise ScanError(f"{where}: image of {width} x {height} x {ncomps}")
+    return width, height, dtype, ncomps, interlace, comp_tag
