@@ -9,6 +9,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
 from refzarr.scan.hdf4.elements import Chunked, resolve
@@ -86,6 +88,8 @@ def _image(ctx: Context, image: VGroup, name: str, used: set[int]) -> RefArray:
         raise UnsupportedFeatureError(
             f"{where}: compressed the old raster way (compression tag {comp_tag}), not supported"
         )
+    shape: tuple[int, ...]
+    names: tuple[str, ...]
     if interlace == 0:
         shape, names = (height, width, ncomps), ("y", "x", "component")
     elif interlace == 1:
@@ -108,19 +112,7 @@ def _image(ctx: Context, image: VGroup, name: str, used: set[int]) -> RefArray:
             raise UnsupportedFeatureError(f"{where}: chunked image of {ncomps} components")
     layout = layout_of(ctx, storage, shape, dtype, what)
     complete = not bool((layout.manifest.path_id == MISSING).any())
-    fill = attrs.get("FillValue")
-    fill_value = None
-    if not complete:
-        if isinstance(storage, Chunked) and len(storage.fill) == dtype.itemsize:
-            fill_value = storage.fill
-        elif isinstance(fill, int | float):
-            fill_value = fill
-        else:
-            fill_value = 0  # HDF4 reads an image never written as zeros
-    if isinstance(fill_value, bytes):
-        import numpy as np
-
-        fill_value = np.frombuffer(fill_value, dtype=dtype)[0]
+    fill_value = None if complete else _missing_fill(storage, attrs.get("FillValue"), dtype)
     attrs["hdf4_interlace"] = INTERLACES.get(interlace, str(interlace))
     meta = ArrayMeta(
         shape=shape,
@@ -132,6 +124,16 @@ def _image(ctx: Context, image: VGroup, name: str, used: set[int]) -> RefArray:
         dimension_names=tuple(f"{name}_{n}" for n in names),
     )
     return RefArray(meta, layout.manifest)
+
+
+def _missing_fill(storage: Any, declared: Any, dtype: np.dtype[Any]) -> Any:
+    """What HDF4 reads where an image has no data: the chunk header's fill, the
+    ``FillValue`` attribute, else zeros."""
+    if isinstance(storage, Chunked) and len(storage.fill) == dtype.itemsize:
+        return np.frombuffer(storage.fill, dtype=dtype)[0]
+    if isinstance(declared, int | float):
+        return declared
+    return 0
 
 
 def _dimension_record(ctx: Context, ref: int, where: str) -> tuple[Any, ...]:
