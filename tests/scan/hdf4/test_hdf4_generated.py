@@ -5,7 +5,10 @@ written, unlimited dimensions (linked blocks, no records), dimension scales, ext
 
 from __future__ import annotations
 
+import os
+import pickle
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +16,7 @@ import pytest
 from h4kit import (
     all_readers,
     assert_matches_pyhdf,
+    refzarr_reader,
     set_blocksize,
     set_chunk,
     set_nbit,
@@ -21,6 +25,7 @@ from h4kit import (
 from pyhdf.SD import SD, SDC
 
 import refzarr
+from refzarr.scan.hdf4 import Hdf4Scanner
 
 FASTPARQUET = pytest.mark.filterwarnings("ignore:The 'fastparquet' engine is deprecated")
 
@@ -215,3 +220,24 @@ def test_layouts(written: Any) -> None:
 
 def test_skip_reports(written: Any) -> None:
     assert written[2].skipped == ()
+
+
+def test_options_keep_values(written: Any, tmp_path: Path) -> None:
+    """Inlining every chunk, or referencing dimension scales, changes no value; the scanner
+    is a picklable callable."""
+    _, path, group, _ = written
+    scanner = pickle.loads(pickle.dumps(Hdf4Scanner(inline_threshold=2**20, inline_coordinates=0)))
+    inlined = scanner(os.fspath(path))
+    assert list(inlined.members) == list(group.members)
+    if written[0] != "external":  # every chunk of this file is held in the reference set
+        assert all((array.manifest.path_id < 0).all() for _, array in inlined.arrays())
+    assert assert_matches_pyhdf(path, inlined, {"refzarr": refzarr_reader(inlined)}) > 0
+
+
+def test_scales_are_loaded(written: Any) -> None:
+    case, _, group, _ = written
+    if case == "scales":
+        assert group["lat"].manifest.path_id.tolist() == [-2]  # INLINED: values held
+        assert group["temperature"].meta.dimension_names == ("lat", "lon")
+        referenced = Hdf4Scanner(inline_coordinates=0)(str(written[1]))
+        assert referenced["lat"].manifest.path_id.tolist() == [0]

@@ -33,7 +33,7 @@ from refzarr.scan.result import ScannedGroup, Skipped
 __all__ = ["Hdf4Scanner", "default_fill"]
 
 T = TypeVar("T")
-DFTAG_SD = 702
+DFTAG_SD, DFTAG_SDG, DFTAG_NDG = 702, 700, 720
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,8 @@ class _Walk:
         attributes: dict[str, Any] = {}
         used_vgroups: set[int] = set()
         used_vdatas: set[int] = set()
+        if sd is None and (table.refs(DFTAG_NDG) or table.refs(DFTAG_SDG)):
+            self.guarded("/", partial(_dfsd_only, source.url))
         if sd is not None:
             members.update(self.sd_arrays(ctx, sd))
             attributes = sd.attributes
@@ -126,8 +128,11 @@ class _Walk:
         scales = [v for v in sd.variables if v.coordinate]
         for var in [v for v in sd.variables if not v.coordinate] + scales:
             name = _unique(var.name.replace("/", "_"), out)
-            if var.coordinate and (var.data_ref is None or name != var.name):
+            if var.coordinate and var.data_ref is None:
                 continue  # a dimension with attributes but no scale values
+            if var.coordinate and name != var.name:
+                self.guarded(f"/{var.name}", partial(_scale_clash, ctx.source.url, var.name))
+                continue
             array = self.guarded(f"/{var.name}", partial(self.sds, ctx, var))
             if array is None:
                 continue
@@ -165,6 +170,19 @@ class _Walk:
             dimension_names=tuple(d.name for d in var.dimensions),
         )
         return RefArray(meta, layout.manifest)
+
+
+def _dfsd_only(url: str) -> None:
+    raise UnsupportedFeatureError(
+        f"{url}: scientific data sets written only by HDF4's old DFSD interface (no CDF0.0 "
+        "vgroup) are not supported"
+    )
+
+
+def _scale_clash(url: str, name: str) -> None:
+    raise UnsupportedFeatureError(
+        f"{url}: dimension scale {name!r}: an SDS of the same name takes the array name"
+    )
 
 
 def _unique(name: str, taken: dict[str, Any]) -> str:

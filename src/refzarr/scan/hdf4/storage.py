@@ -145,6 +145,12 @@ def _linked_rows(
     if int(offsets[-1]) + rows * row > ctx.source.size:
         data = read_logical(ctx.source, storage, 0, shape[0] * row)
         return _inline_whole(ctx, data, shape, [], "linked blocks")
+    if rows * row < ctx.inline_threshold:
+        chunks_bytes = {
+            (k,) + (0,) * (len(shape) - 1): ctx.source.read(int(o), rows * row, "linked block")
+            for k, o in enumerate(offsets.tolist())
+        }
+        return Layout(chunks, _inlined(grid, chunks_bytes), [])
     lengths = np.full(grid, rows * row, np.uint64)
     ids = np.zeros(grid, np.int32)
     manifest = ChunkManifest.from_arrays([ctx.source.url], ids, offsets.reshape(grid), lengths)
