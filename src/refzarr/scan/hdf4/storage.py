@@ -28,7 +28,17 @@ from refzarr.scan.hdf4.elements import (
 from refzarr.scan.hdf4.source import Source
 from refzarr.scan.hdf4.vsets import Vsets
 
-__all__ = ["Layout", "codecs_for", "layout_of"]
+__all__ = [
+    "INLINE_LIMIT",
+    "Context",
+    "Layout",
+    "codecs_for",
+    "inlined_manifest",
+    "layout_of",
+    "missing",
+    "one_chunk",
+    "whole",
+]
 
 INLINE_LIMIT = 2**20
 """Data that cannot be referenced as whole chunks (linked blocks cut inside a row) is decoded
@@ -89,19 +99,19 @@ def layout_of(
     return _contiguous(ctx, storage, shape, dtype, what)
 
 
-def _one(ctx: Context, offset: int, length: int, shape: Sequence[int]) -> Layout:
+def one_chunk(ctx: Context, offset: int, length: int, shape: Sequence[int]) -> Layout:
     """One chunk: ``length`` bytes at ``offset`` of this file (inlined when small)."""
     grid = (1,) * len(shape)
     if length < ctx.inline_threshold:
         data = ctx.source.read(offset, length, "small chunk")
-        return Layout(whole(shape), _inlined(grid, {(0,) * len(shape): data}), [])
+        return Layout(whole(shape), inlined_manifest(grid, {(0,) * len(shape): data}), [])
     manifest = ChunkManifest.from_arrays(
         [ctx.source.url], np.zeros(grid, np.int32), np.full(grid, offset), np.full(grid, length)
     )
     return Layout(whole(shape), manifest, [])
 
 
-def _inlined(grid: tuple[int, ...], chunks: dict[tuple[int, ...], bytes]) -> ChunkManifest:
+def inlined_manifest(grid: tuple[int, ...], chunks: dict[tuple[int, ...], bytes]) -> ChunkManifest:
     path_id = np.full(grid, MISSING, np.int32)
     for index in chunks:
         path_id[index] = INLINED
@@ -114,7 +124,7 @@ def _contiguous(
 ) -> Layout:
     nbytes = math.prod(shape) * dtype.itemsize
     if len(storage.ranges) == 1 and storage.ranges[0][0] >= 0:
-        return _one(ctx, storage.ranges[0][0], nbytes, shape)
+        return one_chunk(ctx, storage.ranges[0][0], nbytes, shape)
     rows = _rows_per_block(storage, shape, dtype)
     if rows:
         return _linked_rows(ctx, storage, shape, dtype, rows)
@@ -150,7 +160,7 @@ def _linked_rows(
             (k,) + (0,) * (len(shape) - 1): ctx.source.read(int(o), rows * row, "linked block")
             for k, o in enumerate(offsets.tolist())
         }
-        return Layout(chunks, _inlined(grid, chunks_bytes), [])
+        return Layout(chunks, inlined_manifest(grid, chunks_bytes), [])
     lengths = np.full(grid, rows * row, np.uint64)
     ids = np.zeros(grid, np.int32)
     manifest = ChunkManifest.from_arrays([ctx.source.url], ids, offsets.reshape(grid), lengths)
@@ -166,7 +176,7 @@ def _inline_whole(
             f"({len(data)} bytes, more than the {INLINE_LIMIT} refzarr inlines)"
         )
     grid = (1,) * len(shape)
-    return Layout(whole(shape), _inlined(grid, {(0,) * len(shape): data}), codecs)
+    return Layout(whole(shape), inlined_manifest(grid, {(0,) * len(shape): data}), codecs)
 
 
 def _external(
@@ -196,7 +206,7 @@ def _compressed(
     if data.length == 0:
         return missing(shape)
     if len(data.ranges) == 1 and data.ranges[0][0] >= 0:
-        layout = _one(ctx, data.ranges[0][0], data.length, shape)
+        layout = one_chunk(ctx, data.ranges[0][0], data.length, shape)
         return Layout(layout.chunks, layout.manifest, codecs)
     return _inline_whole(ctx, read_logical(ctx.source, data, 0, data.length), shape, codecs, what)
 

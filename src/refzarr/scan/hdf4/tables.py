@@ -11,7 +11,15 @@ import numpy as np
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import ArrayMeta, RefArray, RefGroup
-from refzarr.scan.hdf4.storage import INLINE_LIMIT, Context, _inlined, _one
+from refzarr.scan.hdf4.storage import (
+    INLINE_LIMIT,
+    Context,
+    Layout,
+    inlined_manifest,
+    missing,
+    one_chunk,
+    whole,
+)
 from refzarr.scan.hdf4.vsets import DFTAG_VH, FULL_INTERLACE, VData, record_dtype
 
 __all__ = ["INTERNAL_CLASSES", "read_tables"]
@@ -65,15 +73,13 @@ def _table(ctx: Context, vdata: VData, name: str) -> RefArray:
     shape = (vdata.nrecords,)
     attrs = {"hdf4_class": vdata.klass} if vdata.klass else {}
     if vdata.nrecords == 0:
-        from refzarr.scan.hdf4.storage import missing
-
         layout = missing(shape)
     else:
         storage = ctx.vsets.records_storage(vdata, f"vdata {vdata.name!r}")
         nbytes = vdata.nrecords * vdata.record_size
         simple = len(storage.ranges) == 1 and storage.ranges[0][0] >= 0
         if simple and vdata.interlace == FULL_INTERLACE and dtype.itemsize == vdata.record_size:
-            layout = _one(ctx, storage.ranges[0][0], nbytes, shape)
+            layout = one_chunk(ctx, storage.ranges[0][0], nbytes, shape)
         else:
             values = ctx.vsets.records(vdata, f"vdata {vdata.name!r}").astype(dtype)
             data = values.tobytes()
@@ -82,9 +88,7 @@ def _table(ctx: Context, vdata: VData, name: str) -> RefArray:
                     f"{what}: records in linked blocks or not interlaced ({len(data)} bytes, "
                     f"more than the {INLINE_LIMIT} refzarr inlines)"
                 )
-            from refzarr.scan.hdf4.storage import Layout, whole
-
-            layout = Layout(whole(shape), _inlined((1,), {(0,): data}), [])
+            layout = Layout(whole(shape), inlined_manifest((1,), {(0,): data}), [])
     meta = ArrayMeta(
         shape=shape,
         chunks=layout.chunks,
