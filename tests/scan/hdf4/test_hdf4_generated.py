@@ -5,6 +5,7 @@ written, unlimited dimensions (linked blocks, no records), dimension scales, ext
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 from collections.abc import Callable
@@ -16,6 +17,7 @@ import pytest
 from h4kit import (
     all_readers,
     assert_matches_pyhdf,
+    hdf4_lib,
     refzarr_reader,
     set_blocksize,
     set_chunk,
@@ -241,3 +243,34 @@ def test_scales_are_loaded(written: Any) -> None:
         assert group["temperature"].meta.dimension_names == ("lat", "lon")
         referenced = Hdf4Scanner(inline_coordinates=0)(str(written[1]))
         assert referenced["lat"].manifest.path_id.tolist() == [0]
+
+
+def _sd_io(function: str, sds: Any, shape: tuple[int, ...], data: np.ndarray) -> None:
+    """``SDwritedata`` / ``SDreaddata`` of a whole SDS through HDF4's C library (pyhdf
+    handles no little-endian number type)."""
+    lib = hdf4_lib()
+    rank = len(shape)
+    start, edges = (ctypes.c_int32 * rank)(*([0] * rank)), (ctypes.c_int32 * rank)(*shape)
+    pointer = data.ctypes.data_as(ctypes.c_void_p)
+    assert getattr(lib, function)(sds._id, start, None, edges, pointer) == 0, function
+
+
+@FASTPARQUET
+@pytest.mark.parametrize(("code", "dtype"), [(0x4005, "<f4"), (0x4016, "<i2"), (0x4006, "<f8")])
+def test_little_endian_types(tmp_path: Path, code: int, dtype: str) -> None:
+    """``DFNT_LITEND`` types are stored little-endian and scanned as such."""
+    path = tmp_path / "little.hdf"
+    values = _values(dtype[1:], (6, 5), 9)
+    with write_sd(path) as sd:
+        sds = sd.create("little", code, values.shape)
+        _sd_io("SDwritedata", sds, values.shape, np.ascontiguousarray(values))
+        sds.endaccess()
+    sd = SD(os.fspath(path))
+    expected = np.zeros_like(values)
+    _sd_io("SDreaddata", sd.select("little"), values.shape, expected)
+    sd.end()
+    group = refzarr.scan(path)
+    assert group["little"].meta.dtype == np.dtype(dtype)
+    (tmp_path / "read").mkdir()
+    for name, read in all_readers(group, tmp_path / "read").items():
+        np.testing.assert_array_equal(read("little"), expected, err_msg=name)
