@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from h4kit import all_readers, hdf4_lib
+from h4kit import _ChunkDef, all_readers, hdf4_lib
 from pyhdf.HDF import HC, HDF
 
 import refzarr
@@ -32,6 +32,7 @@ def _write(path: Path) -> None:
         "rgb": rng.integers(0, 60000, (5, 7, 3)).astype("u2"),
         "gray": rng.random((6, 9)).astype("f4"),
         "deflated": rng.integers(-300, 300, (16, 12)).astype("i2"),
+        "chunked": rng.integers(0, 9, (20, 14)).astype("i4"),
     }
     for name, data in images.items():
         ncomp = data.shape[2] if data.ndim == 3 else 1
@@ -42,6 +43,13 @@ def _write(path: Path) -> None:
         if name == "deflated":
             info = (ctypes.c_int32 * 8)(6)
             assert lib.GRsetcompress(ri, 4, info) == 0
+        if name == "chunked":  # 8 x 5 chunks, deflated; only the top half is written
+            definition = _ChunkDef()
+            definition.words[0], definition.words[1] = 8, 5
+            definition.words[32], definition.words[34] = 4, 1
+            assert lib.GRsetchunk(ri, definition, 3) == 0
+            data = data[:8]
+            height = 8
         buffer = np.ascontiguousarray(data)
         status = lib.GRwriteimage(
             ri, _pair(0, 0), None, _pair(width, height), buffer.ctypes.data_as(ctypes.c_void_p)
@@ -109,3 +117,5 @@ def test_images_match_gr_interface(tmp_path: Path) -> None:
             assert got.dtype.newbyteorder("=") == values.dtype, (name, reader_name)
             np.testing.assert_array_equal(got, values, err_msg=f"{name} {reader_name}")
     assert group["images/deflated"].meta.codecs[0]["id"] == "zlib"
+    # HDF4's chunks of a GR image are no boxes of it: decoded and held in the references
+    assert group["images/chunked"].manifest.path_id.tolist() == [[-2]]

@@ -4,6 +4,7 @@ interlace), its raster data (tag 302, plain or a special element) and its attrib
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Callable
 from functools import partial
@@ -11,12 +12,20 @@ from typing import Any
 
 import numpy as np
 
+from refzarr.codecs.chunk import decode_whole
 from refzarr.errors import ScanError, UnsupportedFeatureError
-from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
+from refzarr.model import INLINED, MISSING, ArrayMeta, RefArray, RefGroup
 from refzarr.scan.hdf4.elements import Chunked, resolve
 from refzarr.scan.hdf4.numtypes import nt_record_dtype
 from refzarr.scan.hdf4.sd import attribute_value
-from refzarr.scan.hdf4.storage import Context, layout_of
+from refzarr.scan.hdf4.storage import (
+    INLINE_LIMIT,
+    Context,
+    Layout,
+    inlined_manifest,
+    layout_of,
+    whole,
+)
 from refzarr.scan.hdf4.vsets import DFTAG_VG, DFTAG_VH, VGroup
 
 __all__ = ["read_images"]
@@ -101,16 +110,13 @@ def _image(ctx: Context, image: VGroup, name: str, used: set[int]) -> RefArray:
     if data_ref is not None and ctx.table.get(*data_ref) is not None:
         dd = ctx.table.find(*data_ref, what)
         storage = resolve(ctx.table, ctx.source, dd, f"{what}: data")
-    squeeze = ncomps == 1 and not isinstance(storage, Chunked)
-    if squeeze:  # one component: a plain 2-D image
+    if ncomps == 1:  # one component: a plain 2-D image
         shape = tuple(s for s, n in zip(shape, names, strict=True) if n != "component")
         names = ("y", "x")
-    elif isinstance(storage, Chunked) and len(storage.chunks) == 2:
-        shape = (height, width)
-        names = ("y", "x")
-        if ncomps != 1:
-            raise UnsupportedFeatureError(f"{where}: chunked image of {ncomps} components")
-    layout = layout_of(ctx, storage, shape, dtype, what)
+    if isinstance(storage, Chunked):
+        layout = _chunked_image(ctx, storage, shape, dtype, ncomps, where)
+    else:
+        layout = layout_of(ctx, storage, shape, dtype, what)
     complete = not bool((layout.manifest.path_id == MISSING).any())
     fill_value = None if complete else _missing_fill(storage, attrs.get("FillValue"), dtype)
     attrs["hdf4_interlace"] = INTERLACES.get(interlace, str(interlace))
@@ -124,6 +130,60 @@ def _image(ctx: Context, image: VGroup, name: str, used: set[int]) -> RefArray:
         dimension_names=tuple(f"{name}_{n}" for n in names),
     )
     return RefArray(meta, layout.manifest)
+
+
+def _chunked_image(
+    ctx: Context,
+    storage: Chunked,
+    shape: tuple[int, ...],
+    dtype: np.dtype[Any],
+    ncomps: int,
+    where: str,
+) -> Layout:
+    """A chunked GR image, decoded and held in the reference set.
+
+    HDF4 chunks a GR image as a (width, height) array whose bytes, in C order, are the
+    image's pixels row by row: its chunks are no boxes of the image, so they cannot be
+    referenced as Zarr chunks.
+    """
+    nbytes = math.prod(shape) * dtype.itemsize
+    if ncomps != 1 or len(storage.shape) != 2 or nbytes > INLINE_LIMIT:
+        raise UnsupportedFeatureError(
+            f"{where}: a chunked GR image ({ncomps} components, {nbytes} bytes) cannot be "
+            f"referenced (HDF4's chunks are no boxes of the image); refzarr inlines only "
+            f"one-component images of at most {INLINE_LIMIT} bytes"
+        )
+    stored = layout_of(ctx, storage, storage.shape, dtype, where)
+    fill = storage.fill if len(storage.fill) == dtype.itemsize else bytes(dtype.itemsize)
+    meta = ArrayMeta(
+        shape=storage.shape,
+        chunks=stored.chunks,
+        dtype=dtype,
+        fill_value=np.frombuffer(fill, dtype=dtype)[0],
+        codecs=stored.codecs,
+    )
+    values = decode_whole(meta, _stored_chunks(ctx, stored), where)
+    data = np.ascontiguousarray(values).reshape(shape).tobytes()
+    return Layout(whole(shape), inlined_manifest((1,) * len(shape), {(0,) * len(shape): data}), [])
+
+
+def _stored_chunks(ctx: Context, layout: Layout) -> list[bytes | None]:
+    manifest = layout.manifest
+    out: list[bytes | None] = []
+    inlined = manifest.inlined
+    columns = zip(
+        manifest.path_id.reshape(-1).tolist(),
+        manifest.offset.reshape(-1).tolist(),
+        manifest.length.reshape(-1).tolist(),
+        strict=True,
+    )
+    for k, (pid, offset, length) in enumerate(columns):
+        if pid == INLINED:
+            index = tuple(int(i) for i in np.unravel_index(k, manifest.grid_shape))
+            out.append(inlined[index])
+        else:
+            out.append(ctx.source.read(offset, length, "chunk") if pid >= 0 else None)
+    return out
 
 
 def _missing_fill(storage: Any, declared: Any, dtype: np.dtype[Any]) -> Any:
