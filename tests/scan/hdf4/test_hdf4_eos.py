@@ -4,6 +4,8 @@ x = -20,015,109.354 m, y = 10,007,554.677 m), and on packed-degree geographic gr
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -16,14 +18,20 @@ TILE = 1_111_950.5197665233
 """Width of a MODIS sinusoidal tile, metres (the published tiling constant)."""
 
 
-@pytest.mark.skipif(not MODIS.exists(), reason="corpus absent")
+@pytest.fixture(scope="module")
+def modis() -> tuple[refzarr.RefGroup, Any]:
+    if not MODIS.exists():
+        pytest.skip("corpus absent")
+    group = refzarr.scan(MODIS)
+    return group, refzarr.open_dataset(group)
+
+
 @pytest.mark.parametrize(
     ("grid", "cells"), [("MODIS_Grid_500m_2D", 2400), ("MODIS_Grid_1km_2D", 1200)]
 )
-def test_modis_tile_coordinates(grid: str, cells: int) -> None:
-    group = refzarr.scan(MODIS)
-    x = refzarr.open_dataset(group)[f"XDim:{grid}"].values
-    y = refzarr.open_dataset(group)[f"YDim:{grid}"].values
+def test_modis_tile_coordinates(modis: tuple[refzarr.RefGroup, Any], grid: str, cells: int) -> None:
+    group, dataset = modis
+    x, y = dataset[f"XDim:{grid}"].values, dataset[f"YDim:{grid}"].values
     size = TILE / cells  # the file's corners are rounded to the micrometre: 1 cm tolerance
     left, top = -20_015_109.354 + 14 * TILE, 10_007_554.677 - 17 * TILE
     np.testing.assert_allclose(x, left + (np.arange(cells) + 0.5) * size, rtol=0, atol=1e-2)
