@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from h4kit import refzarr_reader
 
 import refzarr
 from corpus import CORPUS
@@ -23,15 +24,15 @@ def modis() -> tuple[refzarr.RefGroup, Any]:
     if not MODIS.exists():
         pytest.skip("corpus absent")
     group = refzarr.scan(MODIS)
-    return group, refzarr.open_dataset(group)
+    return group, refzarr_reader(group)
 
 
 @pytest.mark.parametrize(
     ("grid", "cells"), [("MODIS_Grid_500m_2D", 2400), ("MODIS_Grid_1km_2D", 1200)]
 )
 def test_modis_tile_coordinates(modis: tuple[refzarr.RefGroup, Any], grid: str, cells: int) -> None:
-    group, dataset = modis
-    x, y = dataset[f"XDim:{grid}"].values, dataset[f"YDim:{grid}"].values
+    group, read = modis
+    x, y = read(f"XDim:{grid}"), read(f"YDim:{grid}")
     size = TILE / cells  # the file's corners are rounded to the micrometre: 1 cm tolerance
     left, top = -20_015_109.354 + 14 * TILE, 10_007_554.677 - 17 * TILE
     np.testing.assert_allclose(x, left + (np.arange(cells) + 0.5) * size, rtol=0, atol=1e-2)
