@@ -3,6 +3,7 @@ tag 1963 records): the containers the SD interface and the chunk tables are buil
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -182,9 +183,20 @@ def _counted(raw: bytes, at: int) -> tuple[str, int]:
 
 def record_dtype(vdata: VData, where: str) -> np.dtype[Any]:
     """The numpy dtype of one record (fields at their stored offsets)."""
+    try:
+        return _record_dtype(vdata.fields, vdata.interlace, vdata.record_size)
+    except (ValueError, TypeError) as exc:
+        raise ScanError(f"{where}: damaged vdata header ({vdata.name!r}): {exc}") from exc
+    except UnsupportedFeatureError as exc:
+        raise UnsupportedFeatureError(f"{where}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=256)
+def _record_dtype(fields: tuple[Field, ...], interlace: int, record_size: int) -> np.dtype[Any]:
+    """`record_dtype`, kept for the layouts a file repeats (every attribute of a type)."""
     names, formats, offsets = [], [], []
-    for f in vdata.fields:
-        base = number_dtype(f.type, where=f"{where}: field {f.name!r}")
+    for f in fields:
+        base = number_dtype(f.type, where=f"field {f.name!r}")
         if base.kind == "S":
             formats.append(np.dtype(f"S{max(f.order, 1)}"))
         elif f.order > 1:
@@ -192,17 +204,12 @@ def record_dtype(vdata: VData, where: str) -> np.dtype[Any]:
         else:
             formats.append(base)
         names.append(f.name)
-        offsets.append(f.offset if vdata.interlace == FULL_INTERLACE else 0)
-    if vdata.interlace != FULL_INTERLACE:
+        offsets.append(f.offset if interlace == FULL_INTERLACE else 0)
+    if interlace != FULL_INTERLACE:
         offsets, at = [], 0
         for fmt in formats:
             offsets.append(at)
             at += fmt.itemsize
     size = sum(fmt.itemsize for fmt in formats)
-    itemsize = max([vdata.record_size, size] if vdata.interlace == FULL_INTERLACE else [size])
-    try:
-        return np.dtype(
-            {"names": names, "formats": formats, "offsets": offsets, "itemsize": itemsize}
-        )
-    except (ValueError, TypeError) as exc:
-        raise ScanError(f"{where}: damaged vdata header ({vdata.name!r}): {exc}") from exc
+    itemsize = max([record_size, size] if interlace == FULL_INTERLACE else [size])
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": itemsize})
