@@ -4,7 +4,7 @@ or chunked (special elements, whose descriptor points at a header instead of the
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
@@ -63,7 +63,7 @@ class Compressed:
 @dataclass(frozen=True, slots=True)
 class Chunked:
     """A chunked element: shape, chunk shape, fill bytes, the coder of its chunks (0: none)
-    and, per chunk origin (chunk indices), the chunk's object ref (tag DFTAG_CHUNK)."""
+    and the ref of its chunk table (a vdata: chunk origins and chunk object refs)."""
 
     shape: tuple[int, ...]
     chunks: tuple[int, ...]
@@ -73,7 +73,6 @@ class Chunked:
     params: dict[str, Any]
     table_ref: int
     length: int
-    chunk_refs: dict[tuple[int, ...], int] = field(default_factory=dict)
 
 
 Storage = Contiguous | External | Compressed | Chunked
