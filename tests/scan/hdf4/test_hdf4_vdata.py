@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyhdf.VS  # noqa: F401  # HDF.vstart needs pyhdf.VS imported
+import pyhdf.hdfext
+import pyhdf.VS  # HDF.vstart needs pyhdf.VS imported
 import pytest
 from h4kit import refzarr_reader, zarr_reader
 from pyhdf.HDF import HC, HDF
@@ -51,6 +52,10 @@ def _write_tables(path: Path) -> None:
     flat = vs.create("flat", (("a", HC.INT32, 1), ("b", HC.FLOAT32, 1)))
     flat.write([[k, k / 4] for k in range(50)])
     flat.detach()
+    by_field = vs.create("not_interlaced", (("a", HC.INT16, 1), ("b", HC.FLOAT64, 2)))
+    assert pyhdf.hdfext.VSsetinterlace(by_field._id, 1) == 0  # NO_INTERLACE: field by field
+    by_field.write([[k, [k / 2, k / 3]] for k in range(6)])
+    by_field.detach()
     vs.end()
     hdf.close()
 
@@ -82,6 +87,8 @@ def test_tables_match_pyhdf(tables: Any, tmp_path: Path) -> None:
     path, group = tables
     expected = _pyhdf_tables(path)
     assert sorted(group["vdata"].members) == sorted(expected)
+    if "not_interlaced" in expected:  # records stored field by field: decoded and inlined
+        assert group["vdata/not_interlaced"].manifest.path_id.tolist() == [-2]
     reader = RangeReader()
     json_path = tmp_path / "refs.json"
     refzarr.write(group, json_path)
