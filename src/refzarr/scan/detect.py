@@ -15,7 +15,6 @@ from refzarr.scan.base import HEAD_BYTES, Probe, ScanFormat, formats_summary, re
 __all__ = ["describe_head", "detect_format", "detect_probe", "probe_source"]
 
 _LOOKS_LIKE = {
-    b"\x0e\x03\x13\x01": "HDF4",
     b"GRIB": "GRIB",
     b"SIMPLE  ": "FITS",
 }
