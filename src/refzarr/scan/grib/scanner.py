@@ -1,0 +1,217 @@
+"""The GRIB scanner: every field of a GRIB 1 / 2 file placed in hypercubes, one group per
+``(name, stepType, typeOfLevel)`` at ``<name>/<stepType>/<typeOfLevel>``, each chunk a
+message's byte range.
+
+Messages are framed from their section 0 headers (`framing`); ecCodes opens each field from
+its bytes and only its keys are read, never its values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from refzarr.codecs.grib import extract_field
+from refzarr.codecs.grib_eccodes import MISSING, load_eccodes
+from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
+from refzarr.model import RefGroup
+from refzarr.scan.base import ScanOptions
+from refzarr.scan.grib.build import cube_group
+from refzarr.scan.grib.cube import Cube, Cubes
+from refzarr.scan.grib.fields import field_keys
+from refzarr.scan.grib.framing import Garbage, Message, iter_messages
+from refzarr.scan.grib.grid import Grid, grid_of
+from refzarr.scan.grib.sections import message_fields
+from refzarr.scan.grib.source import GribSource, open_source
+from refzarr.scan.result import ScannedGroup, Skipped
+
+__all__ = ["GribScanner"]
+
+DATA_KEYS = ("paramId", "dataType", "numberOfPoints", "typeOfLevel", "stepUnits", "stepType",
+             "gridType", "uvRelativeToGrid")  # fmt: skip
+"""Keys of a field kept as ``GRIB_<key>`` attributes unless undefined (cfgrib's)."""
+EXTRA_KEYS = ("shortName", "units", "name", "cfName", "cfVarName", "totalNumber",
+              "numberOfDirections", "numberOfFrequencies", "NV",
+              "gridDefinitionDescription")  # fmt: skip
+"""Keys kept as ``GRIB_<key>`` attributes whenever the field has them (cfgrib's)."""
+GLOBAL_KEYS = ("edition", "centre", "centreDescription", "subCentre")
+
+
+@dataclass(frozen=True, slots=True)
+class GribScanner(ScanOptions):
+    """Scan GRIB edition 1 and 2 files into reference groups.
+
+    Takes the options every scanner takes (`ScanOptions`). ``inline_threshold``: messages
+    shorter than it are held in the reference set. ``inline_coordinates`` does not apply:
+    GRIB coordinates are computed, not stored, so they are always held in the reference set.
+    ``on_unsupported="skip"`` leaves out (and lists) fields that cannot be referenced and
+    bytes between messages that are not GRIB.
+
+    Examples
+    --------
+    >>> group = GribScanner()("gfs.t00z.pgrb2.0p25.f000")  # doctest: +SKIP
+    >>> group["t/instant/isobaricInhPa/t"].shape  # doctest: +SKIP
+    (1, 1, 41, 721, 1440)
+    """
+
+    def __post_init__(self) -> None:
+        ScanOptions.__post_init__(self)
+
+    def __call__(self, url: str) -> ScannedGroup:
+        """Scan one file (a local path or an fsspec URL).
+
+        Raises
+        ------
+        ScanError
+            When a message is truncated, corrupt or separated from the next by non-GRIB bytes
+            (names the file, the message number and its byte offset).
+        UnsupportedFeatureError
+            When a field cannot be referenced (with ``on_unsupported="raise"``).
+        """
+        load_eccodes()
+        with open_source(str(url), self.storage_options) as source:
+            scan = _Scan(self, source)
+            skip = self.on_unsupported == "skip"
+            for item in iter_messages(source.read_at, source.size, source.url, skip=skip):
+                if isinstance(item, Garbage):
+                    scan.skipped.append(Skipped(f"bytes {item.offset}..{item.end}", item.reason))
+                else:
+                    scan.message(item)
+            root = scan.group()
+        return ScannedGroup(root.attributes, root.members, tuple(scan.skipped))
+
+
+@dataclass
+class _Scan:
+    """The state of one scan: hypercubes, grids met, what was skipped."""
+
+    options: GribScanner
+    source: GribSource
+    cubes: Cubes = field(default_factory=Cubes)
+    grids: dict[tuple[int, bytes], int] = field(default_factory=dict)
+    grid_list: list[Grid] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def where(self, message: Message) -> str:
+        return f"{self.source.url}: GRIB message {message.number} at byte offset {message.offset}"
+
+    def message(self, message: Message) -> None:
+        """Place every field of ``message``."""
+        try:
+            fields = message_fields(message.data, message.edition)
+        except ValueError as exc:
+            raise ScanError(f"{self.where(message)}: {exc}") from exc
+        for layout in fields:
+            where = self.where(message) + (f", field {layout.number}" if len(fields) > 1 else "")
+            try:
+                self.field(message, layout.number, layout.grid, where)
+            except UnsupportedFeatureError as exc:
+                if self.options.on_unsupported == "raise":
+                    raise
+                self.skipped.append(Skipped(where, str(exc)))
+
+    def field(self, message: Message, index: int, grid_bytes: bytes, where: str) -> None:
+        eccodes = load_eccodes()
+        data = extract_field(message.data, index) if index else message.data
+        try:
+            handle = eccodes.codes_new_from_message(data)
+        except eccodes.GribInternalError as exc:
+            raise ScanError(f"{where}: ecCodes cannot read it: {exc}") from exc
+        try:
+            self._place(handle, message, index, grid_bytes, where)
+        except eccodes.GribInternalError as exc:
+            raise ScanError(f"{where}: ecCodes cannot read its keys: {exc}") from exc
+        finally:
+            eccodes.codes_release(handle)
+
+    def _place(
+        self, handle: Any, message: Message, index: int, grid_bytes: bytes, where: str
+    ) -> None:
+        keys = field_keys(handle, message.edition, where)
+        grid = self._grid(handle, message.edition, grid_bytes)
+        cube, cell = self.cubes.place(keys, grid, index)
+        if cube is None:
+            cube = self.cubes.new(keys, grid, index, _data_attributes(handle), _globals(handle))
+        cube.add(cell, message.offset, message.length, keys)
+        if message.length < self.options.inline_threshold:
+            cube.inlined[len(cube.offsets) - 1] = message.data
+
+    def _grid(self, handle: Any, edition: int, grid_bytes: bytes) -> int:
+        key = (edition, grid_bytes)
+        found = self.grids.get(key)
+        if found is None:
+            found = self.grids[key] = len(self.grid_list)
+            self.grid_list.append(grid_of(handle))
+        return found
+
+    def group(self) -> RefGroup:
+        """The root group: ``<name>/<stepType>/<typeOfLevel>`` for every hypercube."""
+        tree: dict[str, Any] = {}
+        for path, cube in self.cubes.paths():
+            grid = self.grid_list[cube.grid]
+            node = tree
+            *parents, leaf = path.split("/")
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = cube_group(cube, grid, self.source.url, _codec(cube, grid))
+        return _as_group(tree)
+
+
+def _codec(cube: Cube, grid: Grid) -> dict[str, Any]:
+    codec: dict[str, Any] = {"id": "refzarr.grib"}
+    if cube.field_index:
+        codec["field"] = cube.field_index
+    if grid.rows is not None:
+        codec["rows"] = list(grid.rows)
+    return codec
+
+
+def _as_group(tree: dict[str, Any]) -> RefGroup:
+    members = {
+        name: node if isinstance(node, RefGroup) else _as_group(node) for name, node in tree.items()
+    }
+    return RefGroup({}, members)
+
+
+def _data_attributes(handle: Any) -> dict[str, Any]:
+    """cfgrib's attributes of a data variable, from its first field."""
+    out: dict[str, Any] = {}
+    for key in DATA_KEYS:
+        value = _scalar(handle, key)
+        if value is not None and value not in ("undef", "unknown"):
+            out[f"GRIB_{key}"] = value
+    for key in EXTRA_KEYS:
+        value = _scalar(handle, key)
+        if value is not None:
+            out[f"GRIB_{key}"] = value
+    out["GRIB_missingValue"] = MISSING
+    out["long_name"] = out.get("GRIB_name", f"original GRIB paramId: {out.get('GRIB_paramId')}")
+    out["units"] = out.get("GRIB_units", "1")
+    if "GRIB_cfName" in out:
+        out["standard_name"] = out["GRIB_cfName"]
+    return out
+
+
+def _globals(handle: Any) -> dict[str, Any]:
+    """cfgrib's dataset attributes, from a hypercube's first field."""
+    out: dict[str, Any] = {}
+    for key in GLOBAL_KEYS:
+        value = _scalar(handle, key)
+        if value is not None and value not in ("undef", "unknown"):
+            out[f"GRIB_{key}"] = value
+    out["Conventions"] = "CF-1.7"
+    if "GRIB_centreDescription" in out:
+        out["institution"] = out["GRIB_centreDescription"]
+    return out
+
+
+def _scalar(handle: Any, key: str) -> Any:
+    """A key's native value (int, float or str), or None when the field lacks it."""
+    eccodes = load_eccodes()
+    try:
+        value = eccodes.codes_get(handle, key)
+    except (eccodes.GribInternalError, RefzarrError):
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    return value
