@@ -13,10 +13,36 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "GribScanner", "is_grib"]
 
 
+SEARCH_BYTES = 1 << 16
+"""How far into a file detection looks for its first message (some files open with a header
+of their own: 12,000 bytes in a Meteo-France ECOCLIMAP file)."""
+
+
 def is_grib(probe: Probe) -> bool:
-    """Whether a file starts with a GRIB edition 1 or 2 message."""
+    """Whether a file holds a GRIB edition 1 or 2 message within its first `SEARCH_BYTES`
+    (one that ends with ``7777`` where its length says, when it does not start the file)."""
+    if probe.read_at is None:
+        return False
     head = probe.head
-    return not probe.is_directory and head[:4] == b"GRIB" and head[7:8] in (b"\x01", b"\x02")
+    if head[:4] == b"GRIB" and head[7:8] in (b"\x01", b"\x02"):
+        return True
+    if len(head) < 4096:
+        return False
+    more = head + probe.read_at(len(head), SEARCH_BYTES - len(head))
+    start = more.find(b"GRIB")
+    while start >= 0:
+        if _ends_with_marker(probe, more, start):
+            return True
+        start = more.find(b"GRIB", start + 1)
+    return False
+
+
+def _ends_with_marker(probe: Probe, data: bytes, start: int) -> bool:
+    header = data[start : start + 16]
+    if len(header) < 16 or header[7] not in (1, 2) or probe.read_at is None:
+        return False
+    length = int.from_bytes(header[4:7] if header[7] == 1 else header[8:16], "big")
+    return length > 16 and probe.read_at(start + length - 4, 4) == b"7777"
 
 
 FORMAT = ScanFormat(

@@ -82,16 +82,17 @@ def variable_name(handle: Any, edition: int) -> str:
 
 def _reference_time(handle: Any) -> int:
     """The forecast's reference time (dataDate, dataTime) in seconds since 1970."""
-    date = int(read_key(handle, "dataDate", int) or 0)
-    hhmm = int(read_key(handle, "dataTime", int) or 0)
+    date = int(read_key(handle, "dataDate", int))
+    hhmm = int(read_key(handle, "dataTime", int))
     when = dt.datetime(date // 10000, date // 100 % 100, date % 100, hhmm // 100, hhmm % 100)
     return int((when - _EPOCH).total_seconds())
 
 
 def _step_seconds(handle: Any, where: str) -> int:
     """The step (endStep, in its stepUnits) in seconds, exact."""
-    step = int(read_key(handle, "endStep", int) or 0)
-    unit = int(read_key(handle, "stepUnits", int) or 1)
+    step = read_key(handle, "endStep", int)
+    unit = read_key(handle, "stepUnits", int)
+    step, unit = (0 if step is None else step), (1 if unit is None else unit)
     seconds = STEP_UNIT_SECONDS.get(unit)
     if seconds is None:
         raise UnsupportedFeatureError(

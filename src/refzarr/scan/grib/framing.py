@@ -2,7 +2,8 @@
 
 Each message starts with ``GRIB``, its total length (3 bytes in edition 1, 8 in edition 2)
 and its edition, and ends with ``7777``. Messages may be separated by zero padding (ECMWF
-pads GRIB1 messages to multiples of 120 bytes); anything else between them, a length running
+pads GRIB1 messages to multiples of 120 bytes) and the file may open with a header of its
+own before the first message; anything else between messages, a length running
 past the end of the file or a message not ending with ``7777`` is reported with the message's
 number and byte offset. Every step moves forward by at least one byte, so a bad length can
 never make the scan loop.
@@ -55,7 +56,7 @@ def iter_messages(
     length is wrong) are yielded as `Garbage` and the scan resumes at the next ``GRIB``;
     otherwise they raise `ScanError` naming the file, the message number and the offset.
     """
-    position, number = 0, 0
+    position, number = _first_marker(read_at, size, url), 0
     while position < size:
         start = _skip_padding(read_at, position, size)
         if start >= size:
@@ -72,6 +73,15 @@ def iter_messages(
         yield message
         position = start + message.length
         number += 1
+
+
+def _first_marker(read_at: ReadAt, size: int, url: str) -> int:
+    """Where the first message starts: files may open with a header of their own (ecCodes
+    skips it too)."""
+    found = _next_marker(read_at, 0, size)
+    if found >= size:
+        raise ScanError(f"{url}: no GRIB message in the file ('GRIB' occurs nowhere)")
+    return found
 
 
 def _skip_padding(read_at: ReadAt, position: int, size: int) -> int:
