@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from corpus import corpus_files
 
 import refzarr
+from corpus import corpus_files
 from refzarr import RefArray, RefGroup
 from refzarr.codecs.grib_eccodes import MISSING, load_eccodes
 
