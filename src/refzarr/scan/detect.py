@@ -54,8 +54,16 @@ def probe_source(url: str, storage_options: Mapping[str, Any] | None = None) -> 
             raise ScanError(f"{url}: reading its first bytes failed: {exc}") from exc
         head = b""
 
+    sizes: list[int | None] = []
+
     def read_at(offset: int, length: int) -> bytes:
-        data: bytes = fs.cat_file(path, start=offset, end=offset + length)
+        if not sizes:  # object stores refuse a range past the end (S3: "not satisfiable")
+            sizes.append(_size(fs, path))
+        size = sizes[0]
+        end = offset + length if size is None else min(offset + length, size)
+        if end <= offset:
+            return b""
+        data: bytes = fs.cat_file(path, start=offset, end=end)
         return data
 
     return Probe(url, bytes(head), read_at)
