@@ -3,16 +3,16 @@ the ``refzarr.grib`` codec) and its coordinates, CF-encoded as cfgrib names them
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 import numpy as np
+from numcodecs import Shuffle, Zstd
 
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from refzarr.scan.grib.cube import Cube
 from refzarr.scan.grib.grid import LATITUDE, LONGITUDE, Grid
 
-__all__ = ["cube_group"]
+__all__ = ["cube_group", "grid_coordinates"]
 
 TIME_UNITS = "seconds since 1970-01-01T00:00:00"
 
@@ -35,11 +35,14 @@ LEVEL_ATTRIBUTES: dict[str, dict[str, str]] = {
 """CF attributes of the level coordinates cfgrib describes (others get a generic name)."""
 
 COMPRESS_ABOVE = 1 << 16
-"""Inlined latitude / longitude of more bytes than this are stored zlib-compressed."""
+"""Inlined latitude / longitude of more bytes than this are stored compressed."""
 
 
-def cube_group(cube: Cube, grid: Grid, url: str, codec: dict[str, Any]) -> RefGroup:
-    """The group of one hypercube: its data array and coordinate arrays."""
+def cube_group(
+    cube: Cube, grid: Grid, url: str, codec: dict[str, Any], coordinates: dict[str, RefArray]
+) -> RefGroup:
+    """The group of one hypercube: its data array and coordinate arrays (``coordinates``:
+    the grid's, from `grid_coordinates`, made once per grid)."""
     numbers = sorted({c[0] for c in cube.cells}, key=lambda n: -1 if n is None else n)
     times = sorted({c[1] for c in cube.cells})
     steps = sorted({c[2] for c in cube.cells})
@@ -55,7 +58,7 @@ def cube_group(cube: Cube, grid: Grid, url: str, codec: dict[str, Any]) -> RefGr
     members: dict[str, RefArray] = {}
     members[cube.name] = _data_array(cube, grid, url, codec, header)
     members.update(_header_coordinates(cube, numbers, times, steps, levels))
-    members.update(_grid_coordinates(grid))
+    members.update(coordinates)
     return RefGroup(cube.group_attributes, members)
 
 
@@ -165,7 +168,9 @@ def _header_coordinates(
     return out
 
 
-def _grid_coordinates(grid: Grid) -> dict[str, RefArray]:
+def grid_coordinates(grid: Grid) -> dict[str, RefArray]:
+    """``latitude`` and ``longitude`` of a grid, held in the reference set (none when ecCodes
+    cannot compute them)."""
     if grid.latitude is None or grid.longitude is None:
         return {}
     regular = grid.dims == ("latitude", "longitude")
@@ -191,10 +196,12 @@ def _inline(
     value, unless ``force_dim``)."""
     if values.size == 1 and not force_dim and values.ndim <= 1:
         values, dims = values.reshape(()), ()
-    data = np.ascontiguousarray(values).tobytes()
+    data = values.tobytes()
     codecs: tuple[dict[str, Any], ...] = ()
-    if len(data) > COMPRESS_ABOVE:
-        data, codecs = zlib.compress(data, 1), ({"id": "zlib", "level": 1},)
+    if len(data) > COMPRESS_ABOVE:  # shuffled float64 coordinates: ~0.65 of their size, fast
+        shuffle = Shuffle(values.dtype.itemsize)
+        data = bytes(Zstd(level=1).encode(shuffle.encode(np.ascontiguousarray(values))))
+        codecs = (shuffle.get_config(), {"id": "zstd", "level": 1})
     meta = ArrayMeta(
         shape=values.shape,
         chunks=values.shape if values.ndim else (),

@@ -86,6 +86,8 @@ def _first_marker(read_at: ReadAt, size: int, url: str) -> int:
 
 def _skip_padding(read_at: ReadAt, position: int, size: int) -> int:
     """The first non-zero byte at or after ``position`` (``size`` when there is none)."""
+    if read_at(position, 1) != b"\x00":
+        return position
     while position < size:
         block = read_at(position, min(PAD_BLOCK, size - position))
         if not block:

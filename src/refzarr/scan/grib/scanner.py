@@ -14,14 +14,14 @@ from typing import Any
 from refzarr.codecs.grib import extract_field
 from refzarr.codecs.grib_eccodes import MISSING, load_eccodes
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
-from refzarr.model import RefGroup
+from refzarr.model import RefArray, RefGroup
 from refzarr.scan.base import ScanOptions
-from refzarr.scan.grib.build import cube_group
+from refzarr.scan.grib.build import cube_group, grid_coordinates
 from refzarr.scan.grib.cube import Cube, Cubes
-from refzarr.scan.grib.fields import field_keys
+from refzarr.scan.grib.fields import FieldKeys, field_keys
 from refzarr.scan.grib.framing import Garbage, Message, iter_messages
 from refzarr.scan.grib.grid import Grid, grid_of
-from refzarr.scan.grib.sections import message_fields
+from refzarr.scan.grib.sections import FieldLayout, message_fields
 from refzarr.scan.grib.source import GribSource, open_source
 from refzarr.scan.result import ScannedGroup, Skipped
 
@@ -81,6 +81,19 @@ class GribScanner(ScanOptions):
         return ScannedGroup(root.attributes, root.members, tuple(scan.skipped))
 
 
+@dataclass(frozen=True, slots=True)
+class _Template:
+    """What ecCodes said of the first field of a template: its keys, grid and attributes,
+    and whether its reference time is the one read from the section 1 octets (then fields
+    of the same template take their time from their octets, without asking ecCodes)."""
+
+    keys: FieldKeys
+    grid: int
+    attributes: dict[str, Any]
+    group_attributes: dict[str, Any]
+    time_from_bytes: bool
+
+
 @dataclass
 class _Scan:
     """The state of one scan: hypercubes, grids met, what was skipped."""
@@ -90,6 +103,7 @@ class _Scan:
     cubes: Cubes = field(default_factory=Cubes)
     grids: dict[tuple[int, bytes], int] = field(default_factory=dict)
     grid_list: list[Grid] = field(default_factory=list)
+    templates: dict[bytes, _Template] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
 
     def where(self, message: Message) -> str:
@@ -104,37 +118,49 @@ class _Scan:
         for layout in fields:
             where = self.where(message) + (f", field {layout.number}" if len(fields) > 1 else "")
             try:
-                self.field(message, layout.number, layout.grid, where)
+                self.field(message, layout, where)
             except UnsupportedFeatureError as exc:
                 if self.options.on_unsupported == "raise":
                     raise
                 self.skipped.append(Skipped(where, str(exc)))
 
-    def field(self, message: Message, index: int, grid_bytes: bytes, where: str) -> None:
+    def field(self, message: Message, layout: FieldLayout, where: str) -> None:
+        """Place one field: its keys from the cache of its template, else from ecCodes."""
+        known = self.templates.get(layout.template)
+        if known is None or layout.time is None or not known.time_from_bytes:
+            known = self._read(message, layout, where)
+        keys = known.keys
+        if known.time_from_bytes and layout.time is not None:
+            keys = keys._replace(time=layout.time)
+        cube, cell = self.cubes.place(keys, known.grid, layout.number)
+        if cube is None:
+            cube = self.cubes.new(
+                keys, known.grid, layout.number, known.attributes, known.group_attributes
+            )
+        cube.add(cell, message.offset, message.length, keys)
+        if message.length < self.options.inline_threshold:
+            cube.inlined[len(cube.offsets) - 1] = message.data
+
+    def _read(self, message: Message, layout: FieldLayout, where: str) -> _Template:
+        """What ecCodes says of a field, remembered for its template."""
         eccodes = load_eccodes()
-        data = extract_field(message.data, index) if index else message.data
+        data = extract_field(message.data, layout.number) if layout.number else message.data
         try:
             handle = eccodes.codes_new_from_message(data)
         except eccodes.GribInternalError as exc:
             raise ScanError(f"{where}: ecCodes cannot read it: {exc}") from exc
         try:
-            self._place(handle, message, index, grid_bytes, where)
+            keys = field_keys(handle, message.edition, where)
+            grid = self._grid(handle, message.edition, layout.grid)
+            known = _Template(
+                keys, grid, _data_attributes(handle), _globals(handle), keys.time == layout.time
+            )
         except eccodes.GribInternalError as exc:
             raise ScanError(f"{where}: ecCodes cannot read its keys: {exc}") from exc
         finally:
             eccodes.codes_release(handle)
-
-    def _place(
-        self, handle: Any, message: Message, index: int, grid_bytes: bytes, where: str
-    ) -> None:
-        keys = field_keys(handle, message.edition, where)
-        grid = self._grid(handle, message.edition, grid_bytes)
-        cube, cell = self.cubes.place(keys, grid, index)
-        if cube is None:
-            cube = self.cubes.new(keys, grid, index, _data_attributes(handle), _globals(handle))
-        cube.add(cell, message.offset, message.length, keys)
-        if message.length < self.options.inline_threshold:
-            cube.inlined[len(cube.offsets) - 1] = message.data
+        self.templates[layout.template] = known
+        return known
 
     def _grid(self, handle: Any, edition: int, grid_bytes: bytes) -> int:
         key = (edition, grid_bytes)
@@ -147,13 +173,17 @@ class _Scan:
     def group(self) -> RefGroup:
         """The root group: ``<name>/<stepType>/<typeOfLevel>`` for every hypercube."""
         tree: dict[str, Any] = {}
+        shared: dict[int, dict[str, RefArray]] = {}
         for path, cube in self.cubes.paths():
             grid = self.grid_list[cube.grid]
             node = tree
             *parents, leaf = path.split("/")
             for part in parents:
                 node = node.setdefault(part, {})
-            node[leaf] = cube_group(cube, grid, self.source.url, _codec(cube, grid))
+            coordinates = shared.get(cube.grid)
+            if coordinates is None:
+                coordinates = shared[cube.grid] = grid_coordinates(grid)
+            node[leaf] = cube_group(cube, grid, self.source.url, _codec(cube, grid), coordinates)
         return _as_group(tree)
 
 
