@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 from refzarr.scan.base import Probe, ScanFormat
 
 if TYPE_CHECKING:
+    from refzarr.scan.grib.index import scan_indexed
     from refzarr.scan.grib.scanner import GribScanner
 
-__all__ = ["FORMAT", "GribScanner", "is_grib"]
+__all__ = ["FORMAT", "GribScanner", "is_grib", "scan_indexed"]
 
 
 SEARCH_BYTES = 1 << 16
@@ -63,4 +64,8 @@ def __getattr__(name: str) -> Any:
         from refzarr.scan.grib.scanner import GribScanner
 
         return GribScanner
+    if name == "scan_indexed":
+        from refzarr.scan.grib.index import scan_indexed
+
+        return scan_indexed
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

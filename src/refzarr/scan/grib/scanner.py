@@ -22,10 +22,10 @@ from refzarr.scan.grib.fields import FieldKeys, field_keys
 from refzarr.scan.grib.framing import Garbage, Message, iter_messages
 from refzarr.scan.grib.grid import Grid, grid_of
 from refzarr.scan.grib.sections import FieldLayout, message_fields
-from refzarr.scan.grib.source import GribSource, open_source
+from refzarr.scan.grib.source import open_source
 from refzarr.scan.result import ScannedGroup, Skipped
 
-__all__ = ["GribScanner"]
+__all__ = ["GribScanner", "Placed", "Recording"]
 
 DATA_KEYS = ("paramId", "dataType", "numberOfPoints", "typeOfLevel", "stepUnits", "stepType",
              "gridType", "uvRelativeToGrid")  # fmt: skip
@@ -68,9 +68,14 @@ class GribScanner(ScanOptions):
         UnsupportedFeatureError
             When a field cannot be referenced (with ``on_unsupported="raise"``).
         """
+        group, _ = self.scan_recorded(url)
+        return group
+
+    def scan_recorded(self, url: str) -> tuple[ScannedGroup, Recording]:
+        """`__call__`, and how each field was placed, in file order (for `.idx` sidecars)."""
         load_eccodes()
         with open_source(str(url), self.storage_options) as source:
-            scan = _Scan(self, source)
+            scan = _Scan(self, source.url)
             skip = self.on_unsupported == "skip"
             for item in iter_messages(source.read_at, source.size, source.url, skip=skip):
                 if isinstance(item, Garbage):
@@ -78,7 +83,41 @@ class GribScanner(ScanOptions):
                 else:
                     scan.message(item)
             root = scan.group()
-        return ScannedGroup(root.attributes, root.members, tuple(scan.skipped))
+        recording = Recording(tuple(scan.placed), tuple(scan.grid_list), bool(scan.skipped))
+        return ScannedGroup(root.attributes, root.members, tuple(scan.skipped)), recording
+
+    def from_placements(self, url: str, placed: list[Placed], grids: tuple[Grid, ...]) -> RefGroup:
+        """The group of a file whose fields are ``placed`` as given (keys, byte ranges) on
+        ``grids``, without reading it: built as `__call__` builds it."""
+        scan = _Scan(self, url, grid_list=list(grids))
+        for one in placed:
+            scan.place(one)
+        root = scan.group()
+        return ScannedGroup(root.attributes, root.members, ())
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """How a scan placed a file's fields, in file order, the grids they are on, and whether
+    anything was skipped."""
+
+    placed: tuple[Placed, ...]
+    grids: tuple[Grid, ...]
+    skipped: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """One field as a scan placed it: its message's byte range and field count, its number
+    in the message, its keys and what its template says (grid, attributes)."""
+
+    offset: int
+    length: int
+    fields: int
+    number: int
+    keys: FieldKeys
+    known: _Template
+    data: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,15 +138,16 @@ class _Scan:
     """The state of one scan: hypercubes, grids met, what was skipped."""
 
     options: GribScanner
-    source: GribSource
+    url: str
     cubes: Cubes = field(default_factory=Cubes)
     grids: dict[tuple[int, bytes], int] = field(default_factory=dict)
     grid_list: list[Grid] = field(default_factory=list)
     templates: dict[bytes, _Template] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
+    placed: list[Placed] = field(default_factory=list)
 
     def where(self, message: Message) -> str:
-        return f"{self.source.url}: GRIB message {message.number} at byte offset {message.offset}"
+        return f"{self.url}: GRIB message {message.number} at byte offset {message.offset}"
 
     def message(self, message: Message) -> None:
         """Place every field of ``message``."""
@@ -118,13 +158,13 @@ class _Scan:
         for layout in fields:
             where = self.where(message) + (f", field {layout.number}" if len(fields) > 1 else "")
             try:
-                self.field(message, layout, where)
+                self.field(message, layout, len(fields), where)
             except UnsupportedFeatureError as exc:
                 if self.options.on_unsupported == "raise":
                     raise
                 self.skipped.append(Skipped(where, str(exc)))
 
-    def field(self, message: Message, layout: FieldLayout, where: str) -> None:
+    def field(self, message: Message, layout: FieldLayout, count: int, where: str) -> None:
         """Place one field: its keys from the cache of its template, else from ecCodes."""
         known = self.templates.get(layout.template)
         if known is None or layout.time is None or not known.time_from_bytes:
@@ -132,14 +172,22 @@ class _Scan:
         keys = known.keys
         if known.time_from_bytes and layout.time is not None:
             keys = keys._replace(time=layout.time)
-        cube, cell = self.cubes.place(keys, known.grid, layout.number)
+        inline = message.length < self.options.inline_threshold
+        data = message.data if inline else None
+        self.place(Placed(message.offset, message.length, count, layout.number, keys, known, data))
+
+    def place(self, field: Placed) -> None:
+        """Put a field in its hypercube (a new one when none can take it)."""
+        keys, known = field.keys, field.known
+        cube, cell = self.cubes.place(keys, known.grid, field.number)
         if cube is None:
             cube = self.cubes.new(
-                keys, known.grid, layout.number, known.attributes, known.group_attributes
+                keys, known.grid, field.number, known.attributes, known.group_attributes
             )
-        cube.add(cell, message.offset, message.length, keys)
-        if message.length < self.options.inline_threshold:
-            cube.inlined[len(cube.offsets) - 1] = message.data
+        cube.add(cell, field.offset, field.length, keys)
+        if field.data is not None:
+            cube.inlined[len(cube.offsets) - 1] = field.data
+        self.placed.append(field)
 
     def _read(self, message: Message, layout: FieldLayout, where: str) -> _Template:
         """What ecCodes says of a field, remembered for its template."""
@@ -183,7 +231,7 @@ class _Scan:
             coordinates = shared.get(cube.grid)
             if coordinates is None:
                 coordinates = shared[cube.grid] = grid_coordinates(grid)
-            node[leaf] = cube_group(cube, grid, self.source.url, _codec(cube, grid), coordinates)
+            node[leaf] = cube_group(cube, grid, self.url, _codec(cube, grid), coordinates)
         return _as_group(tree)
 
 
