@@ -222,3 +222,17 @@ def test_unknown_parameters_are_named_by_table_entry(name: str) -> None:
     names = {p.split("/")[0] for p, _ in group.groups() if p.count("/") == 2}
     assert "unknown" not in names
     assert any(n.startswith("param_") for n in names)
+
+
+def test_detected_from_bytes(tmp_path: Path) -> None:
+    """Every corpus GRIB file is recognised from its bytes (the ECOCLIMAP file after a
+    12,000-byte header of its own); text mentioning GRIB is not."""
+    from gribkit import grib_corpus
+
+    from refzarr.scan.detect import detect_format
+
+    assert {detect_format(str(p)).name for p in grib_corpus()} == {"grib"}
+    text = tmp_path / "notes.txt"
+    text.write_bytes(b"x" * 5000 + b"GRIB\x00\x00\x10\x02" + b"\x00" * 5000)
+    with pytest.raises(refzarr.ScanError, match="not a format refzarr recognises"):
+        detect_format(str(text))
