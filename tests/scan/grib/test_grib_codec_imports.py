@@ -100,3 +100,12 @@ def test_libraries_in_one_process(order: list[str]) -> None:
     result = _run(code + "\nprint('ok')\n")
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().endswith("ok")
+
+
+def test_codec_reverses_alternate_rows() -> None:
+    """``rows``: every other row reversed, as cfgrib does for alternative row scanning."""
+    data = SOURCE.read_bytes()
+    plain = GribCodec().decode(data).reshape(361, 720)
+    turned = GribCodec(rows=(361, 720)).decode(data).reshape(361, 720)
+    np.testing.assert_array_equal(turned[0::2], plain[0::2], strict=True)
+    np.testing.assert_array_equal(turned[1::2], plain[1::2, ::-1], strict=True)
