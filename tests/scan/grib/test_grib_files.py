@@ -236,3 +236,18 @@ def test_detected_from_bytes(tmp_path: Path) -> None:
     text.write_bytes(b"x" * 5000 + b"GRIB\x00\x00\x10\x02" + b"\x00" * 5000)
     with pytest.raises(refzarr.ScanError, match="not a format refzarr recognises"):
         detect_format(str(text))
+
+
+def test_cells_without_a_message_are_missing_chunks(tmp_path: Path) -> None:
+    """A hypercube cell no message fills is a missing chunk (reads NaN), not a fill-in."""
+    parts = messages(GRIB / "era5-levels-members.grib")
+    path = tmp_path / "holes.grib"
+    path.write_bytes(b"".join(parts[:7] + parts[8:]))
+    group = scan(path)
+    missing = 0
+    for _, array in group.arrays():
+        if array.meta.codecs and array.meta.codecs[-1]["id"] == "refzarr.grib":
+            missing += int((array.manifest.path_id < 0).sum())
+    assert missing == 1
+    ecc = eccodes_fields(path)
+    assert assert_matches_eccodes(group, ecc, read_refzarr(group)) == len(parts) - 1
