@@ -11,8 +11,10 @@ from refzarr.errors import UnsupportedFeatureError
 
 __all__ = ["FieldKeys", "field_keys", "read_key"]
 
-STEP_UNIT_SECONDS = {0: 60, 1: 3600, 2: 86400, 10: 10800, 11: 21600, 12: 43200, 13: 1, 254: 1}
-"""Seconds per unit of GRIB's time-range unit codes that are a fixed duration (months, years
+STEP_UNIT_SECONDS = {
+    0: 60, 1: 3600, 2: 86400, 10: 10800, 11: 21600, 12: 43200, 13: 1, 14: 900, 15: 1800,
+}  # fmt: skip
+"""Seconds per unit of ecCodes' ``stepUnits`` codes that are a fixed duration (months, years
 and longer are not)."""
 
 _EPOCH = dt.datetime(1970, 1, 1)

@@ -123,14 +123,14 @@ class Placed:
 @dataclass(frozen=True, slots=True)
 class _Template:
     """What ecCodes said of the first field of a template: its keys, grid and attributes,
-    and whether its reference time is the one read from the section 1 octets (then fields
-    of the same template take their time from their octets, without asking ecCodes)."""
+    and whether its reference time (and step) are those read from its octets (then fields of
+    the same template take their time and step from their octets, without asking ecCodes)."""
 
     keys: FieldKeys
     grid: int
     attributes: dict[str, Any]
     group_attributes: dict[str, Any]
-    time_from_bytes: bool
+    from_bytes: bool
 
 
 @dataclass
@@ -143,6 +143,9 @@ class _Scan:
     grids: dict[tuple[int, bytes], int] = field(default_factory=dict)
     grid_list: list[Grid] = field(default_factory=list)
     templates: dict[bytes, _Template] = field(default_factory=dict)
+    attributes: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = field(
+        default_factory=dict
+    )
     skipped: list[Skipped] = field(default_factory=list)
     placed: list[Placed] = field(default_factory=list)
 
@@ -167,11 +170,13 @@ class _Scan:
     def field(self, message: Message, layout: FieldLayout, count: int, where: str) -> None:
         """Place one field: its keys from the cache of its template, else from ecCodes."""
         known = self.templates.get(layout.template)
-        if known is None or layout.time is None or not known.time_from_bytes:
+        if known is None or not known.from_bytes:
             known = self._read(message, layout, where)
         keys = known.keys
-        if known.time_from_bytes and layout.time is not None:
+        if known.from_bytes and layout.time is not None:
             keys = keys._replace(time=layout.time)
+            if layout.step is not None:
+                keys = keys._replace(step=layout.step)
         inline = message.length < self.options.inline_threshold
         data = message.data if inline else None
         self.place(Placed(message.offset, message.length, count, layout.number, keys, known, data))
@@ -200,15 +205,25 @@ class _Scan:
         try:
             keys = field_keys(handle, message.edition, where)
             grid = self._grid(handle, message.edition, layout.grid)
-            known = _Template(
-                keys, grid, _data_attributes(handle), _globals(handle), keys.time == layout.time
-            )
+            exact = keys.time == layout.time and layout.step in (None, keys.step)
+            attributes = self._attributes(handle, keys, grid)
+            known = _Template(keys, grid, *attributes, exact)
         except eccodes.GribInternalError as exc:
             raise ScanError(f"{where}: ecCodes cannot read its keys: {exc}") from exc
         finally:
             eccodes.codes_release(handle)
         self.templates[layout.template] = known
         return known
+
+    def _attributes(
+        self, handle: Any, keys: FieldKeys, grid: int
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The data array's and the group's attributes, read once per variable and grid."""
+        key = (keys.name, keys.step_type, keys.level_type, keys.param_id, grid)
+        found = self.attributes.get(key)
+        if found is None:
+            found = self.attributes[key] = (_data_attributes(handle), _globals(handle))
+        return found
 
     def _grid(self, handle: Any, edition: int, grid_bytes: bytes) -> int:
         key = (edition, grid_bytes)

@@ -1,11 +1,14 @@
 """The sections of a GRIB message: checked against its length, and for each field the bytes
 that identify its grid and its metadata.
 
-A field's *template* is every byte ecCodes derives its keys from except the reference date:
-the edition and discipline, section 1 with its date and time octets left out, and the local
-use, grid and product sections (GRIB1: the PDS with its date left out, and the GDS). Fields
-of one template differ only in their reference time, which is read from the same octets
-ecCodes reads it from; so a file's keys are asked of ecCodes once per template.
+A field's *template* is every byte ecCodes derives its keys from except the reference date
+and, for the common product definitions (GRIB2 templates 4.0 and 4.1, GRIB1 time range
+indicators 0 and 10), the forecast time: the edition and discipline, section 1 without its
+date and time octets, and the local use, grid and product sections (GRIB1: the PDS without
+its date and P1 octets, and the GDS). Fields of one template differ only in their reference
+time and step, which are read from the octets ecCodes reads them from; so a file's keys are
+asked of ecCodes once per template (and the scanner checks, on the first field of each
+template, that its octets give the time and step ecCodes gives).
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ _EPOCH = dt.datetime(1970, 1, 1)
 
 class FieldLayout(NamedTuple):
     """One field of a message: its number in the message, its grid's identifying bytes, its
-    template (see the module doc) and its reference time in seconds since 1970 (None when
-    the octets do not form a valid date)."""
+    template (see the module doc), its reference time in seconds since 1970 (None when the
+    octets do not form a valid date) and its step in seconds (None: left in the template)."""
 
     number: int
     grid: bytes
     template: bytes
     time: int | None
+    step: int | None = None
 
 
 def message_fields(message: bytes, edition: int) -> list[FieldLayout]:
@@ -49,9 +53,29 @@ def message_fields(message: bytes, edition: int) -> list[FieldLayout]:
     for k, field in enumerate(grib2_fields(message)):
         grid = message[slice(*field.grid)]
         local = message[slice(*field.local)] if field.local is not None else b""
-        template = b"".join((head, _sized(local), _sized(grid), message[slice(*field.product)]))
-        out.append(FieldLayout(k, grid, template, time))
+        product, step = _grib2_step(message[slice(*field.product)])
+        template = b"".join((head, _sized(local), _sized(grid), product))
+        out.append(FieldLayout(k, grid, template, time, step))
     return out
+
+
+GRIB2_UNITS = {0: 60, 1: 3600, 2: 86400, 10: 10800, 11: 21600, 12: 43200, 13: 1}
+"""Seconds per GRIB2 time-range unit (code table 4.4) of fixed duration."""
+GRIB1_UNITS = {0: 60, 1: 3600, 2: 86400, 10: 10800, 11: 21600, 12: 43200, 13: 900, 14: 1800,
+               254: 1}  # fmt: skip
+"""Seconds per GRIB1 time-range unit (code table 4) of fixed duration."""
+
+
+def _grib2_step(product: bytes) -> tuple[bytes, int | None]:
+    """Section 4 without its forecast time, and that time in seconds, for product
+    definition templates 4.0 and 4.1 (the section unchanged and None otherwise)."""
+    if len(product) < 22 or int.from_bytes(product[7:9], "big") not in (0, 1):
+        return product, None
+    seconds = GRIB2_UNITS.get(product[17])
+    value = int.from_bytes(product[18:22], "big")
+    if seconds is None or value & 0x80000000:  # a negative forecast time: left to ecCodes
+        return product, None
+    return product[:18] + product[22:], value * seconds
 
 
 def _sized(part: bytes) -> bytes:
@@ -84,11 +108,29 @@ def _grib1_field(message: bytes) -> FieldLayout:
     position += _length(message, position, end, "4 (binary data)")
     if position > end:
         raise ValueError(f"its sections end at byte {position}, past the end marker at {end}")
-    time = None
+    time = step = None
+    kept = pds[:12] + pds[17:24] + pds[25:]
     if pds_length >= 25:
         time = _seconds((pds[24] - 1) * 100 + pds[12], *pds[13:17])
-    template = b"\x01" + _sized(pds[:12] + pds[17:24] + pds[25:]) + grid
-    return FieldLayout(0, grid, template, time)
+        step = _grib1_step(pds)
+        if step is not None:  # without P1 (and P2 for indicator 10): octets 19, 20
+            kept = pds[:12] + pds[17:18] + pds[20:24] + pds[25:]
+    template = b"\x01" + _sized(kept) + grid
+    return FieldLayout(0, grid, template, time, step)
+
+
+def _grib1_step(pds: bytes) -> int | None:
+    """The step in seconds for time range indicators 0 (P1, P2 zero) and 10 (P1 on two
+    octets); None for the others (left in the template)."""
+    seconds = GRIB1_UNITS.get(pds[17])
+    indicator = pds[20]
+    if seconds is None:
+        return None
+    if indicator == 0 and pds[19] == 0:
+        return pds[18] * seconds
+    if indicator == 10:
+        return int.from_bytes(pds[18:20], "big") * seconds
+    return None
 
 
 def _length(message: bytes, position: int, end: int, name: str) -> int:
