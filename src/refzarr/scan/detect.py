@@ -15,7 +15,6 @@ from refzarr.scan.base import HEAD_BYTES, Probe, ScanFormat, formats_summary, re
 __all__ = ["describe_head", "detect_format", "detect_probe", "probe_source"]
 
 _LOOKS_LIKE = {
-    b"GRIB": "GRIB",
     b"SIMPLE  ": "FITS",
 }
 """Formats recognised for the error message only, while no registered scanner reads them."""

@@ -1,0 +1,137 @@
+"""The grid of a GRIB field as cfgrib shapes it: dimension names, shape, latitude/longitude
+(computed once per grid by ecCodes) and the grid's keys as attributes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from refzarr.codecs.grib_eccodes import load_eccodes
+from refzarr.scan.grib.fields import read_key
+
+__all__ = ["Grid", "grid_of"]
+
+REGULAR = frozenset({"regular_ll", "regular_gg"})
+"""Grids with 1-D ``latitude`` / ``longitude`` dimension coordinates."""
+PROJECTED = frozenset(
+    {
+        "rotated_ll",
+        "rotated_gg",
+        "lambert",
+        "lambert_azimuthal_equal_area",
+        "albers",
+        "polar_stereographic",
+    }
+)
+"""Grids cfgrib shapes ``(y, x)`` with 2-D latitude and longitude."""
+
+GRID_KEYS = {
+    "regular_ll": (
+        "Nx", "iDirectionIncrementInDegrees", "iScansNegatively",
+        "longitudeOfFirstGridPointInDegrees", "longitudeOfLastGridPointInDegrees", "Ny",
+        "jDirectionIncrementInDegrees", "jPointsAreConsecutive", "jScansPositively",
+        "latitudeOfFirstGridPointInDegrees", "latitudeOfLastGridPointInDegrees",
+    ),
+    "rotated_ll": (
+        "Nx", "Ny", "angleOfRotationInDegrees", "iDirectionIncrementInDegrees",
+        "iScansNegatively", "jDirectionIncrementInDegrees", "jPointsAreConsecutive",
+        "jScansPositively", "latitudeOfFirstGridPointInDegrees",
+        "latitudeOfLastGridPointInDegrees", "latitudeOfSouthernPoleInDegrees",
+        "longitudeOfFirstGridPointInDegrees", "longitudeOfLastGridPointInDegrees",
+        "longitudeOfSouthernPoleInDegrees",
+    ),
+    "regular_gg": (
+        "N", "Ni", "Nj", "iDirectionIncrementInDegrees", "iScansNegatively",
+        "jScansPositively", "jPointsAreConsecutive", "longitudeOfFirstGridPointInDegrees",
+        "longitudeOfLastGridPointInDegrees", "latitudeOfFirstGridPointInDegrees",
+        "latitudeOfLastGridPointInDegrees",
+    ),
+    "lambert": (
+        "LaDInDegrees", "LoVInDegrees", "iScansNegatively", "jPointsAreConsecutive",
+        "jScansPositively", "latitudeOfFirstGridPointInDegrees",
+        "latitudeOfSouthernPoleInDegrees", "longitudeOfFirstGridPointInDegrees",
+        "longitudeOfSouthernPoleInDegrees", "DyInMetres", "DxInMetres", "Latin2InDegrees",
+        "Latin1InDegrees", "Ny", "Nx",
+    ),
+    "reduced_gg": ("N", "pl"),
+    "sh": ("M", "K", "J"),
+}  # fmt: skip
+"""Keys of each grid type kept as ``GRIB_<key>`` attributes (those cfgrib keeps)."""
+
+LATITUDE = {"units": "degrees_north", "standard_name": "latitude", "long_name": "latitude"}
+LONGITUDE = {"units": "degrees_east", "standard_name": "longitude", "long_name": "longitude"}
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """A grid: its type, dimensions, shape, coordinates and attributes.
+
+    ``latitude`` / ``longitude`` are None when ecCodes cannot compute them (spherical
+    harmonics, some NCEP grids); ``rows`` is ``(Ny, Nx)`` when alternate rows scan in
+    opposite directions.
+    """
+
+    grid_type: str
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    latitude: np.ndarray[Any, Any] | None
+    longitude: np.ndarray[Any, Any] | None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    rows: tuple[int, int] | None = None
+
+
+def grid_of(handle: Any) -> Grid:
+    """The grid of the field ecCodes opened as ``handle`` (coordinates computed now)."""
+    grid_type = read_key(handle, "gridType") or "unknown"
+    attributes = _grid_attributes(handle, grid_type)
+    if grid_type in REGULAR:
+        ny, nx = _ny_nx(handle)
+        lat = _array(handle, "distinctLatitudes")
+        lon = _array(handle, "distinctLongitudes")
+        return Grid(grid_type, ("latitude", "longitude"), (ny, nx), lat, lon, attributes)
+    if grid_type in PROJECTED:
+        ny, nx = _ny_nx(handle)
+        lat, lon = _array(handle, "latitudes"), _array(handle, "longitudes")
+        shape = (ny, nx)
+        lat = None if lat is None else lat.reshape(shape)
+        lon = None if lon is None else lon.reshape(shape)
+        rows = shape if read_key(handle, "alternativeRowScanning", int) else None
+        return Grid(grid_type, ("y", "x"), shape, lat, lon, attributes, rows)
+    points = int(read_key(handle, "numberOfPoints", int))
+    lat, lon = _array(handle, "latitudes"), _array(handle, "longitudes")
+    if lat is None or lon is None or lat.size != points or lon.size != points:
+        lat = lon = None
+    return Grid(grid_type, ("values",), (points,), lat, lon, attributes)
+
+
+def _ny_nx(handle: Any) -> tuple[int, int]:
+    return int(read_key(handle, "Ny", int)), int(read_key(handle, "Nx", int))
+
+
+def _array(handle: Any, key: str) -> np.ndarray[Any, Any] | None:
+    eccodes = load_eccodes()
+    try:
+        return np.asarray(eccodes.codes_get_double_array(handle, key), dtype=np.float64)
+    except eccodes.GribInternalError:  # not defined, or not computable for this grid
+        return None
+
+
+def _grid_attributes(handle: Any, grid_type: str) -> dict[str, Any]:
+    eccodes = load_eccodes()
+    out: dict[str, Any] = {}
+    for key in GRID_KEYS.get(grid_type, ()):
+        try:
+            if eccodes.codes_get_size(handle, key) > 1:
+                out[f"GRIB_{key}"] = eccodes.codes_get_array(handle, key).tolist()
+            else:
+                out[f"GRIB_{key}"] = _plain(eccodes.codes_get(handle, key))
+        except eccodes.GribInternalError:
+            continue
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A key's value as a JSON value (numpy scalars unwrapped)."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -1,0 +1,190 @@
+"""GRIB test kit: ecCodes' decoded fields (the truth for values), cfgrib's datasets (the truth
+for names and coordinates), and checks that a scanned group reads back equal to both.
+
+cfgrib is always opened with ``indexpath=""``: the corpus is read-only and no ``.idx`` file
+may be written next to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+import refzarr
+from corpus import corpus_files
+from refzarr import RefArray, RefGroup
+from refzarr.codecs.grib_eccodes import MISSING, load_eccodes
+
+__all__ = [
+    "EccField",
+    "assert_matches_cfgrib",
+    "assert_matches_eccodes",
+    "cfgrib_dataset",
+    "eccodes_fields",
+    "grib_corpus",
+    "leaf_groups",
+]
+
+SUFFIXES = (".grib", ".grib1", ".grib2")
+
+
+def grib_corpus() -> list[Path]:
+    """The corpus's GRIB files (not the index files other tools left next to them)."""
+    return corpus_files("grib", *SUFFIXES)
+
+
+@dataclass(frozen=True)
+class EccField:
+    """One field as ecCodes decodes it: where its message is, its values and a few keys."""
+
+    offset: int
+    field: int
+    values: np.ndarray
+    keys: dict[str, Any]
+
+
+def eccodes_fields(path: Path | str) -> dict[tuple[int, int], EccField]:
+    """Every field of a file, by ``(message offset, field index in the message)``: values as
+    cfgrib gets them (float32, NaN where missing, alternate rows reversed)."""
+    eccodes = load_eccodes()
+    out: dict[tuple[int, int], EccField] = {}
+    eccodes.codes_grib_multi_support_on()
+    try:
+        with open(path, "rb") as f:
+            previous, index = -1, 0
+            while (handle := eccodes.codes_grib_new_from_file(f)) is not None:
+                try:
+                    offset = int(eccodes.codes_get(handle, "offset"))
+                    index = index + 1 if offset == previous else 0
+                    previous = offset
+                    out[(offset, index)] = EccField(offset, index, *_decode(eccodes, handle))
+                finally:
+                    eccodes.codes_release(handle)
+    finally:
+        eccodes.codes_grib_multi_support_off()
+    return out
+
+
+def _decode(eccodes: Any, handle: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    eccodes.codes_set_double(handle, "missingValue", MISSING)
+    values = np.asarray(eccodes.codes_get_values(handle), dtype=np.float32)
+    values[values == MISSING] = np.nan
+    keys = {
+        k: eccodes.codes_get(handle, k)
+        for k in ("shortName", "paramId", "gridType", "Nx", "Ny")
+        if eccodes.codes_is_defined(handle, k)
+    }
+    if eccodes.codes_is_defined(handle, "alternativeRowScanning") and eccodes.codes_get(
+        handle, "alternativeRowScanning"
+    ):
+        grid = values.reshape(keys["Ny"], keys["Nx"])
+        grid[1::2] = grid[1::2, ::-1].copy()
+    return values, keys
+
+
+def leaf_groups(group: RefGroup) -> Iterator[tuple[str, RefGroup, str]]:
+    """``(path, group, variable name)`` of every ``<name>/<stepType>/<typeOfLevel>`` group."""
+    for path, node in group.groups():
+        if path.count("/") == 2:
+            name = path.split("/")[0]
+            assert name in node.members, f"{path}: no array {name!r}"
+            yield path, node, name
+
+
+def assert_matches_eccodes(
+    group: RefGroup, fields: dict[tuple[int, int], EccField], read: Callable[[str, str], Any]
+) -> int:
+    """Every field is the chunk of exactly one array, and reading that array with ``read(group
+    path, name)`` gives ecCodes' values there (missing chunks all NaN). Returns the count of
+    fields compared."""
+    seen: set[tuple[int, int]] = set()
+    for path, node, name in leaf_groups(group):
+        array = node.members[name]
+        assert isinstance(array, RefArray)
+        values = np.asarray(read(path, name))
+        assert values.dtype == np.float32, f"{path}: dtype {values.dtype}"
+        assert values.shape == array.shape, f"{path}: shape {values.shape} != {array.shape}"
+        field = int(array.meta.codecs[-1].get("field", 0))
+        header = array.manifest.grid_shape[: array.meta.ndim - _grid_ndim(array)]
+        for index in np.ndindex(*header):
+            chunk = array.manifest[index + (0,) * _grid_ndim(array)]
+            got = values[index].reshape(-1)
+            if chunk is None:
+                assert np.isnan(got).all(), f"{path}{index}: a missing chunk reads as values"
+                continue
+            assert not isinstance(chunk, bytes), f"{path}{index}: inlined"
+            key = (chunk.offset, field)
+            assert key in fields, f"{path}{index}: no field at offset {chunk.offset}"
+            assert key not in seen, f"{path}{index}: field {key} referenced twice"
+            seen.add(key)
+            np.testing.assert_array_equal(
+                got, fields[key].values, strict=True, err_msg=f"{path}{index}"
+            )
+    assert seen == set(fields), f"fields never referenced: {sorted(set(fields) - seen)}"
+    return len(seen)
+
+
+def _grid_ndim(array: RefArray) -> int:
+    dims = array.meta.dimension_names or ()
+    return sum(d in ("latitude", "longitude", "y", "x", "values") for d in dims)
+
+
+def cfgrib_dataset(path: Path | str, filter_by_keys: dict[str, Any]) -> xr.Dataset:
+    """cfgrib's dataset of the fields matching ``filter_by_keys`` (no index file written)."""
+    return xr.open_dataset(
+        path,
+        engine="cfgrib",
+        backend_kwargs={"filter_by_keys": filter_by_keys, "indexpath": ""},
+    )
+
+
+def cfgrib_filter(node: RefGroup, name: str) -> dict[str, Any] | None:
+    """The cfgrib filter selecting a group's fields, from its array's attributes (None for a
+    parameter cfgrib names ``unknown``: the test gives the table keys itself)."""
+    array = node.members[name]
+    assert isinstance(array, RefArray)
+    attrs = array.meta.attributes
+    keys = {"stepType": attrs["GRIB_stepType"], "typeOfLevel": attrs["GRIB_typeOfLevel"]}
+    if name.startswith("param_"):
+        return None
+    keys["paramId"] = attrs["GRIB_paramId"]
+    return keys
+
+
+def table_filter(name: str, edition: int) -> dict[str, Any]:
+    """The table keys a ``param_...`` name stands for."""
+    parts = [int(p) for p in name.split("_")[1:]]
+    if edition == 2:
+        return dict(zip(("discipline", "parameterCategory", "parameterNumber"), parts, strict=True))
+    return dict(zip(("table2Version", "indicatorOfParameter"), parts, strict=True))
+
+
+def assert_matches_cfgrib(ours: xr.Dataset, theirs: xr.Dataset, name: str) -> None:
+    """Our dataset (length-1 dimensions squeezed as cfgrib does) holds cfgrib's variable and
+    coordinates, equal in values and dtypes."""
+    squeezed = ours.squeeze()
+    their_name = name if name in theirs else "unknown"
+    got, want = squeezed[name], theirs[their_name]
+    assert got.dims == want.dims, f"{name}: dims {got.dims} != {want.dims}"
+    np.testing.assert_array_equal(got.values, want.values, strict=True, err_msg=name)
+    for coord in want.coords:
+        assert coord in squeezed.coords, f"{name}: coordinate {coord!r} missing"
+        mine, theirs_c = squeezed[coord], want[coord]
+        assert mine.dims == theirs_c.dims, f"{coord}: dims {mine.dims} != {theirs_c.dims}"
+        np.testing.assert_array_equal(
+            mine.values.astype(theirs_c.dtype), theirs_c.values, strict=True, err_msg=coord
+        )
+        assert mine.dtype.kind == theirs_c.dtype.kind, f"{coord}: {mine.dtype} != {theirs_c.dtype}"
+    for attr in ("units", "long_name", "standard_name", "GRIB_paramId", "GRIB_gridType"):
+        if attr in want.attrs:
+            assert got.attrs.get(attr) == want.attrs[attr], f"{name}: attribute {attr}"
+
+
+def scan(path: Path | str, **options: Any) -> RefGroup:
+    """`refzarr.scan` with the GRIB format named (so that a failure is the scanner's)."""
+    return refzarr.scan(path, format="grib", **options)

@@ -1,0 +1,111 @@
+"""The ``refzarr.grib`` codec (registered with numcodecs, importable without ecCodes) and
+one process importing refzarr, ecCodes, pyproj, rasterio and cfgrib in any order."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numcodecs
+import numpy as np
+import pytest
+from gribkit import eccodes_fields
+
+import refzarr
+from corpus import CORPUS
+from refzarr.codecs.grib import GribCodec, extract_field, grib2_fields
+
+SOURCE = CORPUS / "grib" / "gec00_20250101_00_soilw.grib2"  # a bitmap, complex packing
+
+
+def test_codec_is_registered_and_round_trips_its_config() -> None:
+    codec = numcodecs.get_codec({"id": "refzarr.grib", "field": 2, "rows": [3, 4]})
+    assert isinstance(codec, GribCodec)
+    assert codec.get_config() == {"id": "refzarr.grib", "field": 2, "rows": [3, 4]}
+    assert GribCodec().get_config() == {"id": "refzarr.grib"}
+
+
+def test_codec_decodes_a_message_with_missing_points() -> None:
+    data = SOURCE.read_bytes()
+    values = GribCodec().decode(data)
+    (field,) = eccodes_fields(SOURCE).values()
+    np.testing.assert_array_equal(values, field.values, strict=True)
+    assert np.isnan(values).any()
+    out = np.empty(values.size, np.float32)
+    GribCodec().decode(data, out=out)
+    np.testing.assert_array_equal(out, values, strict=True)
+
+
+def test_codec_refuses_to_encode() -> None:
+    with pytest.raises(NotImplementedError, match="cannot encode"):
+        GribCodec().encode(b"")
+
+
+def test_field_index_of_a_single_field_message() -> None:
+    data = SOURCE.read_bytes()
+    assert len(grib2_fields(data)) == 1
+    assert extract_field(data, 0) is data
+    with pytest.raises(ValueError, match="holds 1 field"):
+        extract_field(data, 1)
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter importing this refzarr (the one under test)."""
+    source = str(Path(refzarr.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).parent,
+        env=env,
+    )
+
+
+DECODE = f"""
+import numpy as np, refzarr
+group = refzarr.scan({str(SOURCE)!r})
+with refzarr.open_dataset(group, group="soilw/instant/depthBelowLandLayer") as ds:
+    assert np.isfinite(ds["soilw"].values).any()
+"""
+PROJ = "import pyproj; assert pyproj.CRS.from_epsg(4326).name == 'WGS 84'\n"
+
+
+LAZY = """
+import sys, refzarr, refzarr.scan.grib, refzarr.codecs.grib
+from refzarr.scan.base import registered_formats
+registered_formats()
+assert "eccodes" not in sys.modules and "pyproj" not in sys.modules, "loaded too early"
+"""
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        ["LAZY", "DECODE", "PROJ", "import cfgrib", "import rasterio", "PROJ"],
+        ["import eccodes", "import rasterio", "import cfgrib", "DECODE", "PROJ"],
+    ],
+    ids=["refzarr-first", "eccodes-first"],
+)
+def test_libraries_in_one_process(order: list[str]) -> None:
+    """refzarr loads no ecCodes (nor pyproj) until a GRIB file is scanned or decoded, and is
+    never the import that breaks pyproj (or crashes the process)."""
+    pytest.importorskip("rasterio")
+    steps = {"DECODE": DECODE, "PROJ": PROJ, "LAZY": LAZY}
+    code = "\n".join(steps.get(step, step) for step in order)
+    result = _run(code + "\nprint('ok')\n")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("ok")
+
+
+def test_codec_reverses_alternate_rows() -> None:
+    """``rows``: every other row reversed, as cfgrib does for alternative row scanning."""
+    data = SOURCE.read_bytes()
+    plain = GribCodec().decode(data).reshape(361, 720)
+    turned = GribCodec(rows=(361, 720)).decode(data).reshape(361, 720)
+    np.testing.assert_array_equal(turned[0::2], plain[0::2], strict=True)
+    np.testing.assert_array_equal(turned[1::2], plain[1::2, ::-1], strict=True)
