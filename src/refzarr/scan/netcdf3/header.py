@@ -127,9 +127,25 @@ class _Parser:
         if numrecs == (1 << (8 * self.count_width)) - 1:
             numrecs = STREAMING
         dims = tuple(self.entries(_DIMENSION, self.dimension))
-        attrs = dict(self.entries(_ATTRIBUTE, self.attribute))
+        self.unique([d.name for d in dims], "dimensions")
+        attrs = self.attributes(self.entries(_ATTRIBUTE, self.attribute), "global attributes")
         variables = tuple(self.entries(_VARIABLE, self.variable))
+        self.unique([v.name for v in variables], "variables")
         return Header(self.version, numrecs, dims, attrs, variables, self.pos)
+
+    def unique(self, names: list[str], what: str) -> None:
+        """Raise unless ``names`` are distinct and not empty (netCDF-C writes no others)."""
+        if len(set(names)) == len(names) and all(names):
+            return
+        seen = next((n for k, n in enumerate(names) if not n or n in names[:k]), "")
+        raise ScanError(
+            f"{self.where}: the header is damaged: {what} with the name {seen!r} "
+            f"{'twice' if seen else '(empty)'}"
+        )
+
+    def attributes(self, pairs: list[tuple[str, Any]], what: str) -> dict[str, Any]:
+        self.unique([name for name, _ in pairs], what)
+        return dict(pairs)
 
     # -- fields -------------------------------------------------------------------------------
 
@@ -218,14 +234,14 @@ class _Parser:
         dimids = tuple(
             self.number(self.count_width, f"a dimension id of {what}") for _ in range(ndims)
         )
-        attrs: dict[str, Any] = {}
-        fill = None
+        pairs, fill = [], None
         for a_name, a_code, raw, n in self.entries(
             _ATTRIBUTE, lambda j: self.raw_attribute(j, what)
         ):
-            attrs[a_name] = attribute_value(a_code, raw, n, keep_nul=a_name == "_FillValue")
+            pairs.append((a_name, attribute_value(a_code, raw, n, keep_nul=a_name == "_FillValue")))
             if a_name == "_FillValue":
                 fill = (a_code, raw)
+        attrs = self.attributes(pairs, f"attributes of {what}")
         code = self.type_code(what)
         vsize = self.number(self.count_width, f"the size of {what}")
         begin = self.number(self.offset_width, f"the data offset of {what}")

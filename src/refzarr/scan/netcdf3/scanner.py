@@ -12,15 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.errors import ScanError
+from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, ArrayMeta, ChunkManifest, RefArray
+from refzarr.model.meta import DIMENSIONS_ATTR
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
 from refzarr.scan.netcdf3.header import Header, NeedMoreBytes, Variable, parse_header
 from refzarr.scan.netcdf3.layout import CHUNK_BYTES, Placement, place_variables
 from refzarr.scan.netcdf3.source import FIRST_READ, Source, open_source
 from refzarr.scan.netcdf3.types import CHAR, NC_TYPES
-from refzarr.scan.result import ScannedGroup
+from refzarr.scan.result import ScannedGroup, Skipped
 
 __all__ = ["NetCDF3Scanner"]
 
@@ -75,8 +76,18 @@ class NetCDF3Scanner(ScanOptions):
         with open_source(str(url), self.storage_options) as source:
             header = read_header(source)
             _, placements = place_variables(header, source.size, source.url, self.chunk_bytes)
-            members = {p.variable.name: self._array(source, p) for p in placements}
-        return ScannedGroup(header.attributes, members)
+            members, skipped = {}, []
+            for placement in placements:
+                name = placement.variable.name
+                try:
+                    _check_name(source.url, placement.variable)
+                except UnsupportedFeatureError as exc:
+                    if self.on_unsupported == "raise":
+                        raise
+                    skipped.append(Skipped(f"/{name}", str(exc)))
+                    continue
+                members[name] = self._array(source, placement)
+        return ScannedGroup(header.attributes, members, tuple(skipped))
 
     def _array(self, source: Source, placement: Placement) -> RefArray:
         var = placement.variable
@@ -105,6 +116,21 @@ class NetCDF3Scanner(ScanOptions):
             np.zeros(offsets.shape, dtype=np.int32),
             offsets,
             np.full(offsets.shape, placement.length, dtype=np.uint64),
+        )
+
+
+def _check_name(url: str, var: Variable) -> None:
+    """Raise `UnsupportedFeatureError` when Zarr cannot hold the variable as named."""
+    name = var.name
+    if "/" in name or name in (".", "..") or name.startswith(".z") or name == "zarr.json":
+        raise UnsupportedFeatureError(
+            f"{url}: variable {name!r}: a Zarr array cannot have this name (it holds '/', is "
+            "'.' or '..', or collides with Zarr metadata keys)"
+        )
+    if DIMENSIONS_ATTR in var.attributes:
+        raise UnsupportedFeatureError(
+            f"{url}: variable {name!r} has an attribute {DIMENSIONS_ATTR!r}, which Zarr "
+            "readers take for its dimension names"
         )
 
 
