@@ -109,6 +109,15 @@ def parse_header(data: bytes, file_size: int, where: str) -> Header:
     return _Parser(data, file_size, where, version).header()
 
 
+What = tuple[Any, ...]
+"""What a field is, as parts joined into text only when a message needs it (the header of a
+small file is parsed in tens of microseconds; formatting every description would double it)."""
+
+
+def _text(what: What) -> str:
+    return "".join(str(part) for part in what)
+
+
 class _Parser:
     """A cursor over the header bytes, reading big-endian fields of the version's widths."""
 
@@ -120,10 +129,14 @@ class _Parser:
         self.pos = 4
         wide = version == 5
         self.count_width = 8 if wide else 4
+        self.count_struct = _U64 if wide else _U32
         self.offset_width = 4 if version == 1 else 8
+        count = "Q" if wide else "I"
+        self.list_struct = struct.Struct(f">I{count}")  # a list's tag and count; type and count
+        self.trailer = struct.Struct(f">I{count}{'I' if version == 1 else 'Q'}")
 
     def header(self) -> Header:
-        numrecs = self.number(self.count_width, "the record count")
+        numrecs = self.number(self.count_width, ("the record count",))
         if numrecs == (1 << (8 * self.count_width)) - 1:
             numrecs = STREAMING
         dims = tuple(self.entries(_DIMENSION, self.dimension))
@@ -149,43 +162,62 @@ class _Parser:
 
     # -- fields -------------------------------------------------------------------------------
 
-    def take(self, length: int, what: str) -> bytes:
+    def take(self, length: int, what: What) -> bytes:
         end = self.pos + length
-        if end > self.file_size:
-            raise ScanError(
-                f"{self.where}: the header is truncated or damaged: {what} at byte {self.pos} "
-                f"needs {length} bytes, but the file ends at byte {self.file_size}"
-            )
         if end > len(self.data):
-            raise NeedMoreBytes(end)
+            self.beyond(length, what)
         out = self.data[self.pos : end]
         self.pos = end
         return out
 
-    def number(self, width: int, what: str) -> int:
-        raw = self.take(width, what)
-        value: int = (_U32 if width == 4 else _U64).unpack(raw)[0]
+    def beyond(self, length: int, what: What) -> None:
+        """Raise for ``length`` bytes at the cursor that ``data`` does not hold."""
+        if self.pos + length > self.file_size:
+            raise ScanError(
+                f"{self.where}: the header is truncated or damaged: {_text(what)} at byte "
+                f"{self.pos} needs {length} bytes, but the file ends at byte {self.file_size}"
+            )
+        raise NeedMoreBytes(self.pos + length)
+
+    def number(self, width: int, what: What) -> int:
+        pos = self.pos
+        if pos + width > len(self.data):
+            self.beyond(width, what)
+        self.pos = pos + width
+        value: int = (_U32 if width == 4 else _U64).unpack_from(self.data, pos)[0]
         return value
 
-    def count(self, what: str, entry_bytes: int) -> int:
+    def fields(self, layout: struct.Struct, what: What) -> tuple[int, ...]:
+        """Several numbers at the cursor, read at once."""
+        pos = self.pos
+        if pos + layout.size > len(self.data):
+            self.beyond(layout.size, what)
+        self.pos = pos + layout.size
+        return layout.unpack_from(self.data, pos)
+
+    def count(self, what: What, entry_bytes: int) -> int:
         """A count of things of at least ``entry_bytes`` bytes each, checked against the file."""
         at = self.pos
         n = self.number(self.count_width, what)
-        if n * entry_bytes > self.file_size - self.pos:
-            raise ScanError(
-                f"{self.where}: the header is damaged: {what} at byte {at} is {n}, more than "
-                f"the {self.file_size - self.pos} bytes left in the file can hold"
-            )
+        self.check_count(n, entry_bytes, at, what)
         return n
 
-    def name(self, what: str) -> str:
-        length = self.count(f"the name length of {what}", 1)
-        raw = self.take(length, f"the name of {what}")
-        self.take(-length % 4, f"the padding of the name of {what}")
+    def check_count(self, n: int, entry_bytes: int, at: int, what: What) -> None:
+        if n * entry_bytes > self.file_size - self.pos:
+            raise ScanError(
+                f"{self.where}: the header is damaged: {_text(what)} at byte {at} is {n}, more "
+                f"than the {self.file_size - self.pos} bytes left in the file can hold"
+            )
+
+    def name(self, what: What) -> str:
+        length = self.count(("the name length of ", *what), 1)
+        raw = self.take(length + (-length % 4), ("the name of ", *what))[:length]
         try:  # netCDF-C keeps names as C strings: a NUL ends one
             return raw.split(b"\x00", 1)[0].decode("utf-8")
         except UnicodeDecodeError:
-            raise ScanError(f"{self.where}: the name of {what} is not UTF-8: {raw!r}") from None
+            raise ScanError(
+                f"{self.where}: the name of {_text(what)} is not UTF-8: {raw!r}"
+            ) from None
 
     # -- lists --------------------------------------------------------------------------------
 
@@ -193,10 +225,10 @@ class _Parser:
         """The entries of a dimension / attribute / variable list (empty when ABSENT)."""
         kind = _LIST_NAMES[tag]
         at = self.pos
-        found = self.number(4, f"the {kind} list tag")
-        n = self.count(f"the number of {kind}s", _MIN_ENTRY[tag])
+        found, n = self.fields(self.list_struct, ("the ", kind, " list"))
         if found == 0 and n == 0:
             return []
+        self.check_count(n, _MIN_ENTRY[tag], at + 4, ("the number of ", kind, "s"))
         if found != tag:
             raise ScanError(
                 f"{self.where}: the header is damaged: expected the {kind} list (tag {tag:#x}) "
@@ -205,35 +237,36 @@ class _Parser:
         return [read_one(k) for k in range(n)]
 
     def dimension(self, k: int) -> Dimension:
-        name = self.name(f"dimension {k}")
-        return Dimension(name, self.number(self.count_width, f"the length of dimension {name!r}"))
+        name = self.name(("dimension ", k))
+        return Dimension(name, self.number(self.count_width, ("the length of dimension ", name)))
 
     def attribute(self, k: int, owner: str = "global") -> tuple[str, Any]:
         name, code, raw, n = self.raw_attribute(k, owner)
         return name, attribute_value(code, raw, n, keep_nul=name == "_FillValue")
 
     def raw_attribute(self, k: int, owner: str) -> tuple[str, int, bytes, int]:
-        name = self.name(f"{owner} attribute {k}")
-        what = f"{owner} attribute {name!r}"
-        code = self.type_code(what)
+        name = self.name((owner, " attribute ", k))
+        what = (owner, " attribute ", repr(name))
+        at = self.pos
+        code, n = self.fields(self.list_struct, ("the type of ", *what))
+        self.check_type(code, at, what)
         itemsize = NC_TYPES[code][0].itemsize
-        n = self.count(f"the number of values of {what}", itemsize)
-        raw = self.take(n * itemsize, f"the values of {what}")
-        self.take(-(n * itemsize) % 4, f"the padding of {what}")
+        self.check_count(n, itemsize, at + 4, ("the number of values of ", *what))
+        size = n * itemsize
+        raw = self.take(size + (-size % 4), ("the values of ", *what))[:size]
         return name, code, raw, n
 
     def variable(self, k: int) -> Variable:
-        name = self.name(f"variable {k}")
+        name = self.name(("variable ", k))
         what = f"variable {name!r}"
-        ndims = self.count(f"the number of dimensions of {what}", self.count_width)
+        ndims = self.count(("the number of dimensions of ", what), self.count_width)
         if ndims > MAX_VAR_DIMS:
             raise ScanError(
                 f"{self.where}: {what} has {ndims} dimensions, more than netCDF allows "
                 f"({MAX_VAR_DIMS}): the header is damaged"
             )
-        dimids = tuple(
-            self.number(self.count_width, f"a dimension id of {what}") for _ in range(ndims)
-        )
+        raw = self.take(ndims * self.count_width, ("the dimension ids of ", what))
+        dimids = tuple(v for (v,) in self.count_struct.iter_unpack(raw))
         pairs, fill = [], None
         for a_name, a_code, raw, n in self.entries(
             _ATTRIBUTE, lambda j: self.raw_attribute(j, what)
@@ -242,18 +275,15 @@ class _Parser:
             if a_name == "_FillValue":
                 fill = (a_code, raw)
         attrs = self.attributes(pairs, f"attributes of {what}")
-        code = self.type_code(what)
-        vsize = self.number(self.count_width, f"the size of {what}")
-        begin = self.number(self.offset_width, f"the data offset of {what}")
+        at = self.pos
+        code, vsize, begin = self.fields(self.trailer, ("the type, size and offset of ", what))
+        self.check_type(code, at, (what,))
         return Variable(name, dimids, attrs, code, vsize, begin, fill)
 
-    def type_code(self, what: str) -> int:
-        at = self.pos
-        code = self.number(4, f"the type of {what}")
+    def check_type(self, code: int, at: int, what: What) -> None:
         if code not in NC_TYPES or (code in CDF5_TYPES and self.version != 5):
             known = "1..11" if self.version == 5 else "1..6 (7..11 need CDF-5)"
             raise ScanError(
-                f"{self.where}: {what} has {type_name(code)} at byte {at}, not a netCDF type "
-                f"of a version {self.version} file (types {known}): the header is damaged"
+                f"{self.where}: {_text(what)} has {type_name(code)} at byte {at}, not a netCDF "
+                f"type of a version {self.version} file (types {known}): the header is damaged"
             )
-        return code

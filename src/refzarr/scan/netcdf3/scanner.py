@@ -7,6 +7,7 @@ calls, picklable), so scanning many files is ``executor.map(NetCDF3Scanner(...),
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,9 +15,9 @@ import numpy as np
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, ArrayMeta, ChunkManifest, RefArray
+from refzarr.model.manifest import share_bytes
 from refzarr.model.meta import DIMENSIONS_ATTR
 from refzarr.scan.base import ScanOptions
-from refzarr.scan.coordinates import load_coordinate
 from refzarr.scan.netcdf3.header import Header, NeedMoreBytes, Variable, parse_header
 from refzarr.scan.netcdf3.layout import CHUNK_BYTES, Placement, place_variables
 from refzarr.scan.netcdf3.source import FIRST_READ, Source, open_source
@@ -100,12 +101,10 @@ class NetCDF3Scanner(ScanOptions):
             attributes=var.attributes,
             dimension_names=placement.dimension_names,
         )
-        array = RefArray(meta, self._manifest(source, placement))
-        if not self.inline_coordinates:
-            return array
-        return load_coordinate(
-            array, var.name, source.url, source.read_range, self.inline_coordinates, where
-        )
+        if _is_small_coordinate(placement, self.inline_coordinates):
+            values = _gather(source, placement, where)
+            return RefArray(meta.as_one_raw_chunk(), ChunkManifest.one_inlined(values))
+        return RefArray(meta, self._manifest(source, placement))
 
     def _manifest(self, source: Source, placement: Placement) -> ChunkManifest:
         offsets = placement.offsets
@@ -144,13 +143,13 @@ def read_header(source: Source) -> Header:
     """
     if source.size == 0:
         raise ScanError(f"{source.url}: the file is empty (0 bytes), not a netCDF3 file")
-    length = min(source.size, FIRST_READ)
+    data = source.head
     while True:
-        data = source.read_range(0, length)
         try:
             return parse_header(data, source.size, source.url)
         except NeedMoreBytes as more:
-            length = min(source.size, max(more.needed, 2 * length))
+            length = min(source.size, max(more.needed, 2 * len(data), FIRST_READ))
+            data = source.read_range(0, length)
 
 
 def fill_value(var: Variable, dtype: np.dtype[Any]) -> Any:
@@ -176,6 +175,37 @@ def fill_value(var: Variable, dtype: np.dtype[Any]) -> Any:
         cast = value.astype(dtype)
     same = cast.astype(stored) == value
     return cast[0] if bool(same[0]) else None
+
+
+def _is_small_coordinate(placement: Placement, limit: int) -> bool:
+    """Whether a variable is a dimension coordinate to load (``inline_coordinates``)."""
+    shape = placement.shape
+    return (
+        len(shape) == 1
+        and placement.dimension_names == (placement.variable.name,)
+        and 0 < shape[0] * placement.dtype.itemsize <= limit
+    )
+
+
+def _gather(source: Source, placement: Placement, where: str) -> bytes:
+    """The values of a variable of at most `GATHER_BYTES`, as stored: its chunks' bytes in
+    order, cut at its end (one read when they lie close together, else one per chunk)."""
+    total = math.prod(placement.shape) * placement.dtype.itemsize
+    offsets = placement.offsets.reshape(-1)
+    length = placement.length
+    first = int(offsets[0])
+    end = min(int(offsets[-1]) + length, source.size)
+    if end - first > INLINE_SPAN_BYTES:
+        data = b"".join(source.read_range(o, length) for o in offsets.tolist())
+        return share_bytes(data[:total])
+    span = source.read_range(first, end - first)
+    if offsets.size == 1:
+        return share_bytes(span[:total])
+    starts = (offsets - np.uint64(first)).astype(np.int64)
+    index = (starts[:, None] + np.arange(length, dtype=np.int64)).reshape(-1)[:total]
+    if index.size and int(index[-1]) >= len(span):
+        raise ScanError(f"{where}: its values run past the file's end (internal error)")
+    return share_bytes(np.frombuffer(span, np.uint8)[index].tobytes())
 
 
 def _inlined(source: Source, placement: Placement) -> ChunkManifest:

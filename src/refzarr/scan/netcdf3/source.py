@@ -34,12 +34,14 @@ MAX_BLOCKS = 32
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """An open file: the URL references carry, its size, and its bytes."""
+    """An open file: the URL references carry, its size, its bytes, and its first
+    `FIRST_READ` bytes (read at once: a small file's header and coordinates are in them)."""
 
     url: str
     size: int
     raw: BinaryIO
     local: bool
+    head: bytes = b""
 
     def read_range(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset`` (`ScanError` when the file ends before)."""
@@ -48,6 +50,8 @@ class Source:
                 f"{self.url}: bytes {offset}..{offset + length} are beyond the file's end "
                 f"({self.size} bytes; truncated file?)"
             )
+        if offset + length <= len(self.head):
+            return self.head[offset : offset + length]
         if self.local:
             data = os.pread(self.raw.fileno(), length, offset)
         else:
@@ -74,7 +78,9 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
         except (FileNotFoundError, IsADirectoryError) as exc:
             raise SourceNotFoundError(f"{url}: no such file") from exc
         with raw:
-            yield Source(os.path.abspath(path), os.fstat(raw.fileno()).st_size, raw, True)
+            size = os.fstat(raw.fileno()).st_size
+            head = os.pread(raw.fileno(), min(size, FIRST_READ), 0)
+            yield Source(os.path.abspath(path), size, raw, True, head)
         return
     fs, fs_path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     local = isinstance(fs, LocalFileSystem)
@@ -84,9 +90,10 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
     except FileNotFoundError as exc:
         raise SourceNotFoundError(f"{url}: no such file") from exc
     with raw:
-        size = getattr(raw, "size", None)
-        size = int(fs.size(fs_path) if size is None else size)
-        yield Source(os.path.abspath(fs_path) if local else url, size, raw, False)
+        known = getattr(raw, "size", None)
+        size = int(fs.size(fs_path) if known is None else known)
+        head = raw.read(min(size, FIRST_READ))
+        yield Source(os.path.abspath(fs_path) if local else url, size, raw, False, head)
 
 
 def _plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str | None:
