@@ -6,6 +6,7 @@ zero records, streaming record counts, large variables cut into chunks, data bey
 from __future__ import annotations
 
 import os
+import pickle
 import struct
 from pathlib import Path
 
@@ -313,3 +314,12 @@ def test_files_combine_along_the_record_dimension(tmp_path: Path) -> None:
     direct = xr.concat(parts, dim="time", data_vars="minimal", coords="minimal", join="exact")
     with refzarr.open_dataset(combined) as ds:
         xr.testing.assert_identical(ds.load(), direct)
+
+
+def test_scanner_is_picklable_and_checks_its_options() -> None:
+    scanner = NetCDF3Scanner(chunk_bytes=1000, inline_threshold=10)
+    assert pickle.loads(pickle.dumps(scanner)) == scanner
+    with pytest.raises(ValueError, match="chunk_bytes must be >= 1"):
+        NetCDF3Scanner(chunk_bytes=0)
+    with pytest.raises(TypeError, match="chunk_bytes must be an int"):
+        NetCDF3Scanner(chunk_bytes=True)
