@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from refzarr.errors import ScanError
 from refzarr.scan.netcdf3.types import CDF5_TYPES, NC_TYPES, attribute_value, type_name
@@ -47,16 +47,14 @@ class NeedMoreBytes(Exception):
         self.needed = needed
 
 
-@dataclass(frozen=True, slots=True)
-class Dimension:
+class Dimension(NamedTuple):
     """A dimension: its name and length (0 for the record dimension)."""
 
     name: str
     length: int
 
 
-@dataclass(frozen=True, slots=True)
-class Variable:
+class Variable(NamedTuple):
     """A variable as the header describes it.
 
     ``begin`` is where its data (its first record's, for a record variable) starts; ``vsize``

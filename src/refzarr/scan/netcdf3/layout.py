@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -38,8 +38,7 @@ class Records:
     variables: int
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
+class Placement(NamedTuple):
     """One variable's array: shape, chunk shape, dimension names and chunk byte ranges.
 
     ``offsets`` is shaped like the chunk grid; every chunk is ``length`` bytes long.
@@ -75,8 +74,7 @@ def place_variables(
     ]
 
 
-@dataclass(frozen=True, slots=True)
-class _Slab:
+class _Slab(NamedTuple):
     """A variable's shape without the record axis, its bytes and whether it is a record one."""
 
     inner: tuple[int, ...]

@@ -8,6 +8,7 @@ one number as a Python number, several as a list.
 from __future__ import annotations
 
 import base64
+import struct
 from typing import Any
 
 import numpy as np
@@ -45,16 +46,19 @@ def type_name(code: int) -> str:
     return found[1] if found else f"type {code}"
 
 
+_STRUCT_CODES = {1: "b", 3: "h", 4: "i", 5: "f", 6: "d", 7: "B", 8: "H", 9: "I", 10: "q", 11: "Q"}
+"""Type code -> `struct` format character (big-endian numbers as Python int / float: the
+values numpy's ``.item()`` / ``.tolist()`` give)."""
+
+
 def attribute_value(code: int, raw: bytes, count: int, *, keep_nul: bool = False) -> Any:
     """The JSON value of an attribute of type ``code`` holding ``count`` values in ``raw``
     (``keep_nul``: NUL characters of text are kept, as netCDF4-python does for a
     ``_FillValue``)."""
     if code == CHAR:
         return _text(raw, keep_nul)
-    values = np.frombuffer(raw, NC_TYPES[code][0], count)
-    if count == 1:
-        return values[0].item()
-    return values.tolist()
+    values = struct.unpack(f">{count}{_STRUCT_CODES[code]}", raw)
+    return values[0] if count == 1 else list(values)
 
 
 def _text(raw: bytes, keep_nul: bool) -> str:
