@@ -210,7 +210,7 @@ def assemble_group(
 
 def _make_group(attrs: dict[str, Any], members: dict[str, Node], where: str, path: str) -> RefGroup:
     try:
-        return RefGroup(attributes=freeze_json(attrs), members=dict(sorted(members.items())))
+        return RefGroup(attributes=freeze_json(attrs), members=members)
     except (RefFormatError, TypeError) as exc:
         raise RefFormatError(f"{_where(where, path or '/')}: {exc}") from exc
 

@@ -1,0 +1,237 @@
+"""The netCDF3 scanner: every variable of a CDF-1, CDF-2 or CDF-5 file as a `RefArray` of the
+root group, in file order, from our own header parser (no netCDF library at scan time).
+
+`NetCDF3Scanner` is a configured callable (options in the constructor, no state between
+calls, picklable), so scanning many files is ``executor.map(NetCDF3Scanner(...), urls)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from refzarr.errors import ScanError, UnsupportedFeatureError
+from refzarr.model import INLINED, ArrayMeta, ChunkManifest, RefArray
+from refzarr.model.manifest import share_bytes
+from refzarr.model.meta import DIMENSIONS_ATTR
+from refzarr.scan.base import ScanOptions
+from refzarr.scan.netcdf3.header import Header, NeedMoreBytes, Variable, parse_header
+from refzarr.scan.netcdf3.layout import CHUNK_BYTES, Placement, place_variables
+from refzarr.scan.netcdf3.source import FIRST_READ, Source, open_source
+from refzarr.scan.netcdf3.types import CHAR, NC_TYPES
+from refzarr.scan.result import ScannedGroup, Skipped
+
+__all__ = ["NetCDF3Scanner"]
+
+INLINE_SPAN_BYTES = 16 * 2**20
+"""Chunks to inline are read in one request when they lie within this many bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class NetCDF3Scanner(ScanOptions):
+    """Scan netCDF3 files (classic, 64-bit offset, 64-bit data) into reference groups.
+
+    Takes the options every scanner takes (`ScanOptions`: ``storage_options``,
+    ``inline_threshold``, ``on_unsupported``, ``inline_coordinates``) and:
+
+    Parameters
+    ----------
+    chunk_bytes
+        Contiguous data (a non-record variable, or the records of a file's only record
+        variable) larger than this many bytes is cut into chunks of whole rows along its
+        first dimension (default 64 MiB).
+
+    Examples
+    --------
+    >>> scanner = NetCDF3Scanner(inline_threshold=100)  # doctest: +SKIP
+    >>> groups = list(executor.map(scanner, urls))  # doctest: +SKIP
+    """
+
+    chunk_bytes: int = CHUNK_BYTES
+
+    def __post_init__(self) -> None:
+        ScanOptions.__post_init__(self)
+        if isinstance(self.chunk_bytes, bool) or not isinstance(self.chunk_bytes, int):
+            raise TypeError(f"chunk_bytes must be an int, got {self.chunk_bytes!r}")
+        if self.chunk_bytes < 1:
+            raise ValueError(f"chunk_bytes must be >= 1, got {self.chunk_bytes}")
+
+    def __call__(self, url: str) -> ScannedGroup:
+        """Scan one file (a local path or an fsspec URL).
+
+        Returns
+        -------
+        ScannedGroup
+            The root group: global attributes and one array per variable, in file order.
+
+        Raises
+        ------
+        ScanError
+            When the file is not netCDF3, or its header is damaged or overruns the file.
+        SourceNotFoundError
+            When the file does not exist.
+        """
+        with open_source(str(url), self.storage_options) as source:
+            header = read_header(source)
+            _, placements = place_variables(header, source.size, source.url, self.chunk_bytes)
+            members, skipped = {}, []
+            for placement in placements:
+                name = placement.variable.name
+                try:
+                    _check_name(source.url, placement.variable)
+                except UnsupportedFeatureError as exc:
+                    if self.on_unsupported == "raise":
+                        raise
+                    skipped.append(Skipped(f"/{name}", str(exc)))
+                    continue
+                members[name] = self._array(source, placement)
+        return ScannedGroup(header.attributes, members, tuple(skipped))
+
+    def _array(self, source: Source, placement: Placement) -> RefArray:
+        var = placement.variable
+        where = f"{source.url}: variable {var.name!r}"
+        meta = ArrayMeta(
+            shape=placement.shape,
+            chunks=placement.chunks,
+            dtype=placement.dtype,
+            fill_value=fill_value(var, placement.dtype),
+            attributes=var.attributes,
+            dimension_names=placement.dimension_names,
+        )
+        if _is_small_coordinate(placement, self.inline_coordinates):
+            values = _gather(source, placement, where)
+            return RefArray(meta.as_one_raw_chunk(), ChunkManifest.one_inlined(values))
+        return RefArray(meta, self._manifest(source, placement))
+
+    def _manifest(self, source: Source, placement: Placement) -> ChunkManifest:
+        offsets = placement.offsets
+        if placement.length < self.inline_threshold and offsets.size:
+            return _inlined(source, placement)
+        return ChunkManifest.from_arrays(
+            [source.url],
+            np.zeros(offsets.shape, dtype=np.int32),
+            offsets,
+            np.full(offsets.shape, placement.length, dtype=np.uint64),
+        )
+
+
+def _check_name(url: str, var: Variable) -> None:
+    """Raise `UnsupportedFeatureError` when Zarr cannot hold the variable as named."""
+    name = var.name
+    if "/" in name or name in (".", "..") or name.startswith(".z") or name == "zarr.json":
+        raise UnsupportedFeatureError(
+            f"{url}: variable {name!r}: a Zarr array cannot have this name (it holds '/', is "
+            "'.' or '..', or collides with Zarr metadata keys)"
+        )
+    if DIMENSIONS_ATTR in var.attributes:
+        raise UnsupportedFeatureError(
+            f"{url}: variable {name!r} has an attribute {DIMENSIONS_ATTR!r}, which Zarr "
+            "readers take for its dimension names"
+        )
+
+
+def read_header(source: Source) -> Header:
+    """The file's header, read with as few requests as its size allows.
+
+    Raises
+    ------
+    ScanError
+        When the file is empty, not netCDF3, or its header is damaged or truncated.
+    """
+    if source.size == 0:
+        raise ScanError(f"{source.url}: the file is empty (0 bytes), not a netCDF3 file")
+    data = source.head
+    while True:
+        try:
+            return parse_header(data, source.size, source.url)
+        except NeedMoreBytes as more:
+            length = min(source.size, max(more.needed, 2 * len(data), FIRST_READ))
+            data = source.read_range(0, length)
+
+
+def fill_value(var: Variable, dtype: np.dtype[Any]) -> Any:
+    """The Zarr fill value of a variable: its ``_FillValue`` in its own dtype, or None.
+
+    A netCDF3 file stores every value, so the fill value is never read from a missing chunk;
+    it only tells xarray what to mask, which must be what it masks reading the file: the
+    ``_FillValue`` attribute where there is one (never netCDF's default fill values). An
+    attribute of another type is used when it converts exactly, else left to the attribute.
+    """
+    if var.fill is None:
+        return None
+    code, raw = var.fill
+    stored = NC_TYPES[code][0]
+    if len(raw) != stored.itemsize:
+        return None
+    if code == var.nc_type:
+        return np.frombuffer(raw, dtype)[0]
+    if code == CHAR or dtype.kind == "S":
+        return None
+    value = np.frombuffer(raw, stored)
+    with np.errstate(all="ignore"):
+        cast = value.astype(dtype)
+    same = cast.astype(stored) == value
+    return cast[0] if bool(same[0]) else None
+
+
+def _is_small_coordinate(placement: Placement, limit: int) -> bool:
+    """Whether a variable is a dimension coordinate to load (``inline_coordinates``)."""
+    shape = placement.shape
+    return (
+        len(shape) == 1
+        and placement.dimension_names == (placement.variable.name,)
+        and 0 < shape[0] * placement.dtype.itemsize <= limit
+    )
+
+
+def _gather(source: Source, placement: Placement, where: str) -> bytes:
+    """The values of a variable of at most `GATHER_BYTES`, as stored: its chunks' bytes in
+    order, cut at its end (one read when they lie close together, else one per chunk)."""
+    total = math.prod(placement.shape) * placement.dtype.itemsize
+    offsets = placement.offsets.reshape(-1)
+    length = placement.length
+    first = int(offsets[0])
+    end = min(int(offsets[-1]) + length, source.size)
+    if end - first > INLINE_SPAN_BYTES:
+        data = b"".join(source.read_range(o, length) for o in offsets.tolist())
+        return share_bytes(data[:total])
+    span = source.read_range(first, end - first)
+    if offsets.size == 1:
+        return share_bytes(span[:total])
+    starts = (offsets - np.uint64(first)).astype(np.int64)
+    index = (starts[:, None] + np.arange(length, dtype=np.int64)).reshape(-1)[:total]
+    if index.size and int(index[-1]) >= len(span):
+        raise ScanError(f"{where}: its values run past the file's end (internal error)")
+    return share_bytes(np.frombuffer(span, np.uint8)[index].tobytes())
+
+
+def _inlined(source: Source, placement: Placement) -> ChunkManifest:
+    """Every chunk of a variable read and held in the manifest (``inline_threshold``)."""
+    flat = placement.offsets.reshape(-1).astype(np.int64)
+    length = placement.length
+    first, last = int(flat.min()), int(flat.max()) + length
+    indexes = list(np.ndindex(*placement.offsets.shape))
+    end = min(last, source.size)
+    if end - first <= INLINE_SPAN_BYTES:
+        span = source.read_range(first, end - first) + bytes(last - end)
+        chunks = [span[o - first : o - first + length] for o in flat.tolist()]
+    else:
+        chunks = [_read_padded(source, o, length) for o in flat.tolist()]
+    shape = placement.offsets.shape
+    zeros = np.zeros(shape, dtype=np.uint64)
+    return ChunkManifest.from_arrays(
+        [],
+        np.full(shape, INLINED, dtype=np.int32),
+        zeros,
+        zeros,
+        dict(zip(indexes, chunks, strict=True)),
+    )
+
+
+def _read_padded(source: Source, offset: int, length: int) -> bytes:
+    """A chunk's bytes; one whose range runs on past the file's end padded with zeros."""
+    end = min(offset + length, source.size)
+    return source.read_range(offset, end - offset) + bytes(offset + length - end)

@@ -1,0 +1,111 @@
+"""Reading a netCDF3 file's bytes for scanning: its header, and small coordinates or chunks.
+
+A plain local path is read with ``os.pread`` (no fsspec, one system call per range) and
+referenced by its absolute path; any other URL goes through one fsspec file object with a
+block cache (each 2 MiB block fetched at most once: a record coordinate's values, one per
+record, cost one request per block, not one per record) and is referenced as given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from refzarr.errors import ScanError, SourceNotFoundError
+
+__all__ = ["FIRST_READ", "Source", "open_source"]
+
+FIRST_READ = 2**16
+"""Bytes read first for the header (most headers are far smaller; a longer one is read
+again with the size it needs)."""
+
+BLOCK_SIZE = 2 * 2**20
+"""Bytes per request on remote files."""
+
+MAX_BLOCKS = 32
+"""Blocks the remote cache keeps."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """An open file: the URL references carry, its size, its bytes, and its first
+    `FIRST_READ` bytes (read at once: a small file's header and coordinates are in them)."""
+
+    url: str
+    size: int
+    raw: BinaryIO
+    local: bool
+    head: bytes = b""
+
+    def read_range(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` (`ScanError` when the file ends before)."""
+        if offset + length > self.size:
+            raise ScanError(
+                f"{self.url}: bytes {offset}..{offset + length} are beyond the file's end "
+                f"({self.size} bytes; truncated file?)"
+            )
+        if offset + length <= len(self.head):
+            return self.head[offset : offset + length]
+        if self.local:
+            data = os.pread(self.raw.fileno(), length, offset)
+        else:
+            self.raw.seek(offset)
+            data = self.raw.read(length)
+        if len(data) != length:
+            raise ScanError(f"{self.url}: file ends before byte {offset + length} (truncated?)")
+        return data
+
+
+@contextmanager
+def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[Source]:
+    """Open ``url`` for scanning.
+
+    Raises
+    ------
+    SourceNotFoundError
+        When the file does not exist.
+    """
+    path = _plain_local_path(url, storage_options)
+    if path is not None:
+        try:
+            raw: BinaryIO = open(path, "rb")  # noqa: SIM115 (closed below)
+        except (FileNotFoundError, IsADirectoryError) as exc:
+            raise SourceNotFoundError(f"{url}: no such file") from exc
+        with raw:
+            size = os.fstat(raw.fileno()).st_size
+            head = os.pread(raw.fileno(), min(size, FIRST_READ), 0)
+            yield Source(os.path.abspath(path), size, raw, True, head)
+        return
+    fs, fs_path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    local = isinstance(fs, LocalFileSystem)
+    options = {} if local else _remote_options()
+    try:
+        raw = fs.open(fs_path, "rb", **options)
+    except FileNotFoundError as exc:
+        raise SourceNotFoundError(f"{url}: no such file") from exc
+    with raw:
+        known = getattr(raw, "size", None)
+        size = int(fs.size(fs_path) if known is None else known)
+        head = raw.read(min(size, FIRST_READ))
+        yield Source(os.path.abspath(fs_path) if local else url, size, raw, False, head)
+
+
+def _plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str | None:
+    if storage_options or ":" in url or os.sep != "/":
+        return None
+    path: str = LocalFileSystem._strip_protocol(url)
+    return path
+
+
+def _remote_options() -> dict[str, Any]:
+    return {
+        "block_size": BLOCK_SIZE,
+        "cache_type": "blockcache",
+        "cache_options": {"maxblocks": MAX_BLOCKS},
+    }
