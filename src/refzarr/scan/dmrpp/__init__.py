@@ -35,6 +35,7 @@ FORMAT = ScanFormat(
     title="DMR++ sidecar",
     detect=is_dmrpp,
     scanner="refzarr.scan.dmrpp.scanner:DmrppScanner",
+    options=("data_url", "check_data_file", "multi_block_bytes"),
 )
 
 

@@ -26,6 +26,7 @@ FORMAT = ScanFormat(
     title="HDF4 / HDF-EOS2",
     detect=is_hdf4,
     scanner="refzarr.scan.hdf4.scanner:Hdf4Scanner",
+    options=("eos_coordinates",),
 )
 
 

@@ -27,6 +27,7 @@ FORMAT = ScanFormat(
     title="netCDF3 (classic, 64-bit offset, 64-bit data)",
     detect=is_netcdf3,
     scanner="refzarr.scan.netcdf3.scanner:NetCDF3Scanner",
+    options=("chunk_bytes",),
 )
 
 
