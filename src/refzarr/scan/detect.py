@@ -19,7 +19,6 @@ _LOOKS_LIKE = {
     b"II+\x00": "BigTIFF",
     b"MM\x00+": "BigTIFF",
     b"GRIB": "GRIB",
-    b"SIMPLE  ": "FITS",
 }
 """Formats recognised for the error message only, while no registered scanner reads them."""
 
