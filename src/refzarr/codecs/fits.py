@@ -203,7 +203,7 @@ def _hdecompress(codec: FitsTile, data: bytes, shape: tuple[int, ...]) -> Any:
     hcomp = HCompress1(
         scale=codec.scale, smooth=bool(codec.smooth), bytepix=8, nx=plane[0], ny=plane[1]
     )
-    return hcomp.decode(data)[: math.prod(shape)]
+    return hcomp.decode(np.frombuffer(data, np.uint8))[: math.prod(shape)]
 
 
 class FitsAsciiTable(Codec):  # type: ignore[misc]

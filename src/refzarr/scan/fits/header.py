@@ -72,19 +72,24 @@ class ImageScaling:
 
 
 def image_scaling(header: fits.Header, stored: np.dtype[Any]) -> ImageScaling:
-    """What ``BSCALE``/``BZERO``/``BLANK`` of an image header mean for its values."""
+    """What ``BSCALE``/``BZERO``/``BLANK`` of an image header mean for its values, as astropy
+    applies them: the unsigned shift when ``BSCALE`` is 1 and ``BZERO`` the sign bit, else a
+    linear scale and, for integers, ``BLANK`` read as NaN."""
     bscale = header.get("BSCALE", 1)
     bzero = header.get("BZERO", 0)
-    if bscale == 1 and bzero == 0:
-        return ImageScaling(None, {})
-    if stored.kind in "iu" and bscale == 1:
+    blank = header.get("BLANK") if stored.kind in "iu" else None
+    blank = blank if isinstance(blank, int) and not isinstance(blank, bool) else None
+    if bscale == 1 and stored.kind in "iu" and bzero != 0:
         shifted = _shifted_dtype(stored, bzero)
         if shifted is not None:
             return ImageScaling(shifted, {})
-    attrs: dict[str, Any] = {"scale_factor": float(bscale), "add_offset": float(bzero)}
-    blank = header.get("BLANK")
-    if stored.kind in "iu" and isinstance(blank, int):
-        attrs["_FillValue"] = int(blank)
+    attrs: dict[str, Any] = {}
+    if bscale != 1:
+        attrs["scale_factor"] = float(bscale)
+    if bzero != 0:
+        attrs["add_offset"] = float(bzero)
+    if blank:  # astropy masks a BLANK of 0 as nothing (``if self._blank:``)
+        attrs["_FillValue"] = blank
     return ImageScaling(None, attrs)
 
 

@@ -112,12 +112,13 @@ def _check_per_tile(records: np.ndarray[Any, Any], theader: Any) -> None:
 
 
 def _tile_shape(theader: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """``ZTILEn`` in numpy order; a missing one is 1, ``ZTILE1`` the row length (rows)."""
+    """``ZTILEn`` in numpy order (the chunk shape, even where longer than the image); a
+    missing one is 1, a missing ``ZTILE1`` the row length (row tiles)."""
     ndim = len(shape)
     tile = []
     for k in range(ndim, 0, -1):
         default = shape[ndim - 1] if k == 1 else 1
-        tile.append(min(int(theader.get(f"ZTILE{k}", default)), shape[ndim - k]))
+        tile.append(int(theader.get(f"ZTILE{k}", default)))
     return tuple(tile)
 
 
