@@ -55,7 +55,13 @@ def probe_source(url: str, storage_options: Mapping[str, Any] | None = None) -> 
         head = b""
 
     def read_at(offset: int, length: int) -> bytes:
-        data: bytes = fs.cat_file(path, start=offset, end=offset + length)
+        try:
+            data: bytes = fs.cat_file(path, start=offset, end=offset + length)
+        except OSError:  # S3 refuses a range wholly past the end (InvalidRange); files give b""
+            size = _size(fs, path)
+            if size is not None and offset >= size:
+                return b""
+            raise
         return data
 
     return Probe(url, bytes(head), read_at)
