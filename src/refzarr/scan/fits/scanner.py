@@ -128,8 +128,29 @@ def _read_headers(source: OpenFits) -> list[Any]:
         ) from exc
     if not hdus:
         raise ScanError(f"{source.url}: no HDU could be read (no END card in the primary header?)")
+    for index in range(len(hdus)):
+        _check_header_text(source, index)
     _check_trailing(source, hdus)
     return hdus
+
+
+_TEXT = bytes(range(0x20, 0x7F))
+"""The bytes a header may hold (FITS headers are printable ASCII)."""
+
+
+def _check_header_text(source: OpenFits, index: int) -> None:
+    """ScanError when a header holds bytes that are not printable ASCII: its END card is
+    missing, and astropy read on through the data to the next HDU's END."""
+    info = source.hdul.fileinfo(index)
+    start, end = int(info["hdrLoc"]), int(info["datLoc"])
+    text = source.read_range(start, end - start)
+    if text.translate(None, _TEXT):
+        position = start + next(k for k, b in enumerate(text) if b < 0x20 or b > 0x7E)
+        raise ScanError(
+            f"{source.where(index)}: its header (at offset {start}) holds a byte that is not "
+            f"printable ASCII at offset {position}: its END card is missing or the header is "
+            "damaged"
+        )
 
 
 def _check_trailing(source: OpenFits, hdus: list[Any]) -> None:

@@ -69,7 +69,13 @@ def open_fits(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[O
         raw.seek(0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AstropyWarning)
-            hdul = fits.open(raw, mode="readonly", memmap=False, lazy_load_hdus=True)
+            try:
+                hdul = fits.open(raw, mode="readonly", memmap=False, lazy_load_hdus=True)
+            except (OSError, ValueError, KeyError, IndexError) as exc:
+                raise ScanError(
+                    f"{url}: HDU 0: its header cannot be read ({exc}); a FITS header is 80-byte "
+                    "cards ending with an END card, in 2880-byte blocks"
+                ) from exc
         stack.callback(hdul.close)
         reference = os.path.abspath(path) if local and ":" not in url else url
         yield OpenFits(hdul, reference, raw, size)
