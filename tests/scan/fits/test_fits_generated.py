@@ -252,3 +252,38 @@ def test_scanner_options_and_pickling(tmp_path: Path) -> None:
     assert_raw_match(group, path)
     with pytest.raises(ValueError, match="chunk_bytes"):
         FitsScanner(chunk_bytes=0)
+
+
+def test_stack_extensions_one_per_ccd(tmp_path: Path) -> None:
+    ccds = [_image("i2", (6, 8)) for _ in range(3)]
+    hdus = [fits.PrimaryHDU()]
+    for k, values in enumerate(ccds, start=1):
+        hdus.append(fits.ImageHDU(values, name="SCI", ver=k))
+        hdus[-1].header["CCDTEMP"] = -100.0 - k
+        hdus.append(fits.ImageHDU(values.astype("f4"), name="ERR", ver=k))
+    path = tmp_path / "mosaic.fits"
+    fits.HDUList(hdus).writeto(path)
+    group = refzarr.scan(path, stack_extensions=True)
+    assert sorted(n for n, _ in group.arrays()) == ["ERR", "SCI", "extver"]
+    sci = group["SCI"]
+    assert sci.meta.dimension_names == ("extver", "y", "x")
+    assert sci.meta.chunks == (1, 6, 8)
+    assert list(sci.meta.attributes["fits_headers"]["CCDTEMP"]) == [-101.0, -102.0, -103.0]
+    with refzarr.open_dataset(group) as ds:
+        np.testing.assert_array_equal(ds["SCI"].values, np.stack(ccds))
+        np.testing.assert_array_equal(ds["ERR"].values, np.stack(ccds).astype("f4"))
+        assert list(ds["extver"].values) == [1, 2, 3]
+    out = tmp_path / "mosaic.json"
+    refzarr.write(group, out)
+    with refzarr.open_dataset(out) as ds:
+        np.testing.assert_array_equal(ds["SCI"].values, np.stack(ccds))
+
+
+def test_stack_extensions_refuses_unlike_ccds(tmp_path: Path) -> None:
+    hdus = [fits.PrimaryHDU()]
+    hdus.append(fits.ImageHDU(_image("i2", (6, 8)), name="SCI", ver=1))
+    hdus.append(fits.ImageHDU(_image("i2", (6, 9)), name="SCI", ver=2))
+    path = tmp_path / "unlike.fits"
+    fits.HDUList(hdus).writeto(path)
+    with pytest.raises(refzarr.UnsupportedFeatureError, match="cannot stack 'SCI_1' and 'SCI_2'"):
+        refzarr.scan(path, stack_extensions=True)

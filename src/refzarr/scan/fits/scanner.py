@@ -92,8 +92,10 @@ class FitsScanner(ScanOptions):
                 if array is not None:
                     members[name] = array
             attrs = header_attributes(hdus[0].header)
-        if self.stack_extensions:
-            members = stack_extensions(members, hdus, names)
+            if self.stack_extensions:
+                members = stack_extensions(
+                    members, [h.name for h in hdus], names, scan.dims, source.url
+                )
         return ScannedGroup(attrs, members, tuple(skipped))
 
     def _guarded(
