@@ -8,6 +8,7 @@ compiled decoders for PLIO_1 and HCOMPRESS_1.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import zlib
 from collections.abc import Mapping, Sequence
@@ -85,8 +86,9 @@ class FitsTile(Codec):  # type: ignore[misc]
 
     Edge tiles are stored cut at the image's edge; they are recognised by their stored length
     (``edges``: stored length -> the tile's shape, for every tile whose shape is not ``tile``;
-    the scanner checks that no other tile has one of these lengths) and decoded into the
-    corner of a whole chunk.
+    the scanner checks that no other tile has one of these lengths) or, where lengths do not
+    tell them apart, by a digest of their bytes (``digests``: `tile_digest` -> shape, for
+    every tile whose length one of them shares), and decoded into the corner of a whole chunk.
 
     Parameters
     ----------
@@ -98,6 +100,11 @@ class FitsTile(Codec):  # type: ignore[misc]
         The tile shape (numpy order, ``ZTILEn`` ... ``ZTILE1``): the chunk shape.
     edges
         Stored length -> tile shape, for tiles smaller than ``tile``.
+    digests
+        `tile_digest` of the stored bytes -> tile shape, for tiles of lengths in
+        ``digest_lengths``.
+    digest_lengths
+        Stored lengths of the tiles ``digests`` names.
     blocksize, bytepix
         RICE_1 parameters (``ZVALn`` of ``BLOCKSIZE``/``BYTEPIX``).
     scale, smooth
@@ -112,6 +119,8 @@ class FitsTile(Codec):  # type: ignore[misc]
         dtype: str,
         tile: Sequence[int],
         edges: Mapping[str, Sequence[int]] | None = None,
+        digests: Mapping[str, Sequence[int]] | None = None,
+        digest_lengths: Sequence[int] = (),
         blocksize: int = 32,
         bytepix: int = 4,
         scale: int = 0,
@@ -123,6 +132,9 @@ class FitsTile(Codec):  # type: ignore[misc]
         self.dtype = np.dtype(dtype).str
         self.tile = tuple(int(n) for n in tile)
         self.edges = {str(k): tuple(int(n) for n in v) for k, v in (edges or {}).items()}
+        self.digests = {str(k): tuple(int(n) for n in v) for k, v in (digests or {}).items()}
+        self.digest_lengths = sorted({int(n) for n in digest_lengths})
+        self._lengths = frozenset(self.digest_lengths)
         self.blocksize, self.bytepix = int(blocksize), int(bytepix)
         self.scale, self.smooth = int(scale), int(smooth)
 
@@ -134,6 +146,8 @@ class FitsTile(Codec):  # type: ignore[misc]
             "dtype": self.dtype,
             "tile": list(self.tile),
             "edges": {k: list(v) for k, v in self.edges.items()},
+            "digests": {k: list(v) for k, v in self.digests.items()},
+            "digest_lengths": list(self.digest_lengths),
             "blocksize": self.blocksize,
             "bytepix": self.bytepix,
             "scale": self.scale,
@@ -143,7 +157,7 @@ class FitsTile(Codec):  # type: ignore[misc]
     def decode(self, buf: Any, out: Any = None) -> Any:
         """The tile's pixels as a whole chunk (an edge tile in its corner, zeros around)."""
         data = _bytes(buf)
-        shape = self.edges.get(str(len(data)), self.tile)
+        shape = self.tile_shape(data)
         pixels = decode_tile(self, data, shape)
         if shape != self.tile:
             whole = np.zeros(self.tile, dtype=self.dtype)
@@ -154,8 +168,19 @@ class FitsTile(Codec):  # type: ignore[misc]
             return out
         return pixels.reshape(-1)
 
+    def tile_shape(self, data: bytes) -> tuple[int, ...]:
+        """The shape of the tile stored as ``data``."""
+        if len(data) in self._lengths:
+            return self.digests.get(tile_digest(data), self.tile)
+        return self.edges.get(str(len(data)), self.tile)
+
     def encode(self, buf: Any) -> Any:
         raise NotImplementedError("refzarr.fits_tile only decodes (tiles are written by FITS)")
+
+
+def tile_digest(data: bytes) -> str:
+    """The digest `FitsTile` knows a stored tile by: 8 bytes of BLAKE2b, in hex."""
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
 def decode_tile(codec: FitsTile, data: bytes, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:

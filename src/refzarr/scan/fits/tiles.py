@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.codecs.fits import ALGORITHMS, FitsTile
+from refzarr.codecs.fits import ALGORITHMS, FitsTile, tile_digest
 from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, ArrayMeta, ChunkManifest, RefArray
 from refzarr.model.manifest import share_bytes
@@ -88,9 +88,8 @@ def _tiled(
         raise _NotPerTile("some tiles are stored in no bytes")
     shape = image_shape(theader, "Z")
     dtype = stored_dtype(theader, where, "ZBITPIX").newbyteorder("<")
-    codec = FitsTile(
-        algorithm, dtype.str, tile, _edge_shapes(shape, tile, grid, lengths), **_settings(theader)
-    )
+    edges = _edge_keys(scan, shape, tile, grid, lengths, heap + starts)
+    codec = FitsTile(algorithm, dtype.str, tile, **edges, **_settings(theader))
     manifest = _manifest(scan, heap + starts, lengths, grid)
     meta = scaled_array_meta(
         scan, hdu.header, dtype, shape, tile, name, index, codecs=(codec.get_config(),)
@@ -149,24 +148,48 @@ def _element_bytes(columns: Any, where: str) -> int:
         ) from None
 
 
-def _edge_shapes(
-    shape: tuple[int, ...], tile: tuple[int, ...], grid: tuple[int, ...], lengths: Any
-) -> dict[str, list[int]]:
-    """Stored length -> shape of every tile cut by the image's edge; `_NotPerTile` when one
-    such length is also the length of a tile of another shape."""
+def _edge_keys(
+    scan: HduScan,
+    shape: tuple[int, ...],
+    tile: tuple[int, ...],
+    grid: tuple[int, ...],
+    lengths: Any,
+    offsets: Any,
+) -> dict[str, Any]:
+    """How the tile codec tells tiles cut by the image's edge: by stored length when no two
+    tiles of different shapes share one, else by a digest of the bytes of every tile whose
+    length an edge tile has (those tiles are read); `_NotPerTile` when even the bytes of two
+    tiles of different shapes are equal."""
     sizes = [np.minimum(t, n - np.arange(g) * t) for n, t, g in zip(shape, tile, grid, strict=True)]
     mesh = np.meshgrid(*sizes, indexing="ij")
     shapes = np.stack([m.ravel() for m in mesh], axis=1)
     edge = (shapes != np.asarray(tile)).any(axis=1)
     if not edge.any():
         return {}
-    edges: dict[str, list[int]] = {}
-    for length, cut in zip(lengths[edge].tolist(), shapes[edge].tolist(), strict=True):
-        if edges.setdefault(str(length), cut) != cut:
-            raise _NotPerTile("edge tiles of different shapes stored in the same number of bytes")
-    if np.isin(lengths[~edge], lengths[edge]).any():
-        raise _NotPerTile("an edge tile stored in as many bytes as a whole tile")
-    return edges
+    by_length = _unique_map(lengths[edge].tolist(), shapes[edge].tolist())
+    if by_length is not None and not np.isin(lengths[~edge], lengths[edge]).any():
+        return {"edges": by_length}
+    hashed = np.flatnonzero(np.isin(lengths, lengths[edge]))
+    digests = [
+        tile_digest(scan.source.read_range(int(offsets[k]), int(lengths[k]))) for k in hashed
+    ]
+    by_digest = _unique_map(digests, shapes[hashed].tolist())
+    if by_digest is None:
+        raise _NotPerTile("tiles of different shapes stored in identical bytes")
+    keep = edge[hashed]
+    return {
+        "digests": {d: by_digest[d] for d, e in zip(digests, keep.tolist(), strict=True) if e},
+        "digest_lengths": sorted(set(lengths[edge].tolist())),
+    }
+
+
+def _unique_map(keys: list[Any], shapes: list[list[int]]) -> dict[str, list[int]] | None:
+    """``str(key) -> shape``, or None when one key has two shapes."""
+    out: dict[str, list[int]] = {}
+    for key, cut in zip(keys, shapes, strict=True):
+        if out.setdefault(str(key), cut) != cut:
+            return None
+    return out
 
 
 def _manifest(scan: HduScan, offsets: Any, lengths: Any, grid: tuple[int, ...]) -> ChunkManifest:
