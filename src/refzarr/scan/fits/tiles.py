@@ -89,7 +89,8 @@ def _tiled(
     shape = image_shape(theader, "Z")
     dtype = stored_dtype(theader, where, "ZBITPIX").newbyteorder("<")
     edges = _edge_keys(scan, shape, tile, grid, lengths, heap + starts)
-    codec = FitsTile(algorithm, dtype.str, tile, **edges, **_settings(theader))
+    settings: dict[str, Any] = {**edges, **_settings(theader)}
+    codec = FitsTile(algorithm, dtype.str, tile, **settings)
     manifest = _manifest(scan, heap + starts, lengths, grid)
     meta = scaled_array_meta(
         scan, hdu.header, dtype, shape, tile, name, index, codecs=(codec.get_config(),)
