@@ -315,3 +315,23 @@ def test_edge_tiles_of_identical_bytes_decoded(tmp_path: Path) -> None:
     fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
     group = _roundtrip(path, tmp_path)
     assert "identical bytes" in group["COMPRESSED_IMAGE"].meta.attributes["fits_decoded"]
+
+
+def test_variable_length_columns_inlined_when_small_else_unsupported(tmp_path: Path) -> None:
+    cells = [np.arange(n, dtype="f8") for n in (1, 4, 0, 2)]
+    columns = [
+        fits.Column("spectrum", "PD()", array=np.array(cells, dtype=object)),
+        fits.Column("id", "K", array=np.arange(4)),
+    ]
+    path = tmp_path / "vla.fits"
+    fits.HDUList([fits.PrimaryHDU(), fits.BinTableHDU.from_columns(columns, name="VL")]).writeto(
+        path
+    )
+    group = _roundtrip(path, tmp_path)
+    array = group["VL"]
+    assert list(array.meta.attributes["fits_variable_length"]) == ["spectrum"]
+    assert array.meta.dtype["spectrum"].shape == (4,)
+    with pytest.raises(refzarr.UnsupportedFeatureError, match=r"HDU 1 \('VL'\): variable-length"):
+        refzarr.scan(path, inline_decoded=10)
+    skipped = refzarr.scan(path, inline_decoded=10, on_unsupported="skip")
+    assert [s.path for s in skipped.skipped] == ["/VL"]

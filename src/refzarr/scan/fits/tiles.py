@@ -30,7 +30,7 @@ class _NotPerTile(Exception):
 
 def compressed_array(scan: HduScan, index: int, hdu: Any, name: str, where: str) -> RefArray | None:
     """A tile-compressed image: its tiles as chunks, or decoded and inlined when small."""
-    table = hdu._bintable  # astropy's view of the compressed table behind the image
+    table = _compressed_table(hdu, where)
     theader = table.header
     stored_dtype(theader, where, "ZBITPIX")
     shape = image_shape(theader, "Z")
@@ -67,14 +67,14 @@ def _tiled(
     records: np.ndarray[Any, Any],
     heap: int,
 ) -> RefArray:
-    theader = hdu._bintable.header
+    theader = _compressed_table(hdu, where).header
     algorithm = str(theader.get("ZCMPTYPE", "")).strip()
     algorithm = "RICE_1" if algorithm == "RICE_ONE" else algorithm
     if algorithm not in ALGORITHMS:
         raise UnsupportedFeatureError(f"{where}: tile compression {algorithm!r} is not supported")
     _check_per_tile(records, theader)
     descriptors = np.asarray(records["COMPRESSED_DATA"]).astype(np.int64)
-    lengths = descriptors[:, 0] * _element_bytes(hdu._bintable.columns, where)
+    lengths = descriptors[:, 0] * _element_bytes(_compressed_table(hdu, where).columns, where)
     starts = descriptors[:, 1]
     heap_size = int(theader.get("PCOUNT", 0))
     outside = np.flatnonzero((starts < 0) | (starts + lengths > heap_size))
@@ -96,6 +96,18 @@ def _tiled(
         scan, hdu.header, dtype, shape, tile, name, index, codecs=(codec.get_config(),)
     )
     return RefArray(meta, manifest)
+
+
+def _compressed_table(hdu: Any, where: str) -> Any:
+    """astropy's binary table behind a compressed image (``CompImageHDU._bintable``: astropy
+    has no public name for it; the scanner reads its header and tile descriptors)."""
+    table = getattr(hdu, "_bintable", None)
+    if table is None:
+        raise UnsupportedFeatureError(
+            f"{where}: this astropy version does not expose the table of a compressed image "
+            "(CompImageHDU._bintable); install astropy >= 6.1"
+        )
+    return table
 
 
 def _check_per_tile(records: np.ndarray[Any, Any], theader: Any) -> None:
@@ -214,8 +226,9 @@ def _manifest(scan: HduScan, offsets: Any, lengths: Any, grid: tuple[int, ...]) 
 
 def _decoded(scan: HduScan, index: int, hdu: Any, name: str, where: str, reason: str) -> RefArray:
     """The image decoded by astropy (its default, scaled values), held inline when small."""
-    shape = image_shape(hdu._bintable.header, "Z")
-    dtype = stored_dtype(hdu._bintable.header, where, "ZBITPIX")
+    theader = _compressed_table(hdu, where).header
+    shape = image_shape(theader, "Z")
+    dtype = stored_dtype(theader, where, "ZBITPIX")
     nbytes = math.prod(shape) * max(dtype.itemsize, 4)
     if nbytes > scan.inline_decoded:
         raise UnsupportedFeatureError(
