@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from astropy.io import fits
 from fitskit import assert_decoded_match, assert_raw_match, assert_zarr_match
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import refzarr
 from refzarr.scan.fits import FitsScanner
@@ -335,3 +337,30 @@ def test_variable_length_columns_inlined_when_small_else_unsupported(tmp_path: P
         refzarr.scan(path, inline_decoded=10)
     skipped = refzarr.scan(path, inline_decoded=10, on_unsupported="skip")
     assert [s.path for s in skipped.skipped] == ["/VL"]
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    shape=st.tuples(st.integers(1, 40), st.integers(1, 40)),
+    tile=st.tuples(st.integers(1, 17), st.integers(1, 17)),
+    algorithm=st.sampled_from(["RICE_1", "GZIP_1", "GZIP_2", "PLIO_1"]),
+    seed=st.integers(0, 2**16),
+)
+def test_any_tiling_reads_back(
+    tmp_path_factory: pytest.TempPathFactory,
+    shape: tuple[int, int],
+    tile: tuple[int, int],
+    algorithm: str,
+    seed: int,
+) -> None:
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 2**10, size=shape).astype("i2")
+    if seed % 3 == 0:
+        values[:] = values.flat[0]  # constant tiles: equal lengths, equal bytes
+    hdu = fits.CompImageHDU(values, compression_type=algorithm, tile_shape=tile)
+    path = tmp_path_factory.mktemp("tiling") / "t.fits"
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
+    group = refzarr.scan(path)
+    assert_raw_match(group, path)
