@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +10,14 @@ from astropy.io import fits
 
 from refzarr.errors import ScanError
 
-__all__ = ["BITPIX_DTYPES", "ImageScaling", "header_attributes", "image_scaling", "stored_dtype"]
+__all__ = [
+    "BITPIX_DTYPES",
+    "ImageScaling",
+    "dimension_order_names",
+    "header_attributes",
+    "image_scaling",
+    "stored_dtype",
+]
 
 BITPIX_DTYPES = {8: ">u1", 16: ">i2", 32: ">i4", 64: ">i8", -32: ">f4", -64: ">f8"}
 """The dtype (as stored, big-endian) of each ``BITPIX`` FITS defines."""
@@ -109,8 +115,3 @@ def dimension_order_names(ndim: int) -> list[str]:
     base = ["x", "y", "z"]
     names = [base[k] if k < 3 else f"dim_{k}" for k in range(ndim)]
     return names[::-1]
-
-
-def is_finite_number(value: Any) -> bool:
-    """Whether ``value`` is a finite int or float (not bool)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
