@@ -364,3 +364,20 @@ def test_any_tiling_reads_back(
     fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
     group = refzarr.scan(path)
     assert_raw_match(group, path)
+
+
+@pytest.mark.parametrize(("scale", "smooth"), [(2, False), (3, True)])
+def test_lossy_hcompress_as_astropy_decodes_it(tmp_path: Path, scale: int, smooth: bool) -> None:
+    values = RNG.integers(0, 2**14, size=(32, 29)).astype("i4")
+    hdu = fits.CompImageHDU(
+        values,
+        compression_type="HCOMPRESS_1",
+        tile_shape=(16, 16),
+        hcomp_scale=scale,
+        hcomp_smooth=smooth,
+    )
+    path = tmp_path / "lossy.fits"
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
+    group = _roundtrip(path, tmp_path)
+    codec = group["COMPRESSED_IMAGE"].meta.codecs[0]
+    assert (codec["scale"], codec["smooth"]) == (scale, int(smooth))
