@@ -340,7 +340,7 @@ def test_variable_length_columns_inlined_when_small_else_unsupported(tmp_path: P
 
 
 @settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     shape=st.tuples(st.integers(1, 40), st.integers(1, 40)),
