@@ -14,11 +14,6 @@ from refzarr.scan.base import HEAD_BYTES, Probe, ScanFormat, formats_summary, re
 
 __all__ = ["describe_head", "detect_format", "detect_probe", "probe_source"]
 
-_LOOKS_LIKE = {
-    b"SIMPLE  ": "FITS",
-}
-"""Formats recognised for the error message only, while no registered scanner reads them."""
-
 
 def detect_format(url: str, storage_options: Mapping[str, Any] | None = None) -> ScanFormat:
     """The format of the file or store at ``url`` (a local path or an fsspec URL).
@@ -132,11 +127,9 @@ def detect_probe(probe: Probe) -> ScanFormat:
             f"{probe.url}: a directory that is no store refzarr scans (no .zgroup, .zarray or "
             f"zarr.json in it); scan its files instead. refzarr scans: {formats_summary()}"
         )
-    seen = _looks_like(probe.head)
-    hint = f"it looks like {seen}, which refzarr cannot scan yet; " if seen else ""
     raise ScanError(
         f"{probe.url}: not a format refzarr recognises from its first bytes "
-        f"({describe_head(probe.head)}); {hint}refzarr scans: {formats_summary()}. "
+        f"({describe_head(probe.head)}); refzarr scans: {formats_summary()}. "
         "Pass format=... to scan it as one of these anyway"
     )
 
@@ -146,10 +139,3 @@ def describe_head(head: bytes, count: int = 16) -> str:
     shown = head[:count]
     text = "".join(chr(b) if 32 <= b < 127 else "." for b in shown)
     return f"first bytes {shown.hex(' ')} ({text!r})"
-
-
-def _looks_like(head: bytes) -> str | None:
-    for magic, name in _LOOKS_LIKE.items():
-        if head.startswith(magic):
-            return name
-    return None

@@ -1,0 +1,125 @@
+"""Scanning and reading tile-compressed FITS images: refzarr against kerchunk and astropy.
+
+The workload of issue 16: an 8,000 x 8,000 int16 image, RICE_1-compressed by astropy, once in
+row tiles (8,000 tiles of one row) and once in 256 x 256 tiles (1,024 tiles, edge tiles
+included). Measured in one run, in this process, each after one warm-up call:
+
+- scan: ``refzarr.scan(path)``; kerchunk's ``kerchunk.fits.process_file(path)`` (its
+  documented entry point); astropy opening the file and reading the tile table
+  (``fits.open(path)[1].compressed_data``), the floor for anything built on astropy;
+- read: every pixel through refzarr (``refzarr.open_dataset(group)[name].values``) against
+  astropy's ``fits.open(path)[1].data``.
+
+Wall-clock medians of ``--repeat`` runs, and the ratio to astropy. Files are generated once
+into ``benchmarks/.cache/fits/``.
+
+Usage::
+
+    python benchmarks/bench_fits.py               # the issue's run
+    python benchmarks/bench_fits.py --size 2000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from astropy.io import fits
+
+import refzarr
+
+CACHE = Path(__file__).resolve().parent / ".cache" / "fits"
+
+
+def make_file(size: int, tile: tuple[int, int]) -> Path:
+    """The int16 RICE_1 image of ``size`` x ``size`` pixels in tiles of ``tile``."""
+    path = CACHE / f"rice_{size}_{tile[0]}x{tile[1]}.fits"
+    if path.exists():
+        return path
+    CACHE.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    y, x = np.mgrid[0:size, 0:size]
+    image = (1000 + 200 * np.sin(x / 150) * np.cos(y / 90)).astype("i2")
+    image += rng.poisson(20, size=image.shape).astype("i2")
+    hdu = fits.CompImageHDU(image, compression_type="RICE_1", tile_shape=tile)
+    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
+    return path
+
+
+def median_time(call: Callable[[], Any], repeat: int) -> float:
+    """Median seconds of ``call()`` over ``repeat`` runs, after one warm-up run."""
+    call()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def astropy_table(path: Path) -> None:
+    with fits.open(path) as hdul:
+        np.asarray(hdul[1].compressed_data)
+
+
+def astropy_data(path: Path) -> None:
+    with fits.open(path) as hdul:
+        np.asarray(hdul[1].data)
+
+
+def kerchunk_scan(path: Path) -> Any:
+    from kerchunk.fits import process_file
+
+    return process_file(str(path))
+
+
+def refzarr_read(group: refzarr.RefGroup) -> None:
+    with refzarr.open_dataset(group) as ds:
+        np.asarray(ds["COMPRESSED_IMAGE"].values)
+
+
+def row(label: str, seconds: float | None, floor: float) -> str:
+    if seconds is None:
+        return f"  {label:<34} {'failed':>10}"
+    return f"  {label:<34} {seconds * 1000:>8.1f} ms  {seconds / floor:>6.2f}x astropy"
+
+
+def run(size: int, repeat: int) -> None:
+    for tile in ((1, size), (256, 256)):
+        path = make_file(size, tile)
+        nbytes = path.stat().st_size
+        print(f"{size} x {size} int16 RICE_1, tiles {tile[0]} x {tile[1]} ({nbytes:,} bytes)")
+        floor = median_time(lambda p=path: astropy_table(p), repeat)
+        print(row("astropy open + tile table", floor, floor))
+        print(row("refzarr.scan", median_time(lambda p=path: refzarr.scan(p), repeat), floor))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                kerchunk = median_time(lambda p=path: kerchunk_scan(p), repeat)
+        except Exception as exc:  # kerchunk cannot reference tile-compressed images
+            print(f"  kerchunk.fits.process_file         failed: {type(exc).__name__}: {exc}"[:160])
+        else:
+            print(row("kerchunk.fits.process_file", kerchunk, floor))
+        data = median_time(lambda p=path: astropy_data(p), repeat)
+        print(row("astropy .data (decode all)", data, data))
+        group = refzarr.scan(path)
+        read = median_time(lambda g=group: refzarr_read(g), repeat)
+        print(row("refzarr read (decode all)", read, data))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=8000, help="image side in pixels")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per measurement")
+    args = parser.parse_args()
+    run(args.size, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
