@@ -34,7 +34,7 @@ __all__ = [
 
 OnUnsupported = Literal["raise", "skip"]
 
-BUILTIN_FORMATS = ("hdf5",)
+BUILTIN_FORMATS = ("hdf5", "zarr")
 """The format subpackages of `refzarr.scan`, in detection order (directories aside, the first
 whose detector accepts a file's first bytes wins)."""
 

@@ -1,0 +1,138 @@
+"""One Zarr array (as zarr-python parsed it) as a `RefArray`: its codecs as numcodecs configs,
+its chunks from the store's listing, its attributes, dimension names and fill value."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import zarr
+
+from refzarr.errors import RefFormatError, ScanError, UnsupportedFeatureError
+from refzarr.model import MISSING, ArrayMeta, ChunkManifest, RefArray
+from refzarr.model.meta import DIMENSIONS_ATTR
+from refzarr.scan.zarr.chunks import ChunkKeys, chunk_manifest
+from refzarr.scan.zarr.listing import StoreListing
+from refzarr.scan.zarr.pipeline import Pipeline, model_dtype, v2_pipeline, v3_pipeline
+
+__all__ = ["scan_array"]
+
+
+def scan_array(
+    array: zarr.Array,
+    path: str,
+    listing: StoreListing,
+    inline_threshold: int,
+    where: str,
+) -> RefArray:
+    """The array at ``path`` of the store (``""``: the store is an array).
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        When its codecs, dtype or chunk grid cannot be referenced exactly.
+    ScanError
+        When a chunk's size cannot be right, or its metadata is inconsistent.
+    """
+    metadata = array.metadata
+    dtype = model_dtype(np.dtype(array.dtype))
+    fill = _fill_value(metadata, dtype)
+    if metadata.zarr_format == 2:
+        pipe = v2_pipeline(metadata, dtype)
+        keys = ChunkKeys(metadata.dimension_separator or ".", prefix=False)
+    else:
+        pipe = v3_pipeline(metadata, dtype, fill, where)
+        keys = _v3_keys(metadata, where)
+    chunks = tuple(int(n) for n in metadata.chunk_grid.chunk_shape) if metadata.zarr_format == 3 else tuple(metadata.chunks)
+    grid = tuple(math.ceil(s / c) for s, c in zip(metadata.shape, chunks, strict=True))
+    manifest = chunk_manifest(
+        listing, path, grid, keys, pipe.size_rule(), inline_threshold, where
+    )
+    complete = not bool((manifest.path_id == MISSING).any())
+    meta = _meta(array, dtype, chunks, pipe, _declared_fill(metadata, fill, complete), where)
+    return RefArray(meta, manifest)
+
+
+def _v3_keys(metadata: Any, where: str) -> ChunkKeys:
+    encoding = metadata.chunk_key_encoding.to_dict()
+    name = encoding.get("name")
+    separator = str((encoding.get("configuration") or {}).get("separator", "/"))
+    if name == "default":
+        return ChunkKeys(separator, prefix=True)
+    if name == "v2":
+        return ChunkKeys(separator if "configuration" in encoding else ".", prefix=False)
+    raise UnsupportedFeatureError(f"{where}: the chunk key encoding {encoding} is not supported")
+
+
+def _fill_value(metadata: Any, dtype: np.dtype[Any]) -> Any:
+    """The store's fill value in refzarr's terms (strings as str, not numpy's str_)."""
+    value = metadata.fill_value
+    if value is None:
+        return None
+    if dtype.kind == "O":
+        return value.item() if isinstance(value, np.generic) else value
+    return value
+
+
+def _declared_fill(metadata: Any, fill: Any, complete: bool) -> Any:
+    """The fill value the references declare.
+
+    Zarr v2: the store's own (xarray masks it either way). Zarr v3: xarray does not take the
+    fill value for a missing-value marker, but it does take a Zarr v2 one (which references
+    carry) for ``_FillValue``. So it is declared only where it is read: when some chunk is
+    missing and the fill value is not the zero (empty string) that Zarr v2 reads anyway.
+    """
+    if metadata.zarr_format == 2 or fill is None:
+        return fill
+    if complete or _is_default(fill):
+        return None
+    return fill
+
+
+def _is_default(fill: Any) -> bool:
+    if isinstance(fill, str | bytes):
+        return len(fill) == 0
+    raw = np.asarray(fill)
+    return raw.dtype.kind != "O" and not any(raw.tobytes())
+
+
+def _meta(
+    array: zarr.Array,
+    dtype: np.dtype[Any],
+    chunks: tuple[int, ...],
+    pipe: Pipeline,
+    fill: Any,
+    where: str,
+) -> ArrayMeta:
+    attributes = dict(array.attrs.asdict())
+    names = attributes.pop(DIMENSIONS_ATTR, None)
+    if array.metadata.zarr_format == 3 and array.metadata.dimension_names is not None:
+        declared = tuple(array.metadata.dimension_names)
+        names = declared if all(isinstance(n, str) for n in declared) else names
+    separator = array.metadata.dimension_separator if array.metadata.zarr_format == 2 else "."
+    try:
+        return ArrayMeta(
+            shape=tuple(array.metadata.shape),
+            chunks=chunks,
+            dtype=dtype,
+            fill_value=fill,
+            codecs=tuple(pipe.codecs),
+            attributes=attributes,
+            dimension_names=None if names is None else tuple(names),
+            order=pipe.order,
+            dimension_separator=separator or ".",
+        )
+    except RefFormatError as exc:
+        if names is not None and "dimension_names" in str(exc):
+            raise ScanError(
+                f"{where}: its dimension names {names!r} are not one string per dimension of "
+                f"shape {tuple(array.metadata.shape)}"
+            ) from exc
+        raise UnsupportedFeatureError(f"{where}: cannot be referenced: {exc}") from exc
+
+
+def inline_values(array: zarr.Array, ref: RefArray) -> RefArray:
+    """``ref`` holding the array's values (read by zarr) as one uncompressed chunk."""
+    values = np.asarray(array[...]).astype(ref.meta.dtype, copy=False)
+    return RefArray(ref.meta.as_one_raw_chunk(), ChunkManifest.one_inlined(values.tobytes()))

@@ -1,0 +1,214 @@
+"""The Zarr store scanner: every array of a Zarr v2 or v3 store referenced where its chunks
+are, with the store's hierarchy and names.
+
+zarr-python parses all metadata (consolidated metadata where the store has it); one listing of
+the store gives every chunk's key and size, so a scan costs that listing plus the metadata
+reads, never a request per chunk. `ZarrScanner` is a configured callable (options in the
+constructor, no state between calls, picklable).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any, TypeVar
+
+import zarr
+from zarr.errors import ZarrUserWarning
+from zarr.storage import FsspecStore, LocalStore
+
+from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
+from refzarr.model import RefArray, RefGroup
+from refzarr.scan.base import ScanOptions
+from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.scan.zarr.arrays import inline_values, scan_array
+from refzarr.scan.zarr.listing import StoreListing, list_store
+
+__all__ = ["ZarrScanner"]
+
+T = TypeVar("T")
+
+_METADATA = ("zarr.json", ".zarray", ".zgroup")
+"""The document that makes a directory a node, v3 first."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZarrScanner(ScanOptions):
+    """Scan Zarr v2 and v3 stores (local directories or fsspec URLs) into reference groups.
+
+    Takes the options every scanner takes (`ScanOptions`: ``storage_options``,
+    ``inline_threshold``, ``on_unsupported``, ``inline_coordinates``).
+
+    Notes
+    -----
+    A store whose root is an array gives a root group holding that array, named after the
+    store's folder without its extension (``sst.zarr`` -> ``sst``).
+
+    Examples
+    --------
+    >>> group = ZarrScanner()("s3://bucket/store.zarr")  # doctest: +SKIP
+    """
+
+    def __call__(self, url: str) -> ScannedGroup:
+        """Scan one store.
+
+        Returns
+        -------
+        ScannedGroup
+            The root group; ``skipped`` lists what ``on_unsupported="skip"`` left out.
+        """
+        listing = list_store(str(url), self.storage_options)
+        walk = _Walk(self, listing, _zarr_store(listing, str(url), self.storage_options))
+        root = walk.root()
+        return ScannedGroup(root.attributes, root.members, tuple(walk.skipped))
+
+
+def _zarr_store(
+    listing: StoreListing, url: str, storage_options: Mapping[str, Any] | None
+) -> zarr.abc.store.Store:
+    """zarr-python's read-only store over the same root."""
+    if listing.is_local:
+        return LocalStore(listing.root, read_only=True)
+    options = dict(storage_options or {})
+    return FsspecStore.from_url(url.rstrip("/"), storage_options=options, read_only=True)
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """zarr-python warns on parsing ``numcodecs.*`` codecs (outside the v3 specification);
+    reading a store that has them is no reason to warn."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=ZarrUserWarning, message="Numcodecs codecs")
+        yield
+
+
+@dataclass
+class _Walk:
+    """The state of one scan: the store, and what was skipped."""
+
+    options: ZarrScanner
+    listing: StoreListing
+    store: Any
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def where(self, path: str, kind: str = "array") -> str:
+        return f"{self.listing.url}: {kind} {path or '/'!r}"
+
+    def root(self) -> RefGroup:
+        node = self.open_node("")
+        if isinstance(node, zarr.Group):
+            return self.group(node, "")
+        name = _store_name(self.listing.url)
+        array = self.guarded(name, lambda: self.array(node, "", name))
+        return RefGroup({}, {} if array is None else {name: array})
+
+    def open_node(self, path: str) -> zarr.Array | zarr.Group:
+        """The node at ``path`` opened by zarr-python (consolidated metadata where present)."""
+        try:
+            with _quiet():
+                node: zarr.Array | zarr.Group = zarr.open(store=self.store, path=path, mode="r")
+        except RefzarrError:
+            raise
+        except Exception as exc:  # zarr-python refusing the metadata, whatever its reason
+            raise ScanError(
+                f"{self.listing.url}: {self.metadata_keys(path)}: zarr-python cannot parse the "
+                f"metadata: {type(exc).__name__}: {exc}"
+            ) from exc
+        return node
+
+    def metadata_keys(self, path: str) -> str:
+        """The metadata documents of the node at ``path``, for messages."""
+        names = [_join(path, n) for n in (*_METADATA, ".zmetadata", ".zattrs")]
+        found = [n for n in names if n in self.listing]
+        if not found:
+            return f"no metadata at {path or '/'!r} (no zarr.json, .zarray or .zgroup)"
+        return ", ".join(repr(n) for n in found)
+
+    def guarded(self, path: str, build: Callable[[], T]) -> T | None:
+        """``build()``, or None after recording the skip when unsupported and skipping."""
+        try:
+            return build()
+        except UnsupportedFeatureError as exc:
+            if self.options.on_unsupported == "raise":
+                raise
+            self.skipped.append(Skipped(f"/{path}", str(exc)))
+            return None
+
+    def group(self, group: zarr.Group, path: str) -> RefGroup:
+        """A group and everything below it, members sorted by name."""
+        members: dict[str, RefArray | RefGroup] = {}
+        for name, child in self.children(group, path):
+            child_path = _join(path, name)
+            self.check_listed(child, child_path)
+            if isinstance(child, zarr.Group):
+                members[name] = self.group(child, child_path)
+                continue
+            array = self.guarded(child_path, lambda c=child, p=child_path: self.array(c, p, p))
+            if array is not None:
+                members[name] = array
+        return RefGroup(dict(group.attrs.asdict()), members)
+
+    def children(self, group: zarr.Group, path: str) -> list[tuple[str, Any]]:
+        try:
+            with _quiet():
+                found = group.members(max_depth=0)
+        except Exception as exc:
+            self.find_bad_child(path)
+            raise ScanError(
+                f"{self.where(path, 'group')}: zarr-python cannot list its members: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        return sorted(found, key=lambda item: item[0])
+
+    def find_bad_child(self, path: str) -> None:
+        """Raise the `ScanError` naming the first child whose metadata zarr-python refuses."""
+        names, _ = self.listing.under(path)
+        for name in sorted({n.split("/", 1)[0] for n in names if "/" in n}):
+            child = _join(path, name)
+            if any(_join(child, m) in self.listing for m in _METADATA):
+                self.open_node(child)
+
+    def check_listed(self, node: Any, path: str) -> None:
+        """A node that consolidated metadata names must exist in the store."""
+        if node.metadata.zarr_format == 3:
+            key = "zarr.json"
+        else:
+            key = ".zarray" if isinstance(node, zarr.Array) else ".zgroup"
+        if _join(path, key) not in self.listing:
+            kind = "array" if isinstance(node, zarr.Array) else "group"
+            raise ScanError(
+                f"{self.where(path, kind)}: named by the store's consolidated metadata, but "
+                f"the store has no {_join(path, key)!r}: the consolidated metadata points "
+                "nowhere (stale?); consolidate the store again (zarr.consolidate_metadata)"
+            )
+
+    def array(self, array: zarr.Array, path: str, name: str) -> RefArray:
+        where = self.where(name)
+        ref = scan_array(array, path, self.listing, self.options.inline_threshold, where)
+        meta = ref.meta
+        limit = self.options.inline_coordinates
+        short = name.rsplit("/", 1)[-1]
+        if (
+            limit
+            and meta.ndim == 1
+            and meta.dimension_names == (short,)
+            and meta.dtype.kind not in "OV"
+            and 0 < meta.shape[0] * meta.dtype.itemsize <= limit
+        ):
+            with _quiet():
+                return inline_values(array, ref)
+        return ref
+
+
+def _store_name(url: str) -> str:
+    """A root array's name: the store's folder without its extension (``a.zarr`` -> ``a``)."""
+    folder = PurePosixPath(url.rstrip("/").rsplit("://", 1)[-1]).name
+    stem = folder.rsplit(".", 1)[0] if "." in folder.lstrip(".") else folder
+    return stem or folder or "data"
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}/{name}" if path else name
