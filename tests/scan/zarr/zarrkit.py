@@ -85,9 +85,13 @@ def readback(group: RefGroup, tmp_path: Path, name: str = "refs") -> Readback:
     ours = zarr.open_group(ReferenceStore(refzarr.read(parquet_path)), mode="r", zarr_format=2)
 
     def through(refs: Path) -> Callable[[str], np.ndarray]:
+        groups: dict[str, zarr.Group] = {}  # one ReferenceFileSystem per group, not per array
+
         def read(path: str) -> np.ndarray:
             parent, _, name = path.rpartition("/")
-            return np.asarray(open_zarr_group(refs, parent)[name][...])
+            if parent not in groups:
+                groups[parent] = open_zarr_group(refs, parent)
+            return np.asarray(groups[parent][name][...])
 
         return read
 

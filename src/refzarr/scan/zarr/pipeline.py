@@ -17,7 +17,7 @@ from zarr.abc.codec import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
 from zarr.codecs import ShardingCodec
 
 from refzarr.codecs.zarr import ZarrSharding, ZarrTranspose
-from refzarr.errors import UnsupportedFeatureError
+from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.model.dtypes import encode_fill_value
 from refzarr.scan.zarr.chunks import SizeRule
 
@@ -176,17 +176,20 @@ def _sharding(codec: ShardingCodec, pipe: Pipeline, fill_value: Any, where: str)
     inner = _chain(tuple(codec.codecs), Pipeline(pipe.dtype, inner_shape), fill_value, where)
     index_dtype, index_codecs = _index_codecs(tuple(codec.index_codecs), where)
     location = getattr(codec.index_location, "value", codec.index_location)
-    sharding = ZarrSharding(
-        shard_shape=pipe.shape,
-        chunk_shape=inner_shape,
-        dtype=pipe.dtype.str,
-        fill_value=encode_fill_value(fill_value, pipe.dtype),
-        codecs=inner.codecs,
-        order=inner.order,
-        index_codecs=index_codecs,
-        index_dtype=index_dtype,
-        index_location=location,
-    )
+    try:
+        sharding = ZarrSharding(
+            shard_shape=pipe.shape,
+            chunk_shape=inner_shape,
+            dtype=pipe.dtype.str,
+            fill_value=encode_fill_value(fill_value, pipe.dtype),
+            codecs=inner.codecs,
+            order=inner.order,
+            index_codecs=index_codecs,
+            index_dtype=index_dtype,
+            index_location=location,
+        )
+    except (ValueError, TypeError) as exc:
+        raise ScanError(f"{where}: invalid sharding_indexed codec: {exc}") from exc
     pipe.codecs.append(sharding.get_config())
     pipe.index_bytes = sharding.index_bytes
 
