@@ -105,11 +105,14 @@ class _Walk:
         array = self.guarded(name, lambda: self.array(node, "", name))
         return RefGroup({}, {} if array is None else {name: array})
 
-    def open_node(self, path: str) -> zarr.Array | zarr.Group:
-        """The node at ``path`` opened by zarr-python (consolidated metadata where present)."""
+    def open_node(self, path: str, fmt: int | None = None) -> zarr.Array | zarr.Group:
+        """The node at ``path`` opened by zarr-python (consolidated metadata where present;
+        ``fmt``: only as a Zarr v2 or v3 node)."""
         try:
             with _quiet():
-                node: zarr.Array | zarr.Group = zarr.open(store=self.store, path=path, mode="r")
+                node: zarr.Array | zarr.Group = zarr.open(
+                    store=self.store, path=path, mode="r", zarr_format=fmt
+                )
         except RefzarrError:
             raise
         except Exception as exc:  # zarr-python refusing the metadata, whatever its reason
@@ -152,24 +155,35 @@ class _Walk:
         return RefGroup(dict(group.attrs.asdict()), members)
 
     def children(self, group: zarr.Group, path: str) -> list[tuple[str, Any]]:
+        """The group's members, sorted by name.
+
+        zarr-python leaves out a child whose metadata it cannot parse; so without
+        consolidated metadata, each child folder holding metadata of the group's format that
+        zarr did not list is opened alone, which raises the `ScanError` naming it.
+        """
+        fmt = group.metadata.zarr_format
         try:
             with _quiet():
-                found = group.members(max_depth=0)
+                found = dict(group.members(max_depth=0))
         except Exception as exc:
-            self.find_bad_child(path)
+            self.open_unlisted(path, set(), fmt)
             raise ScanError(
                 f"{self.where(path, 'group')}: zarr-python cannot list its members: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        return sorted(found, key=lambda item: item[0])
+        if group.metadata.consolidated_metadata is None:
+            self.open_unlisted(path, set(found), fmt)
+        return sorted(found.items(), key=lambda item: item[0])
 
-    def find_bad_child(self, path: str) -> None:
-        """Raise the `ScanError` naming the first child whose metadata zarr-python refuses."""
+    def open_unlisted(self, path: str, listed: set[str], fmt: int) -> None:
+        """Open each child folder of ``path`` with metadata of format ``fmt`` not in
+        ``listed``: zarr-python raising is a `ScanError` naming the child's metadata."""
+        documents = ("zarr.json",) if fmt == 3 else (".zarray", ".zgroup")
         names, _ = self.listing.under(path)
-        for name in sorted({n.split("/", 1)[0] for n in names if "/" in n}):
+        for name in sorted({n.split("/", 1)[0] for n in names if "/" in n} - listed):
             child = _join(path, name)
-            if any(_join(child, m) in self.listing for m in _METADATA):
-                self.open_node(child)
+            if any(_join(child, d) in self.listing for d in documents):
+                self.open_node(child, fmt)
 
     def check_listed(self, node: Any, path: str) -> None:
         """A node that consolidated metadata names must exist in the store."""
