@@ -10,7 +10,8 @@ import numpy as np
 import zarr
 
 from refzarr.errors import RefFormatError, ScanError, UnsupportedFeatureError
-from refzarr.model import MISSING, ArrayMeta, ChunkManifest, RefArray
+from refzarr.codecs.chunk import decode_whole
+from refzarr.model import INLINED, MISSING, ArrayMeta, ChunkManifest, RefArray
 from refzarr.model.meta import DIMENSIONS_ATTR
 from refzarr.scan.zarr.chunks import ChunkKeys, chunk_manifest
 from refzarr.scan.zarr.listing import StoreListing
@@ -132,7 +133,22 @@ def _meta(
         raise UnsupportedFeatureError(f"{where}: cannot be referenced: {exc}") from exc
 
 
-def inline_values(array: zarr.Array, ref: RefArray) -> RefArray:
-    """``ref`` holding the array's values (read by zarr) as one uncompressed chunk."""
-    values = np.asarray(array[...]).astype(ref.meta.dtype, copy=False)
+def inline_values(ref: RefArray, listing: StoreListing, where: str) -> RefArray:
+    """``ref`` holding its values as one uncompressed chunk: its chunks fetched (at once)
+    and decoded with its own codecs, so the values are exactly what its references read."""
+    manifest = ref.manifest
+    stored: list[bytes | None] = [None] * manifest.nchunks
+    wanted: list[tuple[int, str]] = []
+    for block in manifest.iter_blocks():
+        for row, pid in enumerate(block.path_id.tolist()):
+            number = block.start + row
+            if pid == INLINED:
+                stored[number] = block.inlined[number]
+            elif pid >= 0:
+                wanted.append((number, block.paths[pid]))
+    if wanted:
+        found = listing.fs.cat([url for _, url in wanted], on_error="raise")
+        for number, url in wanted:
+            stored[number] = bytes(found[url])
+    values = decode_whole(ref.meta, stored, where)
     return RefArray(ref.meta.as_one_raw_chunk(), ChunkManifest.one_inlined(values.tobytes()))

@@ -9,6 +9,7 @@ constructor, no state between calls, picklable).
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -18,7 +19,8 @@ from typing import Any, TypeVar
 
 import zarr
 from zarr.errors import ZarrUserWarning
-from zarr.storage import FsspecStore, LocalStore
+from zarr.buffer.cpu import Buffer
+from zarr.storage import MemoryStore
 
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
 from refzarr.model import RefArray, RefGroup
@@ -33,6 +35,9 @@ T = TypeVar("T")
 
 _METADATA = ("zarr.json", ".zarray", ".zgroup")
 """The document that makes a directory a node, v3 first."""
+
+_DOCUMENTS = (*_METADATA, ".zattrs", ".zmetadata")
+"""Every metadata document name (a chunk key is never one of these)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,19 +66,39 @@ class ZarrScanner(ScanOptions):
             The root group; ``skipped`` lists what ``on_unsupported="skip"`` left out.
         """
         listing = list_store(str(url), self.storage_options)
-        walk = _Walk(self, listing, _zarr_store(listing, str(url), self.storage_options))
+        walk = _Walk(self, listing, metadata_store(listing))
         root = walk.root()
         return ScannedGroup(root.attributes, root.members, tuple(walk.skipped))
 
 
-def _zarr_store(
-    listing: StoreListing, url: str, storage_options: Mapping[str, Any] | None
-) -> zarr.abc.store.Store:
-    """zarr-python's read-only store over the same root."""
-    if listing.is_local:
-        return LocalStore(listing.root, read_only=True)
-    options = dict(storage_options or {})
-    return FsspecStore.from_url(url.rstrip("/"), storage_options=options, read_only=True)
+def metadata_store(listing: StoreListing) -> MemoryStore:
+    """The store's metadata documents, in memory, for zarr-python to parse: each fetched
+    once, concurrently (zarr-python itself would probe every possible document of every node
+    with a request or two each). When the root holds consolidated metadata, only the root's
+    documents are fetched: zarr-python then reads nothing else."""
+    root = [k for k in _DOCUMENTS if k in listing]
+    documents = dict(zip(root, listing.read(root), strict=True))
+    if not _consolidated(documents):
+        rest = [
+            k
+            for k in listing.keys
+            if "/" in k and k.rsplit("/", 1)[1] in _DOCUMENTS
+        ]
+        documents.update(zip(rest, listing.read(rest), strict=True))
+    buffers = {k: Buffer.from_bytes(v) for k, v in documents.items()}
+    return MemoryStore(buffers, read_only=True)
+
+
+def _consolidated(documents: Mapping[str, bytes]) -> bool:
+    """Whether the root's documents hold consolidated metadata (v2 ``.zmetadata``, or a v3
+    root ``zarr.json`` whose ``consolidated_metadata`` is set)."""
+    if ".zmetadata" in documents:
+        return True
+    try:
+        document = json.loads(documents.get("zarr.json", b"{}"))
+    except ValueError:
+        return False  # zarr-python will say what is wrong with it
+    return isinstance(document, dict) and document.get("consolidated_metadata") is not None
 
 
 @contextmanager
@@ -91,7 +116,7 @@ class _Walk:
 
     options: ZarrScanner
     listing: StoreListing
-    store: Any
+    store: MemoryStore
     skipped: list[Skipped] = field(default_factory=list)
 
     def where(self, path: str, kind: str = "array") -> str:
@@ -212,8 +237,7 @@ class _Walk:
             and meta.dtype.kind not in "OV"
             and 0 < meta.shape[0] * meta.dtype.itemsize <= limit
         ):
-            with _quiet():
-                return inline_values(array, ref)
+            return inline_values(ref, self.listing, where)
         return ref
 
 
