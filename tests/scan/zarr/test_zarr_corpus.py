@@ -83,7 +83,7 @@ def test_groups_and_attributes(scanned: tuple[Path, Readback]) -> None:
     if isinstance(root, zarr.Array):
         assert dict(back.group.attributes) == {}
         return
-    groups = {path: group for path, group in back.group.groups()}
+    groups = dict(back.group.groups())
     assert sorted(groups) == sorted(
         ["", *(p for p, n in root.members(max_depth=None) if isinstance(n, zarr.Group))]
     )

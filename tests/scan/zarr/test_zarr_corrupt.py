@@ -24,7 +24,7 @@ def _store(path: Path, fmt: int = 3, **kwargs: object) -> Path:
     return path
 
 
-@pytest.mark.parametrize("fmt, key", [(3, "zarr.json"), (2, ".zgroup")])
+@pytest.mark.parametrize(("fmt", "key"), [(3, "zarr.json"), (2, ".zgroup")])
 def test_unparsable_root_metadata(tmp_path: Path, fmt: int, key: str) -> None:
     store = _store(tmp_path / "s.zarr", fmt)
     (store / key).write_text("{ this is not JSON")
@@ -32,22 +32,23 @@ def test_unparsable_root_metadata(tmp_path: Path, fmt: int, key: str) -> None:
         ZarrScanner()(str(store))
 
 
-@pytest.mark.parametrize("fmt, key", [(3, "a/zarr.json"), (2, "a/.zarray")])
+@pytest.mark.parametrize(("fmt", "key"), [(3, "a/zarr.json"), (2, "a/.zarray")])
 def test_unparsable_array_metadata(tmp_path: Path, fmt: int, key: str) -> None:
     store = _store(tmp_path / "s.zarr", fmt)
-    (store / key).write_text('{"zarr_format": %d, "node_type": "array", "shape": "wide"}' % fmt)
+    (store / key).write_text(f'{{"zarr_format": {fmt}, "node_type": "array", "shape": "wide"}}')
     with pytest.raises(ScanError, match=rf"s\.zarr: '{key}'.*zarr-python cannot parse"):
         ZarrScanner()(str(store))
 
 
-@pytest.mark.parametrize("fmt, chunk", [(3, "a/c/1/0"), (2, "a/1.0")])
+@pytest.mark.parametrize(("fmt", "chunk"), [(3, "a/c/1/0"), (2, "a/1.0")])
 def test_uncompressed_chunk_of_wrong_size(tmp_path: Path, fmt: int, chunk: str) -> None:
     store = _store(tmp_path / "s.zarr", fmt, compressors=None)
     path = store / chunk
     path.write_bytes(path.read_bytes()[:-4])  # truncated: 20 bytes for 3 x 2 int32
     with pytest.raises(
-        ScanError, match=rf"array 'a': chunk '{chunk}' is 20 bytes, but an uncompressed chunk is "
-        r"exactly 24 bytes"
+        ScanError,
+        match=rf"array 'a': chunk '{chunk}' is 20 bytes, but an uncompressed chunk is "
+        r"exactly 24 bytes",
     ):
         ZarrScanner()(str(store))
 
@@ -80,7 +81,7 @@ def test_consolidated_metadata_pointing_nowhere(tmp_path: Path, fmt: int) -> Non
 
 
 def test_no_such_store(tmp_path: Path) -> None:
-    with pytest.raises(SourceNotFoundError, match="nothing.zarr"):
+    with pytest.raises(SourceNotFoundError, match=r"nothing\.zarr"):
         ZarrScanner()(str(tmp_path / "nothing.zarr"))
 
 
@@ -93,7 +94,7 @@ def test_a_file_is_no_store(tmp_path: Path) -> None:
 def test_directory_without_metadata(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "x.txt").write_text("x")
-    with pytest.raises(ScanError, match="no .zgroup, .zarray or zarr.json"):
+    with pytest.raises(ScanError, match=r"no \.zgroup, \.zarray or zarr\.json"):
         refzarr.scan(tmp_path / "d")
     with pytest.raises(ScanError, match=r"no metadata at '/'"):
         refzarr.scan(tmp_path / "d", format="zarr")
@@ -101,8 +102,12 @@ def test_directory_without_metadata(tmp_path: Path) -> None:
 
 def test_damaged_chunk_is_an_error_when_read(tmp_path: Path) -> None:
     """Chunk bytes are not read at scan time; a damaged one fails the read, never fills."""
-    store = _store(tmp_path / "s.zarr", 2, compressors=numcodecs.Zlib(),
-                   attributes={"_ARRAY_DIMENSIONS": ["y", "x"]})
+    store = _store(
+        tmp_path / "s.zarr",
+        2,
+        compressors=numcodecs.Zlib(),
+        attributes={"_ARRAY_DIMENSIONS": ["y", "x"]},
+    )
     (store / "a/0.0").write_bytes(b"\x78\x9c garbage")
     group = ZarrScanner()(str(store))
     with pytest.raises(refzarr.ChunkDecodeError, match=r"a/0\.0"):

@@ -11,13 +11,13 @@ import fsspec
 import numpy as np
 import pytest
 import zarr
-from roundtrip import chunk_keys
 from zarrkit import assert_same, store_arrays
 
 import refzarr
 from refzarr import ReferenceStore
 from refzarr.scan.detect import detect_format
 from refzarr.scan.zarr import ZarrScanner
+from roundtrip import chunk_keys
 from s3proxy import CountingProxy
 
 
@@ -29,7 +29,9 @@ def _write(path: Path, fmt: int) -> Path:
     many[:55] = np.arange(55 * 40, dtype="f4").reshape(55, 40)
     sub = root.create_group("sub")
     if fmt == 3:
-        sharded = sub.create_array("sharded", shape=(8, 8), chunks=(2, 2), shards=(4, 4), dtype="i2")
+        sharded = sub.create_array(
+            "sharded", shape=(8, 8), chunks=(2, 2), shards=(4, 4), dtype="i2"
+        )
         sharded[:6] = 3
     else:
         sub.create_array("b", shape=(3,), chunks=(2,), dtype="u1")[:] = [1, 2, 3]
@@ -63,8 +65,11 @@ def test_store_on_s3(s3: tuple[str, dict[str, Any]], tmp_path: Path, fmt: int) -
         assert_same(np.asarray(ours[path][...]), values, path)
     refzarr.write(group, tmp_path / "refs.json")
     fs = fsspec.filesystem(
-        "reference", fo=str(tmp_path / "refs.json"), remote_protocol="s3",
-        remote_options=dict(options), skip_instance_cache=True,
+        "reference",
+        fo=str(tmp_path / "refs.json"),
+        remote_protocol="s3",
+        remote_options=dict(options),
+        skip_instance_cache=True,
     )
     many = json.loads(fs.cat_file("many/.zarray"))
     for key in chunk_keys("many", many):  # every chunk's bytes through fsspec from S3
@@ -74,9 +79,7 @@ def test_store_on_s3(s3: tuple[str, dict[str, Any]], tmp_path: Path, fmt: int) -
         ), key
 
 
-def test_scan_requests(
-    s3_proxy: tuple[str, dict[str, Any], CountingProxy], tmp_path: Path
-) -> None:
+def test_scan_requests(s3_proxy: tuple[str, dict[str, Any], CountingProxy], tmp_path: Path) -> None:
     """One listing, then only metadata GETs: 120 chunks cost no request each."""
     bucket, options, proxy = s3_proxy
     direct = {**options, "client_kwargs": {**options["client_kwargs"]}}

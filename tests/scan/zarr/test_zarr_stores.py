@@ -46,8 +46,12 @@ def _keys(group: zarr.Group, fmt: int) -> None:
     )
     for k, encoding in enumerate(encodings):
         a = group.create_array(
-            f"a{k}", shape=(5, 7, 3), chunks=(2, 3, 2), dtype="i2",
-            chunk_key_encoding=encoding, fill_value=-9,
+            f"a{k}",
+            shape=(5, 7, 3),
+            chunks=(2, 3, 2),
+            dtype="i2",
+            chunk_key_encoding=encoding,
+            fill_value=-9,
         )
         a[:4] = _values((4, 7, 3), "i2")
 
@@ -69,13 +73,20 @@ def _sharded(group: zarr.Group) -> None:
     inner = [TransposeCodec(order=(1, 0)), BytesCodec(endian="big"), GzipCodec(level=3)]
     for location in ("start", "end"):
         a = group.create_array(
-            f"index_{location}", shape=(7, 6), chunks=(4, 4), dtype="i4", fill_value=-1,
+            f"index_{location}",
+            shape=(7, 6),
+            chunks=(4, 4),
+            dtype="i4",
+            fill_value=-1,
             serializer=ShardingCodec(chunk_shape=(2, 2), codecs=inner, index_location=location),
             compressors=None,
         )
         a[:3, :3] = _values((3, 3))
     outer = group.create_array(
-        "outer_transpose", shape=(4, 6, 2), chunks=(4, 4, 2), dtype="u2",
+        "outer_transpose",
+        shape=(4, 6, 2),
+        chunks=(4, 4, 2),
+        dtype="u2",
         filters=[TransposeCodec(order=(2, 0, 1))],
         serializer=ShardingCodec(chunk_shape=(2, 2, 2), codecs=[BytesCodec()]),
         compressors=[ZstdCodec()],
@@ -87,8 +98,12 @@ def _layouts(group: zarr.Group) -> None:
     """Transposes (C, F, other permutations), big-endian storage, a numcodecs filter."""
     for name, order in (("f_order", (2, 1, 0)), ("permuted", (1, 2, 0)), ("same", (0, 1, 2))):
         a = group.create_array(
-            name, shape=(3, 4, 5), chunks=(2, 3, 4), dtype="f4",
-            filters=[TransposeCodec(order=order)], serializer=BytesCodec(endian="big"),
+            name,
+            shape=(3, 4, 5),
+            chunks=(2, 3, 4),
+            dtype="f4",
+            filters=[TransposeCodec(order=order)],
+            serializer=BytesCodec(endian="big"),
         )
         a[:] = _values((3, 4, 5), "f4") / 7
 
@@ -97,8 +112,14 @@ def _v2_layouts(group: zarr.Group) -> None:
     """F order, big-endian, numcodecs filters in Zarr v2."""
     f = group.create_array("f", shape=(5, 6), chunks=(2, 4), dtype=">i4", order="F")
     f[:] = _values((5, 6))
-    d = group.create_array("delta", shape=(20,), chunks=(8,), dtype="<i8",
-                           filters=[numcodecs.Delta(dtype="<i8")], compressors=numcodecs.Zlib())
+    d = group.create_array(
+        "delta",
+        shape=(20,),
+        chunks=(8,),
+        dtype="<i8",
+        filters=[numcodecs.Delta(dtype="<i8")],
+        compressors=numcodecs.Zlib(),
+    )
     d[:] = np.cumsum(_values((20,), "i8"))
 
 
@@ -119,7 +140,9 @@ def _dtypes(group: zarr.Group) -> None:
         warnings.simplefilter("ignore")  # fixed-length strings and structs are not yet spec'd
         u = group.create_array("U5", shape=(4,), chunks=(3,), dtype="<U5")
         u[:] = ["a", "bb", "ccc", "dddd"]
-        s = group.create_array("struct", shape=(3,), chunks=(2,), dtype=[("a", "<i4"), ("b", "<f8")])
+        s = group.create_array(
+            "struct", shape=(3,), chunks=(2,), dtype=[("a", "<i4"), ("b", "<f8")]
+        )
         s[:] = np.array([(1, 2.0), (3, 4.0), (5, 6.0)], dtype=s.dtype)
 
 
@@ -130,8 +153,11 @@ def _v2_dtypes(group: zarr.Group) -> None:
         ("U3", ">U3", np.array(["ab", "c", "déf"])),
         ("M8", "<M8[ns]", np.array(["2001-01-01", "NaT", "1970-01-02"], dtype="M8[ns]")),
         ("b1", "bool", np.array([True, False, True])),
-        ("struct", [("a", "<i4"), ("b", ">f8")], np.array([(1, 2.0), (3, 4.0), (5, 6.0)],
-                                                          dtype=[("a", "<i4"), ("b", ">f8")])),
+        (
+            "struct",
+            [("a", "<i4"), ("b", ">f8")],
+            np.array([(1, 2.0), (3, 4.0), (5, 6.0)], dtype=[("a", "<i4"), ("b", ">f8")]),
+        ),
     ):
         a = group.create_array(name, shape=(3,), chunks=(2,), dtype=dtype)
         a[:] = data
@@ -190,7 +216,8 @@ def write_store(path: Path, name: str, *, consolidated: bool = False) -> Path:
 def test_store_reads_back(name: str, tmp_path: Path) -> None:
     store = write_store(tmp_path / f"{name}.zarr", name)
     group = roundtrip(store, tmp_path)
-    assert isinstance(group, ScannedGroup) and group.skipped == ()
+    assert isinstance(group, ScannedGroup)
+    assert group.skipped == ()
 
 
 @pytest.mark.parametrize("name", ["hierarchy_v2", "hierarchy_v3", "sharded"])
@@ -216,7 +243,8 @@ def test_missing_chunks_are_missing(tmp_path: Path) -> None:
     for k in range(4):
         ids = _array(group, f"a{k}").manifest.path_id
         assert ids.shape == (3, 3, 2)
-        assert (ids[2] == MISSING).all() and (ids[:2] >= 0).all()
+        assert (ids[2] == MISSING).all()
+        assert (ids[:2] >= 0).all()
 
 
 def test_chunk_references_are_whole_files(tmp_path: Path) -> None:
@@ -224,9 +252,11 @@ def test_chunk_references_are_whole_files(tmp_path: Path) -> None:
     group = roundtrip(store, tmp_path, hows=("json",))
     array = _array(group, "a1")  # "/" separator: nested chunk files
     ref = array.manifest[(1, 2, 0)]
-    assert ref is not None and not isinstance(ref, bytes)
+    assert ref is not None
+    assert not isinstance(ref, bytes)
     assert ref.url == str(store / "a1" / "1" / "2" / "0")
-    assert ref.offset == 0 and ref.length == (store / "a1" / "1" / "2" / "0").stat().st_size
+    assert ref.offset == 0
+    assert ref.length == (store / "a1" / "1" / "2" / "0").stat().st_size
 
 
 def test_fill_values(tmp_path: Path) -> None:
@@ -247,11 +277,13 @@ def test_fill_values(tmp_path: Path) -> None:
 
 def test_dimensions_and_attributes(tmp_path: Path) -> None:
     root = zarr.open_group(tmp_path / "s.zarr", mode="w")
-    root.create_array("v3", shape=(2, 3), dtype="i1", dimension_names=["y", "x"],
-                      attributes={"units": "K"})
+    root.create_array(
+        "v3", shape=(2, 3), dtype="i1", dimension_names=["y", "x"], attributes={"units": "K"}
+    )
     v2 = zarr.open_group(tmp_path / "s.zarr", path="v2", mode="w", zarr_format=2)
-    v2.create_array("a", shape=(2, 3), dtype="i1",
-                    attributes={"_ARRAY_DIMENSIONS": ["y", "x"], "k": [1]})
+    v2.create_array(
+        "a", shape=(2, 3), dtype="i1", attributes={"_ARRAY_DIMENSIONS": ["y", "x"], "k": [1]}
+    )
     group = roundtrip(tmp_path / "s.zarr", tmp_path, hows=("json",))
     v2_group = roundtrip(tmp_path / "s.zarr" / "v2", tmp_path / "v2", hows=("json",))
     assert _array(group, "v3").meta.dimension_names == ("y", "x")
@@ -262,8 +294,9 @@ def test_dimensions_and_attributes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", [2, 3])
 def test_root_array_named_after_the_folder(fmt: int, tmp_path: Path) -> None:
-    a = zarr.create_array(tmp_path / "sea_surface.v1.zarr", shape=(3,), chunks=(2,), dtype="f4",
-                          zarr_format=fmt)
+    a = zarr.create_array(
+        tmp_path / "sea_surface.v1.zarr", shape=(3,), chunks=(2,), dtype="f4", zarr_format=fmt
+    )
     a[:] = [1, 2, 3]
     group = roundtrip(tmp_path / "sea_surface.v1.zarr", tmp_path)
     assert list(group.members) == ["sea_surface.v1"]
@@ -274,7 +307,8 @@ def test_inline_threshold(tmp_path: Path) -> None:
     sizes = {p.name: p.stat().st_size for p in (store / "g" / "big_chunk").iterdir()}
     group = roundtrip(store, tmp_path, inline_threshold=10_000)
     manifest = _array(group, "g/big_chunk").manifest
-    assert (manifest.path_id == INLINED).all() and sizes["0.0"] > 0
+    assert (manifest.path_id == INLINED).all()
+    assert sizes["0.0"] > 0
 
 
 def test_inline_coordinates(tmp_path: Path) -> None:
@@ -287,9 +321,13 @@ def test_inline_coordinates(tmp_path: Path) -> None:
     assert (_array(group, "x").manifest.path_id == INLINED).all()
     assert _array(group, "x").meta.chunks == (10,)
     assert (_array(group, "v").manifest.path_id >= 0).all()
-    kept = roundtrip(tmp_path / "s.zarr", tmp_path / "k", hows=("json",), inline_coordinates=0) \
-        if (tmp_path / "k").mkdir() is None else None
-    assert kept is not None and (_array(kept, "x").manifest.path_id >= 0).all()
+    kept = (
+        roundtrip(tmp_path / "s.zarr", tmp_path / "k", hows=("json",), inline_coordinates=0)
+        if (tmp_path / "k").mkdir() is None
+        else None
+    )
+    assert kept is not None
+    assert (_array(kept, "x").manifest.path_id >= 0).all()
 
 
 def test_big_endian_delta_reads_as_written(tmp_path: Path) -> None:
@@ -301,8 +339,14 @@ def test_big_endian_delta_reads_as_written(tmp_path: Path) -> None:
     written = np.cumsum(_values((20,), "i8"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        d = zarr.create_array(tmp_path / "d.zarr", shape=(20,), chunks=(8,), dtype="i8",
-                              filters=[Delta(dtype="i8")], serializer=BytesCodec(endian="big"))
+        d = zarr.create_array(
+            tmp_path / "d.zarr",
+            shape=(20,),
+            chunks=(8,),
+            dtype="i8",
+            filters=[Delta(dtype="i8")],
+            serializer=BytesCodec(endian="big"),
+        )
     d[:] = written
     stored = np.frombuffer(zstd_decode((tmp_path / "d.zarr/c/0").read_bytes()), ">i8")
     np.testing.assert_array_equal(stored, np.diff(written[:8], prepend=0))

@@ -105,7 +105,9 @@ def readback(group: RefGroup, tmp_path: Path, name: str = "refs") -> Readback:
 
 
 def roundtrip(
-    url: str | Path, tmp_path: Path, hows: tuple[str, ...] = ("json", "parquet", "store"),
+    url: str | Path,
+    tmp_path: Path,
+    hows: tuple[str, ...] = ("json", "parquet", "store"),
     **options: Any,
 ) -> RefGroup:
     """Scan the store at ``url`` and check every array reads back through each of ``hows``

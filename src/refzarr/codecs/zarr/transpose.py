@@ -60,8 +60,10 @@ class ZarrTranspose(Codec):  # type: ignore[misc]
 def _values(buf: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """``buf`` as a flat array of ``dtype`` (an object array stays one)."""
     if isinstance(buf, np.ndarray) and buf.dtype == object:
-        return buf.reshape(-1)
-    return ensure_contiguous_ndarray(buf).reshape(-1).view(dtype)
+        flat: np.ndarray[Any, Any] = buf.reshape(-1)
+        return flat
+    values: np.ndarray[Any, Any] = ensure_contiguous_ndarray(buf).reshape(-1).view(dtype)
+    return values
 
 
 register_codec(ZarrTranspose)

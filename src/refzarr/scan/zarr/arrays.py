@@ -4,13 +4,13 @@ its chunks from the store's listing, its attributes, dimension names and fill va
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import zarr
 
-from refzarr.errors import RefFormatError, ScanError, UnsupportedFeatureError
 from refzarr.codecs.chunk import decode_whole
+from refzarr.errors import RefFormatError, ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, MISSING, ArrayMeta, ChunkManifest, RefArray
 from refzarr.model.meta import DIMENSIONS_ATTR
 from refzarr.scan.zarr.chunks import ChunkKeys, chunk_manifest
@@ -21,7 +21,7 @@ __all__ = ["scan_array"]
 
 
 def scan_array(
-    array: zarr.Array,
+    array: zarr.Array[Any],
     path: str,
     listing: StoreListing,
     inline_threshold: int,
@@ -36,7 +36,7 @@ def scan_array(
     ScanError
         When a chunk's size cannot be right, or its metadata is inconsistent.
     """
-    metadata = array.metadata
+    metadata: Any = array.metadata
     dtype = model_dtype(np.dtype(array.dtype))
     fill = _fill_value(metadata, dtype)
     if metadata.zarr_format == 2:
@@ -45,11 +45,13 @@ def scan_array(
     else:
         pipe = v3_pipeline(metadata, dtype, fill, where)
         keys = _v3_keys(metadata, where)
-    chunks = tuple(int(n) for n in metadata.chunk_grid.chunk_shape) if metadata.zarr_format == 3 else tuple(metadata.chunks)
-    grid = tuple(math.ceil(s / c) for s, c in zip(metadata.shape, chunks, strict=True))
-    manifest = chunk_manifest(
-        listing, path, grid, keys, pipe.size_rule(), inline_threshold, where
+    chunks = (
+        tuple(int(n) for n in metadata.chunk_grid.chunk_shape)
+        if metadata.zarr_format == 3
+        else tuple(metadata.chunks)
     )
+    grid = tuple(math.ceil(s / c) for s, c in zip(metadata.shape, chunks, strict=True))
+    manifest = chunk_manifest(listing, path, grid, keys, pipe.size_rule(), inline_threshold, where)
     complete = not bool((manifest.path_id == MISSING).any())
     meta = _meta(array, dtype, chunks, pipe, _declared_fill(metadata, fill, complete), where)
     return RefArray(meta, manifest)
@@ -99,19 +101,22 @@ def _is_default(fill: Any) -> bool:
 
 
 def _meta(
-    array: zarr.Array,
+    array: zarr.Array[Any],
     dtype: np.dtype[Any],
     chunks: tuple[int, ...],
     pipe: Pipeline,
     fill: Any,
     where: str,
 ) -> ArrayMeta:
+    metadata: Any = array.metadata
     attributes = dict(array.attrs.asdict())
-    names = attributes.pop(DIMENSIONS_ATTR, None)
-    if array.metadata.zarr_format == 3 and array.metadata.dimension_names is not None:
-        declared = tuple(array.metadata.dimension_names)
+    names: Any = attributes.pop(DIMENSIONS_ATTR, None)
+    if metadata.zarr_format == 3 and metadata.dimension_names is not None:
+        declared = tuple(metadata.dimension_names)
         names = declared if all(isinstance(n, str) for n in declared) else names
-    separator = array.metadata.dimension_separator if array.metadata.zarr_format == 2 else "."
+    separator: Literal[".", "/"] = (
+        "/" if metadata.zarr_format == 2 and (metadata.dimension_separator == "/") else "."
+    )
     try:
         return ArrayMeta(
             shape=tuple(array.metadata.shape),
@@ -122,7 +127,7 @@ def _meta(
             attributes=attributes,
             dimension_names=None if names is None else tuple(names),
             order=pipe.order,
-            dimension_separator=separator or ".",
+            dimension_separator=separator,
         )
     except RefFormatError as exc:
         if names is not None and "dimension_names" in str(exc):

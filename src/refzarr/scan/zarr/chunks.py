@@ -92,7 +92,9 @@ def chunk_manifest(
     positions, indices = keys.parse(names, len(grid))
     inside = [k for k, index in enumerate(indices) if _within(index, grid)]
     chosen = np.asarray([positions[k] for k in inside], dtype=np.int64)
-    coords = np.asarray([indices[k] for k in inside], dtype=np.int64).reshape(len(inside), len(grid))
+    coords = np.asarray([indices[k] for k in inside], dtype=np.int64).reshape(
+        len(inside), len(grid)
+    )
     chunk_sizes = sizes[chosen] if chosen.size else np.zeros(0, dtype=np.uint64)
     chunk_names = [names[k] for k in chosen.tolist()]
     _check_sizes(chunk_names, chunk_sizes, rule, path, where)

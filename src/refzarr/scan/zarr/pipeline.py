@@ -90,8 +90,7 @@ def v3_pipeline(metadata: Any, dtype: np.dtype[Any], fill_value: Any, where: str
     """
     if metadata.storage_transformers:
         raise UnsupportedFeatureError(
-            f"{where}: storage transformers {list(metadata.storage_transformers)} are not "
-            "supported"
+            f"{where}: storage transformers {list(metadata.storage_transformers)} are not supported"
         )
     shape = tuple(metadata.chunk_grid.chunk_shape)
     return _chain(tuple(metadata.codecs), Pipeline(dtype, shape), fill_value, where)
@@ -175,7 +174,8 @@ def _sharding(codec: ShardingCodec, pipe: Pipeline, fill_value: Any, where: str)
     inner_shape = tuple(int(n) for n in codec.chunk_shape)
     inner = _chain(tuple(codec.codecs), Pipeline(pipe.dtype, inner_shape), fill_value, where)
     index_dtype, index_codecs = _index_codecs(tuple(codec.index_codecs), where)
-    location = getattr(codec.index_location, "value", codec.index_location)
+    where_index = str(getattr(codec.index_location, "value", codec.index_location))
+    location: Literal["start", "end"] = "start" if where_index == "start" else "end"
     try:
         sharding = ZarrSharding(
             shard_shape=pipe.shape,

@@ -14,12 +14,13 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import PurePosixPath
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import zarr
-from zarr.errors import ZarrUserWarning
 from zarr.buffer.cpu import Buffer
+from zarr.errors import ZarrUserWarning
 from zarr.storage import MemoryStore
 
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
@@ -79,13 +80,9 @@ def metadata_store(listing: StoreListing) -> MemoryStore:
     root = [k for k in _DOCUMENTS if k in listing]
     documents = dict(zip(root, listing.read(root), strict=True))
     if not _consolidated(documents):
-        rest = [
-            k
-            for k in listing.keys
-            if "/" in k and k.rsplit("/", 1)[1] in _DOCUMENTS
-        ]
+        rest = [k for k in listing.keys if "/" in k and k.rsplit("/", 1)[1] in _DOCUMENTS]
         documents.update(zip(rest, listing.read(rest), strict=True))
-    buffers = {k: Buffer.from_bytes(v) for k, v in documents.items()}
+    buffers: dict[str, Any] = {k: Buffer.from_bytes(v) for k, v in documents.items()}
     return MemoryStore(buffers, read_only=True)
 
 
@@ -130,12 +127,14 @@ class _Walk:
         array = self.guarded(name, lambda: self.array(node, "", name))
         return RefGroup({}, {} if array is None else {name: array})
 
-    def open_node(self, path: str, fmt: int | None = None) -> zarr.Array | zarr.Group:
+    def open_node(
+        self, path: str, fmt: Literal[2, 3] | None = None
+    ) -> zarr.Array[Any] | zarr.Group:
         """The node at ``path`` opened by zarr-python (consolidated metadata where present;
         ``fmt``: only as a Zarr v2 or v3 node)."""
         try:
             with _quiet():
-                node: zarr.Array | zarr.Group = zarr.open(
+                node: zarr.Array[Any] | zarr.Group = zarr.open(
                     store=self.store, path=path, mode="r", zarr_format=fmt
                 )
         except RefzarrError:
@@ -174,7 +173,7 @@ class _Walk:
             if isinstance(child, zarr.Group):
                 members[name] = self.group(child, child_path)
                 continue
-            array = self.guarded(child_path, lambda c=child, p=child_path: self.array(c, p, p))
+            array = self.guarded(child_path, partial(self.array, child, child_path, child_path))
             if array is not None:
                 members[name] = array
         return RefGroup(dict(group.attrs.asdict()), members)
@@ -200,7 +199,7 @@ class _Walk:
             self.open_unlisted(path, set(found), fmt)
         return sorted(found.items(), key=lambda item: item[0])
 
-    def open_unlisted(self, path: str, listed: set[str], fmt: int) -> None:
+    def open_unlisted(self, path: str, listed: set[str], fmt: Literal[2, 3]) -> None:
         """Open each child folder of ``path`` with metadata of format ``fmt`` not in
         ``listed``: zarr-python raising is a `ScanError` naming the child's metadata."""
         documents = ("zarr.json",) if fmt == 3 else (".zarray", ".zgroup")
@@ -224,7 +223,7 @@ class _Walk:
                 "nowhere (stale?); consolidate the store again (zarr.consolidate_metadata)"
             )
 
-    def array(self, array: zarr.Array, path: str, name: str) -> RefArray:
+    def array(self, array: zarr.Array[Any], path: str, name: str) -> RefArray:
         where = self.where(name)
         ref = scan_array(array, path, self.listing, self.options.inline_threshold, where)
         meta = ref.meta
