@@ -3,7 +3,9 @@ its chunks from the store's listing, its attributes, dimension names and fill va
 
 from __future__ import annotations
 
+import base64
 import math
+import struct
 from typing import Any, Literal
 
 import numpy as np
@@ -53,7 +55,9 @@ def scan_array(
     grid = tuple(math.ceil(s / c) for s, c in zip(metadata.shape, chunks, strict=True))
     manifest = chunk_manifest(listing, path, grid, keys, pipe.size_rule(), inline_threshold, where)
     complete = not bool((manifest.path_id == MISSING).any())
-    meta = _meta(array, dtype, chunks, pipe, _declared_fill(metadata, fill, complete), where)
+    attributes = dict(array.attrs.asdict())
+    declared = _declared_fill(metadata, fill, complete, attributes, dtype)
+    meta = _meta(array, attributes, dtype, chunks, pipe, declared, where)
     return RefArray(meta, manifest)
 
 
@@ -78,19 +82,47 @@ def _fill_value(metadata: Any, dtype: np.dtype[Any]) -> Any:
     return value
 
 
-def _declared_fill(metadata: Any, fill: Any, complete: bool) -> Any:
-    """The fill value the references declare.
+def _declared_fill(
+    metadata: Any, fill: Any, complete: bool, attributes: dict[str, Any], dtype: np.dtype[Any]
+) -> Any:
+    """The fill value the references declare (``attributes`` loses a v3 ``_FillValue``).
 
-    Zarr v2: the store's own (xarray masks it either way). Zarr v3: xarray does not take the
-    fill value for a missing-value marker, but it does take a Zarr v2 one (which references
-    carry) for ``_FillValue``. So it is declared only where it is read: when some chunk is
-    missing and the fill value is not the zero (empty string) that Zarr v2 reads anyway.
+    Zarr v2: the store's own, which xarray masks either way. Zarr v3: xarray masks the
+    ``_FillValue`` attribute (which it writes base64-encoded), not the fill value, but it
+    takes a Zarr v2 fill value (which references carry) for ``_FillValue``. So a v3 array
+    declares its ``_FillValue`` attribute, decoded, when every chunk is written; when some
+    chunk is missing its fill value is needed for the values, and is declared unless it is
+    the zero (empty string) Zarr v2 reads anyway and there is no ``_FillValue``.
     """
-    if metadata.zarr_format == 2 or fill is None:
+    if metadata.zarr_format == 2:
         return fill
-    if complete or _is_default(fill):
+    mask = _xarray_fill(attributes.get("_FillValue"), dtype)
+    if mask is not None:  # now the fill value xarray masks: no attribute to contradict it
+        del attributes["_FillValue"]
+    if complete or fill is None:
+        return mask
+    if mask is None and _is_default(fill):
         return None
     return fill
+
+
+def _xarray_fill(value: Any, dtype: np.dtype[Any]) -> Any:
+    """A v3 ``_FillValue`` attribute as xarray reads it (floats as base64 of a little-endian
+    float64, as xarray writes them; numbers as numbers); None when absent or encoded
+    otherwise (it then stays an attribute)."""
+    if value is None:
+        return None
+    try:
+        if dtype.kind == "f" and isinstance(value, str):
+            raw = base64.standard_b64decode(value)
+            return dtype.type(struct.unpack("<d", raw)[0])
+        if dtype.kind in "fiub" and isinstance(value, int | float) and not isinstance(value, bool):
+            return dtype.type(value)
+        if dtype.kind == "b" and isinstance(value, bool):
+            return np.bool_(value)
+    except (ValueError, TypeError, OverflowError, struct.error):
+        return None
+    return None
 
 
 def _is_default(fill: Any) -> bool:
@@ -102,6 +134,7 @@ def _is_default(fill: Any) -> bool:
 
 def _meta(
     array: zarr.Array[Any],
+    attributes: dict[str, Any],
     dtype: np.dtype[Any],
     chunks: tuple[int, ...],
     pipe: Pipeline,
@@ -109,7 +142,6 @@ def _meta(
     where: str,
 ) -> ArrayMeta:
     metadata: Any = array.metadata
-    attributes = dict(array.attrs.asdict())
     names: Any = attributes.pop(DIMENSIONS_ATTR, None)
     if metadata.zarr_format == 3 and metadata.dimension_names is not None:
         declared = tuple(metadata.dimension_names)
