@@ -67,6 +67,7 @@ def test_every_array_referenced(scanned: tuple[Path, Readback]) -> None:
     assert arrays == sorted(_expected(store, back))
     assert len(arrays) == EXPECTED_ARRAYS[store.name]
     assert refzarr.scan(str(store)) == back.group  # nothing raises either
+    assert refzarr.scan(f"{store}/") == back.group  # a directory URL ending in "/"
 
 
 @pytest.mark.parametrize("how", ["json", "parquet", "store"])
