@@ -32,26 +32,40 @@ class ChunkKeys:
     separator: str
     prefix: bool
 
-    def parse(self, keys: Sequence[str], ndim: int) -> tuple[list[int], list[tuple[int, ...]]]:
-        """The positions in ``keys`` of chunk keys, and their chunk indices (other keys,
-        such as metadata documents, are left out)."""
-        positions: list[int] = []
-        indices: list[tuple[int, ...]] = []
+    def parse(
+        self, keys: Sequence[str], ndim: int
+    ) -> tuple[np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.int64]]]:
+        """The positions in ``keys`` of chunk keys, and their chunk indices (one row each);
+        other keys, such as metadata documents, are left out. Vectorised: a store's array
+        may have millions of chunks."""
+        if ndim == 0:
+            scalar = "c" if self.prefix else "0"
+            found = np.asarray([k == scalar for k in keys], dtype=bool)
+            positions = np.flatnonzero(found)
+            return positions, np.zeros((positions.size, 0), dtype=np.int64)
         head = f"c{self.separator}" if self.prefix else ""
-        scalar = "c" if self.prefix else "0"
-        for k, key in enumerate(keys):
-            if ndim == 0:
-                if key == scalar:
-                    positions.append(k)
-                    indices.append(())
-                continue
-            if not key.startswith(head):
-                continue
-            parts = key[len(head) :].split(self.separator)
-            if len(parts) == ndim and all(p.isdigit() and p.isascii() for p in parts):
-                positions.append(k)
-                indices.append(tuple(int(p) for p in parts))
-        return positions, indices
+        candidates = np.asarray([k.startswith(head) and k[:1] != "." for k in keys], dtype=bool)
+        positions = np.flatnonzero(candidates)
+        bodies = [keys[k][len(head) :] for k in positions.tolist()]
+        if not bodies:
+            return positions, np.zeros((0, ndim), dtype=np.int64)
+        text = np.asarray(bodies, dtype=str)
+        sep = self.separator
+        valid = (
+            (np.strings.count(text, sep) == ndim - 1)
+            & np.strings.isdecimal(np.strings.replace(text, sep, ""))
+            & ~np.strings.startswith(text, sep)
+            & ~np.strings.endswith(text, sep)
+            & (np.strings.find(text, sep + sep) < 0)
+        )
+        chosen = [b for b, ok in zip(bodies, valid.tolist(), strict=True) if ok]
+        parts = np.asarray(sep.join(chosen).split(sep) if chosen else [], dtype=str)
+        try:
+            flat = parts.astype(np.int64)
+        except (ValueError, OverflowError):  # an index past int64: outside any grid
+            flat = np.asarray([min(int(p), 2**62) for p in parts.tolist()], dtype=np.int64)
+        indices = flat.reshape(len(chosen), ndim)
+        return positions[valid], indices
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,18 +104,15 @@ def chunk_manifest(
     """
     names, sizes = listing.under(path)
     positions, indices = keys.parse(names, len(grid))
-    inside = [k for k, index in enumerate(indices) if _within(index, grid)]
-    chosen = np.asarray([positions[k] for k in inside], dtype=np.int64)
-    coords = np.asarray([indices[k] for k in inside], dtype=np.int64).reshape(
-        len(inside), len(grid)
-    )
+    inside = (indices < np.asarray(grid, dtype=np.int64)).all(axis=1)
+    chosen, coords = positions[inside], indices[inside]
     chunk_sizes = sizes[chosen] if chosen.size else np.zeros(0, dtype=np.uint64)
     chunk_names = [names[k] for k in chosen.tolist()]
     _check_sizes(chunk_names, chunk_sizes, rule, path, where)
     small = chunk_sizes < inline_threshold
     inlined = _inlined(listing, path, chunk_names, coords, small)
     keep = ~small
-    urls = [listing.url_of(_join(path, n)) for n, k in zip(chunk_names, keep, strict=True) if k]
+    urls = listing.urls_of([_join(path, n) for n, k in zip(chunk_names, keep, strict=True) if k])
     return ChunkManifest.from_entries(
         grid,
         coords[keep],
@@ -112,10 +123,6 @@ def chunk_manifest(
         inlined,
         where=where,
     )
-
-
-def _within(index: tuple[int, ...], grid: tuple[int, ...]) -> bool:
-    return all(i < n for i, n in zip(index, grid, strict=True))
 
 
 def _join(path: str, name: str) -> str:
