@@ -112,3 +112,19 @@ def test_damaged_chunk_is_an_error_when_read(tmp_path: Path) -> None:
     group = ZarrScanner()(str(store))
     with pytest.raises(refzarr.ChunkDecodeError, match=r"a/0\.0"):
         refzarr.open_dataset(group)["a"].values  # noqa: B018
+
+
+def test_dimension_names_not_one_per_axis(tmp_path: Path) -> None:
+    store = _store(tmp_path / "s.zarr", 2, attributes={"_ARRAY_DIMENSIONS": ["x"]})
+    with pytest.raises(ScanError, match=r"array 'a': its dimension names \['x'\] are not one"):
+        ZarrScanner()(str(store))
+
+
+def test_chunk_keys_outside_the_grid_are_ignored(tmp_path: Path) -> None:
+    """As zarr-python does: a chunk left by a shrinking resize is no part of the array."""
+    store = _store(tmp_path / "s.zarr", 3)
+    (store / "a/c/9").mkdir()
+    (store / "a/c/9/0").write_bytes(b"stale")
+    (store / "a/c/0/x").write_bytes(b"not a chunk key")
+    group = ZarrScanner()(str(store))
+    assert group["a"].manifest.grid_shape == (2, 2)  # type: ignore[union-attr]
