@@ -34,10 +34,11 @@ __all__ = [
 
 OnUnsupported = Literal["raise", "skip"]
 
-BUILTIN_FORMATS = ("netcdf3", "tiff", "hdf4", "fits", "hdf5", "dmrpp", "grib")
+BUILTIN_FORMATS = ("netcdf3", "tiff", "hdf4", "fits", "hdf5", "dmrpp", "grib", "zarr")
 """The format subpackages of `refzarr.scan`, in detection order (directories aside, the first
 whose detector accepts a file's first bytes wins): fixed magic numbers first, then HDF5 (which
-may look past a user block), then the formats found by reading further (XML, GRIB)."""
+may look past a user block), then the formats found by reading further (XML, GRIB); Zarr
+stores are directories."""
 
 
 @runtime_checkable

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.scan.base import HEAD_BYTES, Probe, ScanFormat, formats_summary, registered_formats
@@ -105,6 +106,8 @@ def _is_directory(fs: fsspec.AbstractFileSystem, path: str) -> bool:
 
 
 def _directory_probe(fs: fsspec.AbstractFileSystem, path: str, url: str) -> Probe:
+    if isinstance(fs, LocalFileSystem):  # fsspec's local ls stats every entry, even detail=False
+        return Probe(url, b"", None, frozenset(os.listdir(path)))
     names = frozenset(entry.rstrip("/").rpartition("/")[2] for entry in fs.ls(path, detail=False))
     return Probe(url, b"", None, names)
 
