@@ -21,6 +21,7 @@ from refzarr.codecs.hdf5.lzf import Hdf5Lzf
 from refzarr.codecs.hdf5.nbit import Hdf5NBit
 from refzarr.codecs.hdf5.padding import TypeLike, integer_padding
 from refzarr.codecs.hdf5.scaleoffset import SO_FLOAT_DSCALE, SO_INT, Hdf5ScaleOffset
+from refzarr.codecs.hdf5.shuffle import Hdf5Shuffle
 from refzarr.errors import UnsupportedFeatureError
 
 __all__ = ["FILTER_NAMES", "Hdf5Filter", "filter_to_codec", "filters_to_codecs"]
@@ -279,6 +280,14 @@ def filter_to_codec(
     return _mapped(stage, _as_target(dtype, None), where)
 
 
+def _resized(before: Sequence[dict[str, Any]], shuffle: dict[str, Any]) -> bool:
+    """Whether the stages ``before`` a shuffle may leave a buffer that is no whole number of
+    its elements (HDF5 then shuffles the whole ones and keeps the rest; numcodecs' shuffle
+    raises): anything but fletcher32's 4-byte trailer on elements whose size divides 4."""
+    size = int(shuffle["elementsize"])
+    return any(c["id"] != "fletcher32" or 4 % size for c in before)
+
+
 def filters_to_codecs(
     stages: Iterable[Hdf5Filter],
     dtype: np.dtype[Any] | int,
@@ -313,6 +322,8 @@ def filters_to_codecs(
         if padding is not None and stage.id == NBIT and index > 0:
             raise _unsupported(stage, "N-bit after another filter on a padded type", where)
         codec = _mapped(stage, target, where)
+        if codec is not None and codec["id"] == "shuffle" and _resized(codecs, codec):
+            codec = Hdf5Shuffle(codec["elementsize"]).get_config()
         if codec is not None:
             codecs.append(codec)
     has_nbit = any(c["id"] == Hdf5NBit.codec_id for c in codecs)
