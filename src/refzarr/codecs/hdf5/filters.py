@@ -19,6 +19,7 @@ from refzarr.codecs.hdf5.bitshuffle import Hdf5Bitshuffle
 from refzarr.codecs.hdf5.blosc2 import Hdf5Blosc2
 from refzarr.codecs.hdf5.lzf import Hdf5Lzf
 from refzarr.codecs.hdf5.nbit import Hdf5NBit
+from refzarr.codecs.hdf5.nullterm import Hdf5NullTerm
 from refzarr.codecs.hdf5.padding import TypeLike, integer_padding
 from refzarr.codecs.hdf5.scaleoffset import SO_FLOAT_DSCALE, SO_INT, Hdf5ScaleOffset
 from refzarr.codecs.hdf5.shuffle import Hdf5Shuffle
@@ -330,4 +331,21 @@ def filters_to_codecs(
     if padding is not None and not has_nbit:
         precision, offset = padding
         codecs.insert(0, Hdf5NBit(target.dtype.str, precision, offset, packed=False).get_config())
+    if type_id is not None and _null_terminated(type_id):
+        codecs.insert(0, Hdf5NullTerm(type_id.get_size()).get_config())
     return codecs
+
+
+_STRING, _STR_NULLTERM = 3, 0  # HDF5's H5T_STRING class and H5T_STR_NULLTERM padding
+
+
+def _null_terminated(type_id: TypeLike) -> bool:
+    """Whether values of ``type_id`` are fixed strings of 2+ bytes that end at their first NUL
+    (one byte, netCDF's ``char``, needs nothing: a NUL there is the whole value)."""
+    if type_id.get_class() != _STRING or type_id.get_size() < 2:
+        return False
+    variable = getattr(type_id, "is_variable_str", None)
+    strpad = getattr(type_id, "get_strpad", None)
+    if variable is None or strpad is None:  # not an h5py string type: nothing known
+        return False
+    return not variable() and strpad() == _STR_NULLTERM
