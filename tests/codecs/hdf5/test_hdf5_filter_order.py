@@ -31,7 +31,7 @@ DTYPES = ["u1", ">u2", "<f4", ">f8", "S3", "S16"]
 def _write(path: Path, order: tuple[str, ...], dtype: str) -> np.ndarray:
     """A 2-D chunked dataset ``v`` whose filters are set in ``order`` (HDF5's encoding order)."""
     rng = np.random.default_rng(3)
-    values = rng.integers(0, 255, size=(9, 7) + (np.dtype(dtype).itemsize,), dtype="u1")
+    values = rng.integers(0, 255, size=(9, 7, np.dtype(dtype).itemsize), dtype="u1")
     data = values.view(dtype).reshape(9, 7)
     dcpl = h5p.create(h5p.DATASET_CREATE)
     dcpl.set_chunk((4, 3))

@@ -318,7 +318,7 @@ def filters_to_codecs(
     stages = list(stages)
     padding = integer_padding(type_id, where) if type_id is not None else None
     target = _as_target(dtype, padding)
-    codecs = []
+    codecs: list[dict[str, Any]] = []
     for index, stage in enumerate(stages):
         if padding is not None and stage.id == NBIT and index > 0:
             raise _unsupported(stage, "N-bit after another filter on a padded type", where)

@@ -38,7 +38,7 @@ class Hdf5Shuffle(Codec):  # type: ignore[misc]
         """The JSON-serialisable configuration (numcodecs' ``get_codec`` rebuilds it)."""
         return {"id": self.codec_id, "elementsize": self.elementsize}
 
-    def encode(self, buf: Any) -> bytes:
+    def encode(self, buf: Any) -> Any:
         """The bytes as HDF5's shuffle filter stores them."""
         return self._apply(buf, planes_first=True)
 
@@ -54,7 +54,7 @@ class Hdf5Shuffle(Codec):  # type: ignore[misc]
         data = ensure_contiguous_ndarray(buf).view(np.uint8).reshape(-1)
         size = self.elementsize
         whole = data.size - data.size % size
-        result = data.copy()
+        result: np.ndarray[Any, Any] = data.copy()
         if size > 1 and whole:
             shape = (-1, size) if planes_first else (size, -1)
             result[:whole] = data[:whole].reshape(shape).T.reshape(-1)
