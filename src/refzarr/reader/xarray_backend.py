@@ -24,6 +24,7 @@ from refzarr.errors import RefFormatError
 from refzarr.formats.api import read
 from refzarr.io import RangeReader
 from refzarr.model import ArrayMeta, RefArray, RefGroup
+from refzarr.model.attr_types import netcdf_masking, typed_attributes
 from refzarr.model.frozen import thaw_json
 from refzarr.reader.array import ArrayReader, read_many
 
@@ -122,15 +123,17 @@ class RefzarrDataStore(AbstractDataStore):
             if isinstance(source, np.ndarray)
             else indexing.LazilyIndexedArray(RefzarrBackendArray(source))
         )
-        attrs = dict(_thaw(meta.attributes))
-        if self.use_zarr_fill_value_as_mask and meta.fill_value is not None:
+        raw = _thaw(meta.attributes)
+        attrs = typed_attributes(raw)
+        masking = self.use_zarr_fill_value_as_mask and not netcdf_masking(raw)
+        if masking and meta.fill_value is not None:
             attrs["_FillValue"] = _python_scalar(meta.fill_value)
         encoding = _chunk_encoding(meta, dims)
         encoding["filters"] = [dict(codec) for codec in meta.codecs]
         return xr.Variable(dims, data, attrs, encoding)
 
     def get_attrs(self) -> dict[str, Any]:
-        attrs = _thaw(self.group.attributes)
+        attrs = typed_attributes(_thaw(self.group.attributes))
         return {k: v for k, v in attrs.items() if not k.lower().startswith("_nc")}
 
     def get_dimensions(self) -> dict[str, int]:

@@ -21,6 +21,7 @@ import numpy as np
 from h5py import h5, h5a, h5ds, h5p, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
+from refzarr.model.attr_types import attribute_type, with_types
 from refzarr.scan.hdf5.attr_messages import UNREAD, HeaderAttributes
 
 __all__ = [
@@ -232,15 +233,20 @@ def read_attributes(
     attrs = AttributeTable(obj) if table is None else table
     hidden = INTERNAL_ATTRS | (_SCALE_ATTRS if is_scale(attrs) else frozenset())
     out: dict[str, Any] = {}
+    types: dict[str, str] = {}
     for name in attrs.names:
         if name in hidden:
             continue
         try:
-            out[name] = _read_one(attrs, name, where)
+            out[name], kind = _read_one(attrs, name, where)
         except UnsupportedFeatureError as exc:
             if on_skip is None:
                 raise
             on_skip(name, str(exc))
+            continue
+        if kind is not None:
+            types[name] = kind
+    with_types(out, types, mark=False)
     return out
 
 
@@ -253,7 +259,8 @@ def is_scale(attrs: AttributeTable) -> bool:
     return isinstance(value, bytes | np.bytes_) and bytes(value) == b"DIMENSION_SCALE"
 
 
-def _read_one(attrs: AttributeTable, name: str, where: str) -> Any:
+def _read_one(attrs: AttributeTable, name: str, where: str) -> tuple[Any, str | None]:
+    """An attribute's JSON value and the numpy type JSON loses (`attribute_type`)."""
     try:
         value = attrs[name]
     except (OSError, TypeError, ValueError) as exc:
@@ -261,7 +268,7 @@ def _read_one(attrs: AttributeTable, name: str, where: str) -> Any:
             f"{where}: attribute {name!r}: h5py cannot read it: {exc}"
         ) from exc
     try:
-        return attribute_to_json(value)
+        return attribute_to_json(value), attribute_type(value)
     except TypeError as exc:
         raise UnsupportedFeatureError(f"{where}: attribute {name!r}: {exc}") from None
 

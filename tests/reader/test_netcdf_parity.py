@@ -1,0 +1,194 @@
+"""refzarr's engine shows a netCDF4 file as ``engine="netcdf4"`` does (issue 13).
+
+Decoded dtypes (float32 ``scale_factor`` -> float32), default fills never masked, the order
+of variables, attributes and groups through JSON and Parquet, and consolidated metadata that
+lists each group's members together (zarr-python issue 4226).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+import refzarr
+from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
+from roundtrip import open_zarr_group
+
+FORMATS = ["json", "parquet"]
+
+
+def _refs(nc: Path, tmp_path: Path, kind: str) -> Path:
+    out = tmp_path / ("refs.json" if kind == "json" else "refs.parq")
+    refzarr.write(refzarr.scan(str(nc)), out)
+    return out
+
+
+def _assert_same(refs: Path, nc: Path, **kwargs: Any) -> None:
+    with (
+        xr.open_dataset(refs, engine="refzarr", **kwargs) as got,
+        xr.open_dataset(nc, engine="netcdf4", **kwargs) as expected,
+    ):
+        got.load()
+        expected.load()
+        xr.testing.assert_identical(got, expected)
+        assert list(got.variables) == list(expected.variables)
+        assert list(got.attrs) == list(expected.attrs)
+        for name, var in expected.variables.items():
+            assert got[name].dtype == var.dtype, name
+            assert list(got[name].attrs) == list(var.attrs), name
+            for key, value in var.attrs.items():
+                assert np.asarray(got[name].attrs[key]).dtype == np.asarray(value).dtype, key
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("packed") / "packed.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("x", 4)
+        ds.title = "packed"
+        ds.count = np.int16(3)
+        ds.ratio = np.float32(0.25)
+        t = ds.createVariable("temp", "i2", ("time", "x"), fill_value=np.int16(-999))
+        t.scale_factor = np.float32(0.5)
+        t.add_offset = np.float32(10.0)
+        t.valid_range = np.array([-100, 100], "i2")
+        t[0:2, :] = np.arange(8).reshape(2, 4) * 0.5 + 10
+        t[1, 1] = np.ma.masked
+        s = ds.createVariable("scaled", "i2", ("x",))
+        s.scale_factor = np.float32(0.1)
+        s[:] = [1.0, 2.0, 3.0, 4.0]
+        m = ds.createVariable("with_missing", "f4", ("x",))
+        m.missing_value = np.float32(-1)
+        m[:] = [1, -1, 3, 4]
+        ds.createVariable("unwritten", "f8", ())
+        ds.createVariable("partial", "f4", ("time", "x"))[0, :] = 1.0  # record 1 never written
+        u = ds.createVariable("ubyte", "i1", ("x",), fill_value=np.int8(-1))
+        u._Unsigned = "true"
+        u[:] = np.array([1, 2, -1, 4], "i1")
+        for name in ("zeta", "beta", "alpha"):  # not alphabetical
+            ds.createVariable(name, "i4", ("x",))[:] = 1
+    return path
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_decoded_like_netcdf4(packed: Path, tmp_path: Path, kind: str) -> None:
+    refs = _refs(packed, tmp_path, kind)
+    _assert_same(refs, packed)
+    with xr.open_dataset(refs, engine="refzarr") as ds:
+        assert ds["temp"].dtype == np.float32
+        assert ds["scaled"].dtype == np.float32
+        assert float(ds["unwritten"]) == pytest.approx(9.969209968386869e36)  # not masked
+        assert float(ds["partial"][1, 0]) == pytest.approx(9.969209968386869e36)
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+@pytest.mark.parametrize("options", [{"mask_and_scale": False}, {"decode_cf": False}])
+def test_raw_like_netcdf4(packed: Path, tmp_path: Path, kind: str, options: dict) -> None:
+    _assert_same(_refs(packed, tmp_path, kind), packed, **options)
+
+
+def test_attribute_types_survive_write_and_read(packed: Path, tmp_path: Path) -> None:
+    group = refzarr.scan(str(packed))
+    temp = group["temp"]
+    assert isinstance(temp, RefArray)
+    types = temp.meta.attributes["_nczarr_attr"]["types"]
+    assert dict(types) == {
+        "scale_factor": "<f4",
+        "add_offset": "<f4",
+        "valid_range": "<i2",
+        "_FillValue": "<i2",
+    }
+    for kind in FORMATS:
+        again = refzarr.read(_refs(packed, tmp_path, kind))
+        assert again == group, kind
+
+
+@pytest.fixture(scope="module")
+def nested(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("nested") / "nested.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("x", 2)
+        for group_name in ("zgroup", "agroup"):
+            g = ds.createGroup(group_name)
+            g.b_attr = 1
+            g.a_attr = np.float32(2)
+            for name in ("second", "first"):
+                g.createVariable(name, "f4", ("x",))[:] = [1, 2]
+            g.createGroup("inner").createVariable("v", "i2", ("x",))[:] = [3, 4]
+        ds.createVariable("top", "u1", ("x",))[:] = [5, 6]
+    return path
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_group_and_member_order(nested: Path, tmp_path: Path, kind: str) -> None:
+    refs = _refs(nested, tmp_path, kind)
+    group = refzarr.read(refs)
+    assert list(group.members) == ["zgroup", "agroup", "top"]  # creation order
+    assert list(group["zgroup"].members) == ["second", "first", "inner"]  # type: ignore[union-attr]
+    for sub in ("zgroup", "agroup", "zgroup/inner"):
+        _assert_same_group(refs, nested, sub)
+    tree = xr.open_datatree(refs, engine="refzarr")
+    assert list(tree.children) == ["zgroup", "agroup"]
+
+
+def _assert_same_group(refs: Path, nc: Path, group: str) -> None:
+    with (
+        xr.open_dataset(refs, engine="refzarr", group=group) as got,
+        xr.open_dataset(nc, engine="netcdf4", group=group) as expected,
+    ):
+        xr.testing.assert_identical(got.load(), expected.load())
+        assert list(got.variables) == list(expected.variables)
+        assert list(got.attrs) == list(expected.attrs)
+
+
+def _band(value: int) -> RefArray:
+    meta = ArrayMeta(shape=(2,), chunks=(2,), dtype=np.dtype("u1"), dimension_names=("x",))
+    manifest = ChunkManifest.from_arrays(
+        [], np.array([-2]), np.array([0]), np.array([0]), inlined={(0,): bytes([value] * 2)}
+    )
+    return RefArray(meta, manifest)
+
+
+def _tiff_like() -> RefGroup:
+    """``overview_1`` beside ``series_1/overview_1`` (zarr-python issue 4226)."""
+    overview = RefGroup({}, {"band_data": _band(1)})
+    series = RefGroup(
+        {}, {"band_data": _band(2), "overview_1": RefGroup({}, {"band_data": _band(3)})}
+    )
+    return RefGroup({}, {"band_data": _band(0), "overview_1": overview, "series_1": series})
+
+
+def test_consolidated_metadata_lists_each_group_together(tmp_path: Path) -> None:
+    group = _tiff_like()
+    store = refzarr.ReferenceStore(group)
+    root = zarr.open_consolidated(store, mode="r", zarr_format=2)
+    assert root["series_1/overview_1/band_data"][:].tolist() == [3, 3]
+    assert sorted(k for k, _ in root.members(max_depth=None)) == sorted(
+        [
+            "band_data",
+            "overview_1",
+            "overview_1/band_data",
+            "series_1",
+            "series_1/band_data",
+            "series_1/overview_1",
+            "series_1/overview_1/band_data",
+        ]
+    )
+    keys = list(refzarr.to_kerchunk(group))
+    metadata = [k for k in keys if k.rpartition("/")[2].startswith(".z")]
+    assert metadata.index("series_1/.zgroup") < metadata.index("series_1/band_data/.zarray")
+    assert metadata.index("series_1/band_data/.zarray") < metadata.index(
+        "series_1/overview_1/.zgroup"
+    )
+    refzarr.write(group, tmp_path / "t.json")
+    assert open_zarr_group(tmp_path / "t.json", "series_1/overview_1")["band_data"][:].tolist() == [
+        3,
+        3,
+    ]
