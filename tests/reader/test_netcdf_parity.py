@@ -17,6 +17,7 @@ import xarray as xr
 import zarr
 
 import refzarr
+from corpus import corpus_files
 from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from roundtrip import open_zarr_group
 
@@ -192,3 +193,95 @@ def test_consolidated_metadata_lists_each_group_together(tmp_path: Path) -> None
         3,
         3,
     ]
+
+
+# -- every corpus netCDF4 file, every group ---------------------------------------------------
+
+
+def _groups(nc: Path) -> list[str]:
+    with netCDF4.Dataset(nc) as ds:
+        found: list[str] = []
+        todo = [ds]
+        while todo:
+            group = todo.pop(0)
+            found.append(group.path)
+            todo.extend(group.groups.values())
+    return found
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate dimension names:UserWarning")  # both sides
+@pytest.mark.parametrize("nc", corpus_files("netcdf4"), ids=lambda p: p.name)
+def test_corpus_identical_through_refzarr(nc: Path, tmp_path: Path) -> None:
+    """``xr.open_dataset(refs, engine="refzarr")`` equals ``xr.open_dataset(file)``, each group."""
+    refs = tmp_path / "refs.json"
+    refzarr.write(refzarr.scan(str(nc), on_unsupported="skip"), refs)
+    for group in _groups(nc):
+        where = None if group == "/" else group
+        try:
+            expected = xr.open_dataset(nc, engine="netcdf4", group=where).load()
+        except (TypeError, ValueError) as exc:  # xarray cannot open it itself
+            pytest.skip(f"xarray cannot open {nc.name}{group}: {exc}")
+        with xr.open_dataset(refs, engine="refzarr", group=where) as got:
+            got.load()
+            expected = expected.drop_vars([v for v in expected.variables if v not in got])
+            xr.testing.assert_identical(got, expected)
+            assert list(got.variables) == list(expected.variables), group
+            for name, var in expected.variables.items():
+                assert got[name].dtype == var.dtype, f"{group}{name}"
+
+
+# -- strings, enums, non-UTF-8 text, engine errors --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("typed") / "typed.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("x", 2)
+        names = ds.createVariable("names", str, ("x",))
+        names[0] = "ab"
+        names[1] = "cde"
+        kind = ds.createEnumType("u1", "cloud_t", {"clear": 0, "cloudy": 1})
+        ds.createVariable("clouds", kind, ("x",), fill_value=255)[:] = [0, 1]
+        ds.createVariable("v", "f4", ("x",))[:] = [1, 2]
+        ds["v"].setncattr("raw", b"\xffab")
+        ds.createGroup("sub").createVariable("w", "i2", ())
+    return path
+
+
+def test_strings_enums_and_text_like_netcdf4(typed: Path, tmp_path: Path) -> None:
+    refs = _refs(typed, tmp_path, "json")
+    _assert_same(refs, typed)
+    with (
+        xr.open_dataset(refs, engine="refzarr") as got,
+        xr.open_dataset(typed, engine="netcdf4") as expected,
+    ):
+        assert got["names"].load().dtype == expected["names"].load().dtype
+        assert got["clouds"].attrs == expected["clouds"].attrs  # no _hdf5_enum attribute
+        assert got["clouds"].encoding["dtype"].metadata["enum"] == {"clear": 0, "cloudy": 1}
+        assert got["v"].attrs["raw"] == expected["v"].attrs["raw"] == "\ufffdab"
+        again = tmp_path / "again.nc"
+        got.to_netcdf(again)  # an enum again, not an attribute netCDF4 refuses
+    with netCDF4.Dataset(again) as ds:
+        assert ds["clouds"].datatype.enum_dict == {"clear": 0, "cloudy": 1}
+
+
+def test_missing_group_is_an_oserror(typed: Path, tmp_path: Path) -> None:
+    refs = _refs(typed, tmp_path, "json")
+    with pytest.raises(OSError, match="group not found: 'nope'"):
+        xr.open_dataset(refs, engine="refzarr", group="nope")
+    with pytest.raises(OSError, match="is an array, not a group"):
+        xr.open_dataset(refs, engine="refzarr", group="v")
+    with pytest.raises(OSError, match="group not found"):
+        xr.open_dataset(typed, engine="netcdf4", group="nope")  # the contract we follow
+    with xr.open_dataset(refs, engine="refzarr", group="/sub") as ds:
+        assert list(ds.variables) == ["w"]
+
+
+def test_drop_variables_and_chunks(packed: Path, tmp_path: Path) -> None:
+    refs = _refs(packed, tmp_path, "json")
+    with xr.open_dataset(refs, engine="refzarr", drop_variables=["temp"], chunks={}) as ds:
+        assert "temp" not in ds
+        assert ds["partial"].chunks is not None
+        with xr.open_dataset(packed, engine="netcdf4", drop_variables=["temp"]) as nc:
+            xr.testing.assert_identical(ds.load(), nc.load())

@@ -14,7 +14,8 @@ identical, the difference is checked exactly and then set aside (`Differences`):
   masks (as CF says readers should) and xarray over netCDF does not.
 - variable-length strings: zarr-python 3 reads them as numpy's ``StringDType``, xarray over
   netCDF as fixed-width ``<U<n>``; the strings must be equal.
-- enums: the mapping is attribute ``_hdf5_enum``, which xarray over netCDF does not show.
+- enums: the mapping is attribute ``_hdf5_enum`` (the type's name ``_hdf5_enum_name``), which
+  xarray over netCDF does not show (refzarr's engine shows them in ``encoding["dtype"]``).
 - text attributes that are not UTF-8: ``"base64:<bytes>"`` (exact), where netCDF4-python
   replaces the undecodable bytes with U+FFFD.
 - group attributes whose name starts with ``_nc`` (any case): xarray's Zarr backend hides them
@@ -39,7 +40,7 @@ import refzarr
 from corpus import CORPUS as CORPUS_ROOT
 from refzarr.scan import ScannedGroup
 from refzarr.scan.hdf5.attrs import BASE64_PREFIX
-from refzarr.scan.hdf5.types import ENUM_ATTR
+from refzarr.scan.hdf5.types import ENUM_ATTR, ENUM_NAME_ATTR
 from roundtrip import reference_options
 
 CORPUS = CORPUS_ROOT / "netcdf4"
@@ -113,6 +114,7 @@ def _set_aside(
     got, want = fixed[name].variable, direct[name].variable
     attrs = dict(got.attrs)
     mapping = attrs.pop(ENUM_ATTR, None)
+    attrs.pop(ENUM_NAME_ATTR, None)
     if mapping is not None:
         enum = h5py.check_enum_dtype(_dataset(h5group, name).dtype)
         assert mapping == {k: int(v) for k, v in (enum or {}).items()}, name

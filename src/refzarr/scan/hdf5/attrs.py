@@ -2,9 +2,10 @@
 
 Conversions: numpy scalars become Python numbers; arrays become lists, except that an array of
 exactly one element becomes that element (netCDF stores every attribute as a vector; netCDF4-
-python and xarray show a length-1 vector as a scalar); bytes become text when they are UTF-8
-and ``"base64:<data>"`` otherwise; an empty (null-dataspace) attribute becomes ``""`` when its
-type is a string and ``[]`` otherwise.
+python and xarray show a length-1 vector as a scalar); bytes become text, bytes that are not
+UTF-8 replaced by U+FFFD as netCDF4-python shows them; an empty (null-dataspace) attribute
+becomes ``""`` when its type is a string and ``[]`` otherwise. Numbers whose type JSON loses
+(float32, int16, ...) have it recorded in ``_nczarr_attr`` (`refzarr.model.attr_types`).
 
 `AttributeTable` reads an object's attributes once, for the user attributes and for the
 bookkeeping the scanner looks at (``CLASS``, ``NAME``, ``_FillValue``, netCDF's ids).
@@ -12,7 +13,6 @@ bookkeeping the scanner looks at (``CLASS``, ``NAME``, ``_FillValue``, netCDF's 
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +51,8 @@ _SCALE_ATTRS = frozenset({"CLASS", "NAME"})
 """Left out too on a dimension scale (``CLASS == "DIMENSION_SCALE"``)."""
 
 BASE64_PREFIX = "base64:"
-"""Prefix of a bytes attribute that is not UTF-8 text."""
+"""Prefix earlier releases gave a bytes attribute that is not UTF-8 text (now U+FFFD, as
+netCDF4-python shows it)."""
 
 
 _MISSING = UNREAD
@@ -309,7 +310,6 @@ def _element(value: Any) -> Any:
 
 
 def _text(value: bytes) -> str:
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return BASE64_PREFIX + base64.standard_b64encode(value).decode("ascii")
+    # as netCDF4-python (and so xarray) shows text that is not UTF-8: undecodable bytes
+    # replaced by U+FFFD
+    return value.decode("utf-8", errors="replace")
