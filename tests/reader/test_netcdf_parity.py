@@ -285,3 +285,10 @@ def test_drop_variables_and_chunks(packed: Path, tmp_path: Path) -> None:
         assert ds["partial"].chunks is not None
         with xr.open_dataset(packed, engine="netcdf4", drop_variables=["temp"]) as nc:
             xr.testing.assert_identical(ds.load(), nc.load())
+
+
+def test_scan_repr_is_short(packed: Path) -> None:
+    text = repr(refzarr.scan(str(packed)))
+    assert text.startswith("<ScannedGroup: 10 arrays, 0 groups>")
+    assert "temp  (time: 2, x: 4)  int16" in text
+    assert len(text) < 1200
