@@ -289,6 +289,38 @@ def test_drop_variables_and_chunks(packed: Path, tmp_path: Path) -> None:
 
 def test_scan_repr_is_short(packed: Path) -> None:
     text = repr(refzarr.scan(str(packed)))
-    assert text.startswith("<ScannedGroup: 10 arrays, 0 groups>")
+    assert text.startswith("<ScannedGroup: 9 arrays, 0 groups>")
     assert "temp  (time: 2, x: 4)  int16" in text
     assert len(text) < 1200
+
+
+def test_encoding_like_netcdf4(packed: Path, tmp_path: Path) -> None:
+    """What ``to_netcdf`` needs to write the source's layout again (issue 13, point 7)."""
+    path = tmp_path / "enc.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("t", None)
+        ds.createDimension("y", 6)
+        v = ds.createVariable(
+            "v",
+            "f8",
+            ("t", "y"),
+            zlib=True,
+            complevel=4,
+            shuffle=True,
+            fletcher32=True,
+            chunksizes=(2, 3),
+        )
+        v[0:4, :] = np.arange(24.0).reshape(4, 6)
+    keys = ["zlib", "complevel", "shuffle", "fletcher32", "szip", "zstd", "bzip2", "blosc"]
+    keys += ["chunksizes", "contiguous", "original_shape", "dtype"]
+    with (
+        xr.open_dataset(_refs(path, tmp_path, "json"), engine="refzarr") as got,
+        xr.open_dataset(path, engine="netcdf4") as expected,
+    ):
+        assert got.encoding["unlimited_dims"] == expected.encoding["unlimited_dims"] == {"t"}
+        assert {k: got["v"].encoding[k] for k in keys} == {
+            k: expected["v"].encoding[k] for k in keys
+        }
+        assert got["v"].encoding["preferred_chunks"] == {"t": 2, "y": 3}
+    with xr.open_dataset(_refs(packed, tmp_path, "parquet"), engine="refzarr") as ds:
+        assert ds.encoding["unlimited_dims"] == {"time"}

@@ -6,19 +6,28 @@ loses in the attribute ``_nczarr_attr`` (``{"types": {name: "<f4", ...}}``, the 
 NCZarr writes; xarray's Zarr backend hides attributes named ``_nc*``), and refzarr's xarray
 backend turns the values back into numpy values of those types.
 
-The same key marks an array whose source follows netCDF's masking rules: a value equal to the
+The same key lists the array's unlimited dimensions (``"unlimited": ["time"]``, shown as
+xarray's ``encoding["unlimited_dims"]``) and marks an array whose source follows netCDF's
+masking rules: a value equal to the
 Zarr fill value is masked only when the attributes hold ``_FillValue`` (or ``missing_value``),
 as ``engine="netcdf4"`` decodes (netCDF's default fill values are never masked).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["TYPES_ATTR", "attribute_type", "netcdf_masking", "typed_attributes", "with_types"]
+__all__ = [
+    "TYPES_ATTR",
+    "attribute_type",
+    "netcdf_masking",
+    "typed_attributes",
+    "unlimited_dimensions",
+    "with_types",
+]
 
 TYPES_ATTR = "_nczarr_attr"
 """The attribute holding ``{"types": {attribute name: numpy dtype string}}``."""
@@ -37,13 +46,32 @@ def attribute_type(value: Any) -> str | None:
     return None if native in _JSON_NATIVE else native.str
 
 
-def with_types(attributes: dict[str, Any], types: Mapping[str, str], *, mark: bool) -> None:
+def with_types(
+    attributes: dict[str, Any],
+    types: Mapping[str, str],
+    *,
+    mark: bool,
+    unlimited: Sequence[str] = (),
+) -> None:
     """Add ``types`` to ``attributes`` under `TYPES_ATTR` (also when empty if ``mark``: the
-    array follows netCDF's masking rules)."""
-    if types or mark:
-        entry = attributes.get(TYPES_ATTR)
-        known = dict(entry.get("types", {})) if isinstance(entry, Mapping) else {}
-        attributes[TYPES_ATTR] = {"types": {**known, **types}}
+    array follows netCDF's masking rules), and the names of its unlimited dimensions."""
+    if not (types or mark or unlimited):
+        return
+    entry = attributes.get(TYPES_ATTR)
+    known = dict(entry.get("types", {})) if isinstance(entry, Mapping) else {}
+    value: dict[str, Any] = {"types": {**known, **types}}
+    if unlimited:
+        value["unlimited"] = list(unlimited)
+    attributes[TYPES_ATTR] = value
+
+
+def unlimited_dimensions(attributes: Mapping[str, Any]) -> tuple[str, ...]:
+    """The unlimited dimensions `with_types` recorded (none when not recorded)."""
+    entry = attributes.get(TYPES_ATTR)
+    names = entry.get("unlimited") if isinstance(entry, Mapping) else None
+    if not isinstance(names, list | tuple):
+        return ()
+    return tuple(str(name) for name in names)
 
 
 def netcdf_masking(attributes: Mapping[str, Any]) -> bool:

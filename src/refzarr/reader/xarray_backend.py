@@ -24,7 +24,7 @@ from refzarr.errors import RefFormatError, SourceNotFoundError
 from refzarr.formats.api import read
 from refzarr.io import RangeReader
 from refzarr.model import ArrayMeta, RefArray, RefGroup
-from refzarr.model.attr_types import netcdf_masking, typed_attributes
+from refzarr.model.attr_types import netcdf_masking, typed_attributes, unlimited_dimensions
 from refzarr.model.frozen import thaw_json
 from refzarr.reader.array import ArrayReader, read_many
 from refzarr.reader.netcdf_view import netcdf_encoding, presented_dtype, vlen_element
@@ -153,7 +153,9 @@ class RefzarrDataStore(AbstractDataStore):
         }
 
     def get_encoding(self) -> dict[str, Any]:
-        return {}
+        arrays = self._arrays().values()
+        unlimited = {d for a in arrays for d in unlimited_dimensions(a.meta.attributes)}
+        return {"unlimited_dims": unlimited}
 
     def close(self) -> None:
         """Nothing to close: files are opened per read."""

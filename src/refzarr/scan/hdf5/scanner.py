@@ -267,8 +267,14 @@ class _Walk:
         complete = not bool((manifest.path_id == MISSING).any())
         fill = fill_value(ds, dtype, all_chunks_written=complete, attrs=table)
         attributes = self.array_attributes(ds, path, where, table, tid)
-        # a fill value that is no _FillValue (netCDF's default fill) reads, but masks nothing
-        with_types(attributes, {}, mark=fill is not None and "_FillValue" not in attributes)
+        dims = dimension_names(ds, self.phony, table, self.scale_names)
+        with_types(
+            attributes,
+            {},
+            # a fill value that is no _FillValue (netCDF's default fill) reads, masks nothing
+            mark=fill is not None and "_FillValue" not in attributes,
+            unlimited=[dims[axis] for axis in self.netcdf.unlimited_axes(ds)],
+        )
         meta = ArrayMeta(
             shape=shape,
             chunks=chunks,
@@ -276,7 +282,7 @@ class _Walk:
             fill_value=fill,
             codecs=codecs,
             attributes=attributes,
-            dimension_names=dimension_names(ds, self.phony, table, self.scale_names),
+            dimension_names=dims,
         )
         return RefArray(meta, manifest)
 
