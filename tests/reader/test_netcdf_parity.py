@@ -324,3 +324,14 @@ def test_encoding_like_netcdf4(packed: Path, tmp_path: Path) -> None:
         assert got["v"].encoding["preferred_chunks"] == {"t": 2, "y": 3}
     with xr.open_dataset(_refs(packed, tmp_path, "parquet"), engine="refzarr") as ds:
         assert ds.encoding["unlimited_dims"] == {"time"}
+
+
+def test_auto_complex_like_netcdf4(tmp_path: Path) -> None:
+    path = tmp_path / "complex.nc"
+    xr.Dataset({"z": ("x", np.array([1 + 2j, 3 - 1j], "c8"))}).to_netcdf(
+        path, engine="netcdf4", auto_complex=True
+    )
+    refs = _refs(path, tmp_path, "json")
+    _assert_same(refs, path, auto_complex=True)
+    with xr.open_dataset(refs, engine="refzarr") as got:  # netCDF4 shows the (r, i) compound
+        assert got["z"].dtype == np.complex64

@@ -17,7 +17,13 @@ import numpy as np
 
 from refzarr.model import ArrayMeta
 
-__all__ = ["ENUM_ATTRS", "netcdf_encoding", "presented_dtype", "vlen_dtype", "vlen_element"]
+__all__ = [
+    "ENUM_ATTRS",
+    "netcdf_encoding",
+    "presented_dtype",
+    "vlen_dtype",
+    "vlen_element",
+]
 
 ENUM_ATTRS = ("_hdf5_enum", "_hdf5_enum_name")
 """Attributes the HDF5 scanner describes an enum with; shown in ``encoding["dtype"]``."""
@@ -58,7 +64,10 @@ def netcdf_encoding(
     meta: ArrayMeta, name: str, attrs: dict[str, Any], dims: Sequence[str]
 ) -> dict[str, Any]:
     """netCDF4-style encoding entries (``attrs`` loses the enum attributes, which it gives)."""
-    encoding: dict[str, Any] = {"dtype": _enum_dtype(meta, name, attrs)}
+    encoding: dict[str, Any] = {}
+    dtype = _enum_dtype(meta, name, attrs)
+    if vlen_element(dtype) is None:  # vlen strings: xarray's decoding sets it, as for netCDF4
+        encoding["dtype"] = dtype
     encoding.update(_filters(meta.codecs))
     if meta.is_regular and (meta.codecs or meta.chunks != meta.shape):
         encoding["contiguous"] = False

@@ -27,7 +27,11 @@ from refzarr.model import ArrayMeta, RefArray, RefGroup
 from refzarr.model.attr_types import netcdf_masking, typed_attributes, unlimited_dimensions
 from refzarr.model.frozen import thaw_json
 from refzarr.reader.array import ArrayReader, read_many
-from refzarr.reader.netcdf_view import netcdf_encoding, presented_dtype, vlen_element
+from refzarr.reader.netcdf_view import (
+    netcdf_encoding,
+    presented_dtype,
+    vlen_element,
+)
 
 __all__ = ["RefzarrBackendEntrypoint", "open_dataset", "open_datatree"]
 
@@ -179,6 +183,7 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
         "storage_options",
         "allowed_protocols",
         "use_zarr_fill_value_as_mask",
+        "auto_complex",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -203,7 +208,10 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
         storage_options: Mapping[str, Any] | None = None,
         allowed_protocols: Sequence[str] | None = None,
         use_zarr_fill_value_as_mask: bool = True,
+        auto_complex: bool | None = None,
     ) -> xr.Dataset:
+        # auto_complex: accepted as engine="netcdf4" accepts it; complex numbers stored as
+        # netCDF-C's (r, i) compounds are complex whether or not it is given (h5py's reading)
         root = _load(filename_or_obj, storage_options)
         reader = RangeReader(storage_options=storage_options, allowed=allowed_protocols)
         path = (group or "").strip("/")
