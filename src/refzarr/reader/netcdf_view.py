@@ -86,6 +86,18 @@ def _enum_dtype(meta: ArrayMeta, name: str, attrs: dict[str, Any]) -> np.dtype[A
     return np.dtype(meta.dtype.newbyteorder("="), metadata=metadata)
 
 
+def _compressor_detail(codec: Mapping[str, Any]) -> Any:
+    """What netCDF4's ``filters()`` gives for a compressor: a dict for szip and Blosc."""
+    ident = codec.get("id")
+    if ident == "blosc":
+        name = "lz" if codec.get("cname") == "blosclz" else codec.get("cname")
+        return {"compressor": f"blosc_{name}", "shuffle": codec.get("shuffle")}
+    if ident == "imagecodecs_szip":
+        coding = "nn" if int(codec.get("options_mask", 0)) & 32 else "ec"
+        return {"coding": coding, "pixels_per_block": codec.get("pixels_per_block")}
+    return True
+
+
 def _filters(codecs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """netCDF4's ``Variable.filters()`` dict, from the codec pipeline."""
     found: dict[str, Any] = dict.fromkeys(("zlib", "szip", "zstd", "bzip2", "blosc"), False)
@@ -94,7 +106,7 @@ def _filters(codecs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         ident = str(codec.get("id"))
         flag = _COMPRESSORS.get(ident)
         if flag is not None:
-            found[flag] = True
+            found[flag] = _compressor_detail(codec)
             level = codec.get("level", codec.get("clevel"))
             if isinstance(level, int):
                 found["complevel"] = level
