@@ -218,7 +218,8 @@ def test_corpus_identical_through_refzarr(nc: Path, tmp_path: Path) -> None:
     for group in _groups(nc):
         where = None if group == "/" else group
         try:
-            expected = xr.open_dataset(nc, engine="netcdf4", group=where).load()
+            with xr.open_dataset(nc, engine="netcdf4", group=where) as opened:
+                expected = opened.load()
         except (TypeError, ValueError) as exc:  # xarray cannot open it itself
             pytest.skip(f"xarray cannot open {nc.name}{group}: {exc}")
         with xr.open_dataset(refs, engine="refzarr", group=where) as got:
