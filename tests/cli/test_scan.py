@@ -83,7 +83,16 @@ def test_skip_errors_lists_the_files(
     status, out, err = _run(capsys, *argv)
     assert status == 0
     assert err.startswith(f"refzarr: skipped {bad}: ")
+    assert err.count(str(bad)) == 1  # the path once (issue 13)
     assert out == f"{out_path}: 4 files along time, 1 skipped\n"
+
+
+def test_files_differing_along_a_dimension_suggest_concat_dim(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path
+) -> None:
+    status, out, err = _run(capsys, "scan", *archive[:2], "-o", tmp_path / "x.json")
+    assert (status, out) == (1, "")
+    assert "--concat-dim" in err
 
 
 def test_failure_names_the_file(

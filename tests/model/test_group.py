@@ -207,4 +207,15 @@ def test_groups_are_listed_with_the_root_first() -> None:
 
 
 def test_repr_summarises() -> None:
-    assert repr(_tree()) == "RefGroup(members=['z', 'a', 'g'], arrays=3)"
+    lines = repr(_tree()).splitlines()
+    assert lines[0] == "<RefGroup: 3 arrays, 2 groups>"
+    assert [line.split()[0] for line in lines[1:4]] == ["z", "a", "g/"]
+
+
+def test_repr_stays_short() -> None:
+    """A scan's repr is a summary (issue 13: it printed 2,000 characters)."""
+    many = RefGroup({f"a{k}": k for k in range(50)}, {f"v{k}": _array() for k in range(40)})
+    text = repr(many)
+    assert len(text.splitlines()) == 15
+    assert "... and 28 more members" in text
+    assert len(text) < 1500

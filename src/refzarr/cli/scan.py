@@ -20,7 +20,7 @@ from refzarr.cli.common import (
 )
 from refzarr.cli.sources import expand_sources
 from refzarr.cli.table import plural
-from refzarr.errors import UnsupportedFeatureError
+from refzarr.errors import IncompatibleError, UnsupportedFeatureError
 from refzarr.formats.api import write
 from refzarr.model import RefGroup
 from refzarr.parallel import ScanResults, scan_many
@@ -216,14 +216,22 @@ def _combine(
 ) -> RefGroup:
     from refzarr.combine import combine
 
-    return combine(
-        results,
-        concat_dims=concat_dims,
-        identical_dims=identical_dims or None,
-        coords=coords or None,
-        urls=results.urls,
-        storage_options=storage_options,
-    )
+    try:
+        return combine(
+            results,
+            concat_dims=concat_dims,
+            identical_dims=identical_dims or None,
+            coords=coords or None,
+            urls=results.urls,
+            storage_options=storage_options,
+        )
+    except IncompatibleError as exc:
+        if concat_dims:
+            raise
+        raise IncompatibleError(
+            f"{exc}\nThe files may be pieces along a dimension: name it with --concat-dim "
+            "(e.g. --concat-dim time)"
+        ) from exc
 
 
 def _protocol(url: str) -> str:
@@ -233,7 +241,9 @@ def _protocol(url: str) -> str:
 
 def _report_skipped(results: ScanResults) -> None:
     for failure in results.errors:
-        print(f"refzarr: skipped {failure.url}: {failure.message}", file=sys.stderr)
+        # the path once, not twice: "ScanError: <url>: why" -> "ScanError: why"
+        message = re.sub(rf"^(\w+: )?{re.escape(failure.url)}: ", r"\1", failure.message)
+        print(f"refzarr: skipped {failure.url}: {message}", file=sys.stderr)
     for group in results:
         for left_out in getattr(group, "skipped", ()):
             print(f"refzarr: left out {left_out.path}: {left_out.reason}", file=sys.stderr)

@@ -113,5 +113,29 @@ class RefGroup:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        """A short summary, like xarray's: counts, then one line per member (at most 12)."""
         arrays = sum(1 for _ in self.arrays())
-        return f"RefGroup(members={list(self.members)}, arrays={arrays})"
+        groups = sum(1 for _ in self.groups()) - 1
+        head = f"<{type(self).__name__}: {arrays} arrays, {groups} groups>"
+        lines = [head, *(_member_line(n, m) for n, m in list(self.members.items())[:_SHOWN])]
+        if len(self.members) > _SHOWN:
+            lines.append(f"    ... and {len(self.members) - _SHOWN} more members")
+        if self.attributes:
+            names = ", ".join(list(self.attributes)[:8])
+            more = ", ..." if len(self.attributes) > 8 else ""
+            lines.append(f"  attributes ({len(self.attributes)}): {names}{more}")
+        return "\n".join(lines)
+
+
+_SHOWN = 12
+"""Members a group's repr lists."""
+
+
+def _member_line(name: str, member: Node) -> str:
+    if isinstance(member, RefGroup):
+        return f"    {name}/  ({len(member.members)} members)"
+    meta = member.meta
+    dims = meta.dimension_names or tuple(f"dim_{k}" for k in range(meta.ndim))
+    shape = ", ".join(f"{d}: {n}" for d, n in zip(dims, meta.shape, strict=True))
+    codecs = "+".join(str(c.get("id")) for c in meta.codecs) or "raw"
+    return f"    {name}  ({shape})  {meta.dtype}  chunks={meta.chunks}  {codecs}"

@@ -30,8 +30,11 @@ __all__ = [
     "assemble_group",
     "chunk_key",
     "describe_irregular",
+    "group_documents",
     "group_metadata",
+    "hierarchy_metadata",
     "is_metadata_key",
+    "metadata_documents",
     "parse_hierarchy",
     "parse_metadata_value",
     "require_regular_grids",
@@ -73,11 +76,14 @@ def parse_metadata_value(key: str, value: Any, *, where: str = "") -> dict[str, 
 class Hierarchy:
     """Groups (path -> attributes) and arrays (path -> metadata) described by metadata keys.
 
-    The root group has path ``""``; other paths have no leading or trailing ``/``.
+    The root group has path ``""``; other paths have no leading or trailing ``/``. ``order``
+    lists member paths as the metadata keys first name them (a group's members keep that
+    order; paths not in it come after, by name).
     """
 
     groups: dict[str, dict[str, Any]]
     arrays: dict[str, ArrayMeta]
+    order: tuple[str, ...] = ()
 
     def split_chunk_key(self, key: str) -> tuple[str, tuple[int, ...]] | None:
         """``(array path, chunk index)`` of a chunk key, or None when no array owns it."""
@@ -176,7 +182,19 @@ def parse_hierarchy(metadata: Mapping[str, Any], *, where: str = "") -> Hierarch
     if clash:
         name = sorted(clash)[0]
         raise RefFormatError(f"{_where(where, name)}: {name!r} is both a group and an array")
-    return Hierarchy(groups=groups, arrays=arrays)
+    return Hierarchy(groups=groups, arrays=arrays, order=_first_named(docs))
+
+
+def _first_named(docs: Mapping[str, Any]) -> tuple[str, ...]:
+    """Member paths in the order metadata keys first name them (a group implied by a deeper
+    key where that key is)."""
+    seen: dict[str, None] = {}
+    for key in docs:
+        path = key.rpartition("/")[0]
+        parts = path.split("/") if path else []
+        for depth in range(1, len(parts) + 1):
+            seen.setdefault("/".join(parts[:depth]))
+    return tuple(seen)
 
 
 def _where(where: str, key: str) -> str:
@@ -193,6 +211,7 @@ def assemble_group(
 ) -> RefGroup:
     """The `RefGroup` of a hierarchy; arrays absent from ``manifests`` have no chunks written."""
     children: dict[str, dict[str, Node]] = {path: {} for path in hierarchy.groups}
+    rank = {path: k for k, path in enumerate(hierarchy.order)}
     for path, meta in hierarchy.arrays.items():
         manifest = manifests.get(path) or ChunkManifest.missing(meta.grid_shape)
         try:
@@ -203,25 +222,78 @@ def assemble_group(
     for path in sorted(hierarchy.groups, key=lambda p: -p.count("/") if p else 1):
         if not path:
             continue
-        group = _make_group(hierarchy.groups[path], children[path], where, path)
+        group = _make_group(hierarchy.groups[path], children[path], where, path, rank)
         children[path.rpartition("/")[0]][path.rpartition("/")[2]] = group
-    return _make_group(hierarchy.groups[""], children[""], where, "")
+    return _make_group(hierarchy.groups[""], children[""], where, "", rank)
 
 
-def _make_group(attrs: dict[str, Any], members: dict[str, Node], where: str, path: str) -> RefGroup:
+def _make_group(
+    attrs: dict[str, Any],
+    members: dict[str, Node],
+    where: str,
+    path: str,
+    rank: Mapping[str, int],
+) -> RefGroup:
+    prefix = f"{path}/" if path else ""
+    last = len(rank)
+
+    def position(name: str) -> tuple[int, str]:
+        return rank.get(prefix + name, last), name
+
     try:
-        return RefGroup(attributes=freeze_json(attrs), members=members)
+        ordered = {name: members[name] for name in sorted(members, key=position)}
+        return RefGroup(attributes=freeze_json(attrs), members=ordered)
     except (RefFormatError, TypeError) as exc:
         raise RefFormatError(f"{_where(where, path or '/')}: {exc}") from exc
+
+
+def hierarchy_metadata(group: RefGroup) -> Iterator[tuple[str, RefGroup | RefArray]]:
+    """``(path, node)`` of every group and array, depth first in member order: each group
+    right before its members, so that a group's children are listed together (zarr-python
+    3.1 misreads consolidated metadata listing all groups before all arrays when two groups
+    have children of the same name, zarr-python issue 4226)."""
+    yield from _walk(group, "")
+
+
+def _walk(group: RefGroup, path: str) -> Iterator[tuple[str, RefGroup | RefArray]]:
+    yield path, group
+    for name, member in group.members.items():
+        child = f"{path}/{name}" if path else name
+        if isinstance(member, RefGroup):
+            yield from _walk(member, child)
+        else:
+            yield child, member
+
+
+def metadata_documents(group: RefGroup) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(key, document)`` of every group and array (`hierarchy_metadata`'s order).
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        On reaching an array whose chunk grid is irregular.
+    """
+    for path, node in hierarchy_metadata(group):
+        if isinstance(node, RefGroup):
+            yield from group_documents(path, node)
+        else:
+            yield from array_metadata(path, node)
+
+
+def group_documents(path: str, group: RefGroup) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """``(key, document)`` of one group's ``.zgroup`` and ``.zattrs`` (``path``: its path)."""
+    prefix = f"{path}/" if path else ""
+    return (f"{prefix}.zgroup", {"zarr_format": 2}), (
+        f"{prefix}.zattrs",
+        thaw_json(group.attributes),
+    )
 
 
 def group_metadata(group: RefGroup) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(key, document)`` of every group's ``.zgroup`` and ``.zattrs`` (the inverse of
     `parse_hierarchy` for groups), root first."""
     for path, sub in group.groups():
-        prefix = f"{path}/" if path else ""
-        yield f"{prefix}.zgroup", {"zarr_format": 2}
-        yield f"{prefix}.zattrs", thaw_json(sub.attributes)
+        yield from group_documents(path, sub)
 
 
 def array_metadata(path: str, array: RefArray) -> tuple[tuple[str, dict[str, Any]], ...]:

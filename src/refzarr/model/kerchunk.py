@@ -23,7 +23,8 @@ from refzarr.model.hierarchy import (
     array_metadata,
     assemble_group,
     chunk_key,
-    group_metadata,
+    group_documents,
+    hierarchy_metadata,
     is_metadata_key,
     parse_hierarchy,
     require_regular_grids,
@@ -200,8 +201,12 @@ def group_to_kerchunk(group: RefGroup) -> dict[str, Any]:
     chunk grid is irregular: Version 0 references carry Zarr v2 metadata.
     """
     require_regular_grids(group)
-    out: dict[str, Any] = {key: metadata_text(doc) for key, doc in group_metadata(group)}
-    for path, array in group.arrays():
+    out: dict[str, Any] = {}
+    for path, node in hierarchy_metadata(group):  # each group's members right after it
+        if isinstance(node, RefGroup):
+            out.update((key, metadata_text(doc)) for key, doc in group_documents(path, node))
+            continue
+        array = node
         out.update((key, metadata_text(doc)) for key, doc in array_metadata(path, array))
         manifest, sep = array.manifest, array.meta.dimension_separator
         paths = manifest.paths

@@ -36,7 +36,8 @@ from refzarr.model.hierarchy import (
     array_metadata,
     chunk_key,
     describe_irregular,
-    group_metadata,
+    group_documents,
+    hierarchy_metadata,
 )
 from refzarr.model.kerchunk import metadata_text
 
@@ -238,13 +239,15 @@ def _render_metadata(
 ) -> tuple[dict[str, bytes], dict[str, str]]:
     """The metadata keys as bytes, and the keys that cannot be rendered -> why (those of
     arrays with irregular chunk grids; then there is no ``.zmetadata``)."""
-    documents: dict[str, Any] = dict(group_metadata(group))
+    documents: dict[str, Any] = {}
     unreadable: dict[str, str] = {}
-    for path, array in arrays.items():
-        if array.meta.is_regular:
-            documents.update(array_metadata(path, array))
+    for path, node in hierarchy_metadata(group):  # each group's members right after it
+        if isinstance(node, RefGroup):
+            documents.update(group_documents(path, node))
+        elif node.meta.is_regular:
+            documents.update(array_metadata(path, node))
         else:
-            why = _irregular_message(path, array)
+            why = _irregular_message(path, node)
             unreadable.update({f"{path}/.zarray": why, f"{path}/.zattrs": why})
     rendered = {key: metadata_text(doc).encode() for key, doc in documents.items()}
     if not unreadable:

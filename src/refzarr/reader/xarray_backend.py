@@ -20,12 +20,18 @@ from xarray.backends.common import AbstractDataStore
 from xarray.backends.store import StoreBackendEntrypoint
 from xarray.core import indexing
 
-from refzarr.errors import RefFormatError
+from refzarr.errors import RefFormatError, SourceNotFoundError
 from refzarr.formats.api import read
 from refzarr.io import RangeReader
 from refzarr.model import ArrayMeta, RefArray, RefGroup
+from refzarr.model.attr_types import netcdf_masking, typed_attributes, unlimited_dimensions
 from refzarr.model.frozen import thaw_json
 from refzarr.reader.array import ArrayReader, read_many
+from refzarr.reader.netcdf_view import (
+    netcdf_encoding,
+    presented_dtype,
+    vlen_element,
+)
 
 __all__ = ["RefzarrBackendEntrypoint", "open_dataset", "open_datatree"]
 
@@ -38,15 +44,21 @@ _INDEX_PRELOAD_BYTES = 64 * 2**20
 class RefzarrBackendArray(BackendArray):
     """A referenced array as xarray's lazy backend array (basic indexing, batched reads)."""
 
-    def __init__(self, reader: ArrayReader) -> None:
+    def __init__(self, reader: ArrayReader, dtype: np.dtype[Any] | None = None) -> None:
         self.reader = reader
         self.shape = reader.shape
-        self.dtype = reader.dtype
+        self.dtype = reader.dtype if dtype is None else dtype
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray[Any, Any]:
         return indexing.explicit_indexing_adapter(  # type: ignore[no-any-return]
-            key, self.shape, indexing.IndexingSupport.BASIC, self.reader.read
+            key, self.shape, indexing.IndexingSupport.BASIC, self._read
         )
+
+    def _read(self, key: Any) -> np.ndarray[Any, Any]:
+        values = self.reader.read(key)
+        if vlen_element(self.dtype) is str:  # as netCDF4 reads them: fixed-width str
+            return np.asarray(values, dtype=str)
+        return values
 
 
 class RefzarrDataStore(AbstractDataStore):
@@ -120,18 +132,22 @@ class RefzarrDataStore(AbstractDataStore):
         data: Any = (
             source
             if isinstance(source, np.ndarray)
-            else indexing.LazilyIndexedArray(RefzarrBackendArray(source))
+            else indexing.LazilyIndexedArray(RefzarrBackendArray(source, presented_dtype(meta)))
         )
-        attrs = dict(_thaw(meta.attributes))
-        if self.use_zarr_fill_value_as_mask and meta.fill_value is not None:
+        raw = _thaw(meta.attributes)
+        attrs = typed_attributes(raw)
+        masking = self.use_zarr_fill_value_as_mask and not netcdf_masking(raw)
+        if masking and meta.fill_value is not None:
             attrs["_FillValue"] = _python_scalar(meta.fill_value)
-        encoding = _chunk_encoding(meta, dims)
+        encoding = netcdf_encoding(meta, name, attrs, dims)
+        encoding.update(_chunk_encoding(meta, dims))
         encoding["filters"] = [dict(codec) for codec in meta.codecs]
         return xr.Variable(dims, data, attrs, encoding)
 
     def get_attrs(self) -> dict[str, Any]:
-        attrs = _thaw(self.group.attributes)
-        return {k: v for k, v in attrs.items() if not k.lower().startswith("_nc")}
+        attrs = typed_attributes(_thaw(self.group.attributes))
+        # NCZarr's bookkeeping (netCDF-C's own, _NCProperties & co., is never scanned)
+        return {k: v for k, v in attrs.items() if not k.startswith("_nczarr")}
 
     def get_dimensions(self) -> dict[str, int]:
         return {
@@ -141,7 +157,9 @@ class RefzarrDataStore(AbstractDataStore):
         }
 
     def get_encoding(self) -> dict[str, Any]:
-        return {}
+        arrays = self._arrays().values()
+        unlimited = {d for a in arrays for d in unlimited_dimensions(a.meta.attributes)}
+        return {"unlimited_dims": unlimited}
 
     def close(self) -> None:
         """Nothing to close: files are opened per read."""
@@ -165,6 +183,7 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
         "storage_options",
         "allowed_protocols",
         "use_zarr_fill_value_as_mask",
+        "auto_complex",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -189,7 +208,10 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
         storage_options: Mapping[str, Any] | None = None,
         allowed_protocols: Sequence[str] | None = None,
         use_zarr_fill_value_as_mask: bool = True,
+        auto_complex: bool | None = None,
     ) -> xr.Dataset:
+        # auto_complex: accepted as engine="netcdf4" accepts it; complex numbers stored as
+        # netCDF-C's (r, i) compounds are complex whether or not it is given (h5py's reading)
         root = _load(filename_or_obj, storage_options)
         reader = RangeReader(storage_options=storage_options, allowed=allowed_protocols)
         path = (group or "").strip("/")
@@ -296,11 +318,17 @@ def _load(source: Any, storage_options: Mapping[str, Any] | None) -> RefGroup:
 def _subgroup(root: RefGroup, path: str) -> RefGroup:
     if not path:
         return root
-    if path not in root:
-        raise KeyError(f"no group {path!r} in the reference set")
-    node = root[path]
+    try:
+        node: RefArray | RefGroup | None = root[path]
+    except KeyError:
+        node = None
     if not isinstance(node, RefGroup):
-        raise KeyError(f"{path!r} is an array, not a group")
+        # an OSError, as xarray's netCDF4 and h5netcdf backends raise for a missing group
+        what = "is an array, not a group" if node is not None else "is not in the reference set"
+        groups = [p for p, _ in root.groups() if p]
+        raise SourceNotFoundError(
+            f"group not found: {path!r} {what}; its groups: {groups or 'none below the root'}"
+        )
     return node
 
 

@@ -29,7 +29,7 @@ class Skipped:
 
 
 @tuple_state
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)  # RefGroup's short repr
 class ScannedGroup(RefGroup):
     """A scanned file's root group, with ``skipped``: what was left out, in scan order.
 
@@ -38,3 +38,9 @@ class ScannedGroup(RefGroup):
     """
 
     skipped: tuple[Skipped, ...] = ()
+
+    def __repr__(self) -> str:
+        text = RefGroup.__repr__(self)
+        if not self.skipped:
+            return text
+        return f"{text}\n  skipped ({len(self.skipped)}): {self.skipped[0].path}, ... (.skipped)"

@@ -19,8 +19,10 @@ from refzarr.codecs.hdf5.bitshuffle import Hdf5Bitshuffle
 from refzarr.codecs.hdf5.blosc2 import Hdf5Blosc2
 from refzarr.codecs.hdf5.lzf import Hdf5Lzf
 from refzarr.codecs.hdf5.nbit import Hdf5NBit
+from refzarr.codecs.hdf5.nullterm import Hdf5NullTerm
 from refzarr.codecs.hdf5.padding import TypeLike, integer_padding
 from refzarr.codecs.hdf5.scaleoffset import SO_FLOAT_DSCALE, SO_INT, Hdf5ScaleOffset
+from refzarr.codecs.hdf5.shuffle import Hdf5Shuffle
 from refzarr.errors import UnsupportedFeatureError
 
 __all__ = ["FILTER_NAMES", "Hdf5Filter", "filter_to_codec", "filters_to_codecs"]
@@ -279,6 +281,14 @@ def filter_to_codec(
     return _mapped(stage, _as_target(dtype, None), where)
 
 
+def _resized(before: Sequence[dict[str, Any]], shuffle: dict[str, Any]) -> bool:
+    """Whether the stages ``before`` a shuffle may leave a buffer that is no whole number of
+    its elements (HDF5 then shuffles the whole ones and keeps the rest; numcodecs' shuffle
+    raises): anything but fletcher32's 4-byte trailer on elements whose size divides 4."""
+    size = int(shuffle["elementsize"])
+    return any(c["id"] != "fletcher32" or 4 % size for c in before)
+
+
 def filters_to_codecs(
     stages: Iterable[Hdf5Filter],
     dtype: np.dtype[Any] | int,
@@ -308,15 +318,34 @@ def filters_to_codecs(
     stages = list(stages)
     padding = integer_padding(type_id, where) if type_id is not None else None
     target = _as_target(dtype, padding)
-    codecs = []
+    codecs: list[dict[str, Any]] = []
     for index, stage in enumerate(stages):
         if padding is not None and stage.id == NBIT and index > 0:
             raise _unsupported(stage, "N-bit after another filter on a padded type", where)
         codec = _mapped(stage, target, where)
+        if codec is not None and codec["id"] == "shuffle" and _resized(codecs, codec):
+            codec = Hdf5Shuffle(codec["elementsize"]).get_config()
         if codec is not None:
             codecs.append(codec)
     has_nbit = any(c["id"] == Hdf5NBit.codec_id for c in codecs)
     if padding is not None and not has_nbit:
         precision, offset = padding
         codecs.insert(0, Hdf5NBit(target.dtype.str, precision, offset, packed=False).get_config())
+    if type_id is not None and _null_terminated(type_id):
+        codecs.insert(0, Hdf5NullTerm(type_id.get_size()).get_config())
     return codecs
+
+
+_STRING, _STR_NULLTERM = 3, 0  # HDF5's H5T_STRING class and H5T_STR_NULLTERM padding
+
+
+def _null_terminated(type_id: TypeLike) -> bool:
+    """Whether values of ``type_id`` are fixed strings of 2+ bytes that end at their first NUL
+    (one byte, netCDF's ``char``, needs nothing: a NUL there is the whole value)."""
+    if type_id.get_class() != _STRING or type_id.get_size() < 2:
+        return False
+    variable = getattr(type_id, "is_variable_str", None)
+    strpad = getattr(type_id, "get_strpad", None)
+    if variable is None or strpad is None:  # not an h5py string type: nothing known
+        return False
+    return not variable() and strpad() == _STR_NULLTERM

@@ -26,7 +26,12 @@ from refzarr.formats.kerchunk_json.write_lines import BlockLines, ChunkKeys, quo
 from refzarr.formats.kerchunk_json.write_templates import TemplatePlan, plan_templates
 from refzarr.formats.source import Compression
 from refzarr.model.group import RefArray, RefGroup
-from refzarr.model.hierarchy import array_metadata, group_metadata, require_regular_grids
+from refzarr.model.hierarchy import (
+    array_metadata,
+    group_documents,
+    hierarchy_metadata,
+    require_regular_grids,
+)
 from refzarr.model.kerchunk import metadata_text
 from refzarr.model.manifest import ManifestBlock
 
@@ -77,9 +82,11 @@ def render_parts(group: RefGroup, *, version: int = 0) -> list[Part]:
     require_regular_grids(group)
     plan = plan_templates(_all_blocks(group)) if version == 1 else None
     pieces: list[Piece] = [_head(plan)]
-    pieces.extend(_group_lines(group))
-    for path, array in group.arrays():
-        pieces.extend(_array_pieces(path, array, plan))
+    for path, node in hierarchy_metadata(group):  # each group's members right after it
+        if isinstance(node, RefGroup):
+            pieces.extend(_group_lines(path, node))
+        else:
+            pieces.extend(_array_pieces(path, node, plan))
     parts = [part for part in _materialise(pieces) if len(part)]
     parts[-1] = memoryview(parts[-1])[:-2]  # the last line's ",\n"
     parts.append(b"\n}}\n" if plan is not None else b"\n}\n")
@@ -98,8 +105,8 @@ def _line(key: str, text: str) -> bytes:
     return f"{quote(key)}:{quote(text)},\n".encode()
 
 
-def _group_lines(group: RefGroup) -> Iterator[bytes]:
-    for key, document in group_metadata(group):
+def _group_lines(path: str, group: RefGroup) -> Iterator[bytes]:
+    for key, document in group_documents(path, group):
         yield _line(key, metadata_text(document))
 
 

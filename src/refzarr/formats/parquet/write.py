@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from refzarr.formats.parquet.source import COMPLETE_KEY, record_file_name
 from refzarr.formats.parquet.tables import entry_slices, record_table
 from refzarr.model.group import RefArray, RefGroup
-from refzarr.model.hierarchy import array_metadata, group_metadata, require_regular_grids
+from refzarr.model.hierarchy import metadata_documents, require_regular_grids
 
 __all__ = ["encode_record", "write_parquet", "zmetadata_document"]
 
@@ -95,9 +95,8 @@ def encode_record(table: pa.Table) -> bytes:
 def zmetadata_document(group: RefGroup, record_size: int) -> bytes:
     """The ``.zmetadata`` JSON: every metadata key as a JSON object, ``record_size``, and the
     `COMPLETE_KEY` marker."""
-    metadata: dict[str, Any] = dict(group_metadata(group))
-    for path, array in group.arrays():
-        metadata.update(array_metadata(path, array))
+    metadata: dict[str, Any] = dict(metadata_documents(group))  # each group's members together
+    for path, _ in group.arrays():
         metadata[f"{path}/.zarray"]["dimension_separator"] = "."  # see the module docstring
     # Every record file of every array is written, so a reader can tell a lost record file
     # from one fsspec never wrote (fsspec ignores keys it does not know).

@@ -2,9 +2,10 @@
 
 Conversions: numpy scalars become Python numbers; arrays become lists, except that an array of
 exactly one element becomes that element (netCDF stores every attribute as a vector; netCDF4-
-python and xarray show a length-1 vector as a scalar); bytes become text when they are UTF-8
-and ``"base64:<data>"`` otherwise; an empty (null-dataspace) attribute becomes ``""`` when its
-type is a string and ``[]`` otherwise.
+python and xarray show a length-1 vector as a scalar); bytes become text, bytes that are not
+UTF-8 replaced by U+FFFD as netCDF4-python shows them; an empty (null-dataspace) attribute
+becomes ``""`` when its type is a string and ``[]`` otherwise. Numbers whose type JSON loses
+(float32, int16, ...) have it recorded in ``_nczarr_attr`` (`refzarr.model.attr_types`).
 
 `AttributeTable` reads an object's attributes once, for the user attributes and for the
 bookkeeping the scanner looks at (``CLASS``, ``NAME``, ``_FillValue``, netCDF's ids).
@@ -12,7 +13,6 @@ bookkeeping the scanner looks at (``CLASS``, ``NAME``, ``_FillValue``, netCDF's 
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +21,7 @@ import numpy as np
 from h5py import h5, h5a, h5ds, h5p, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
+from refzarr.model.attr_types import attribute_type, with_types
 from refzarr.scan.hdf5.attr_messages import UNREAD, HeaderAttributes
 
 __all__ = [
@@ -50,7 +51,8 @@ _SCALE_ATTRS = frozenset({"CLASS", "NAME"})
 """Left out too on a dimension scale (``CLASS == "DIMENSION_SCALE"``)."""
 
 BASE64_PREFIX = "base64:"
-"""Prefix of a bytes attribute that is not UTF-8 text."""
+"""Prefix earlier releases gave a bytes attribute that is not UTF-8 text (now U+FFFD, as
+netCDF4-python shows it)."""
 
 
 _MISSING = UNREAD
@@ -232,15 +234,20 @@ def read_attributes(
     attrs = AttributeTable(obj) if table is None else table
     hidden = INTERNAL_ATTRS | (_SCALE_ATTRS if is_scale(attrs) else frozenset())
     out: dict[str, Any] = {}
+    types: dict[str, str] = {}
     for name in attrs.names:
         if name in hidden:
             continue
         try:
-            out[name] = _read_one(attrs, name, where)
+            out[name], kind = _read_one(attrs, name, where)
         except UnsupportedFeatureError as exc:
             if on_skip is None:
                 raise
             on_skip(name, str(exc))
+            continue
+        if kind is not None:
+            types[name] = kind
+    with_types(out, types, mark=False)
     return out
 
 
@@ -253,7 +260,8 @@ def is_scale(attrs: AttributeTable) -> bool:
     return isinstance(value, bytes | np.bytes_) and bytes(value) == b"DIMENSION_SCALE"
 
 
-def _read_one(attrs: AttributeTable, name: str, where: str) -> Any:
+def _read_one(attrs: AttributeTable, name: str, where: str) -> tuple[Any, str | None]:
+    """An attribute's JSON value and the numpy type JSON loses (`attribute_type`)."""
     try:
         value = attrs[name]
     except (OSError, TypeError, ValueError) as exc:
@@ -261,7 +269,7 @@ def _read_one(attrs: AttributeTable, name: str, where: str) -> Any:
             f"{where}: attribute {name!r}: h5py cannot read it: {exc}"
         ) from exc
     try:
-        return attribute_to_json(value)
+        return attribute_to_json(value), attribute_type(value)
     except TypeError as exc:
         raise UnsupportedFeatureError(f"{where}: attribute {name!r}: {exc}") from None
 
@@ -302,7 +310,6 @@ def _element(value: Any) -> Any:
 
 
 def _text(value: bytes) -> str:
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return BASE64_PREFIX + base64.standard_b64encode(value).decode("ascii")
+    # as netCDF4-python (and so xarray) shows text that is not UTF-8: undecodable bytes
+    # replaced by U+FFFD
+    return value.decode("utf-8", errors="replace")

@@ -17,6 +17,7 @@ from h5py import h5i, h5l, h5o
 from refzarr.codecs.hdf5.filters import filters_to_codecs
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
 from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
+from refzarr.model.attr_types import with_types
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
 from refzarr.scan.hdf5.array_type import unfold_array_type
@@ -276,14 +277,24 @@ class _Walk:
         shape = self.netcdf.shape(ds, table)  # unlimited dimensions at their netCDF length
         manifest = extend_to(ds, shape, chunks, manifest, where)
         complete = not bool((manifest.path_id == MISSING).any())
+        fill = fill_value(ds, dtype, all_chunks_written=complete, attrs=table)
+        attributes = self.array_attributes(ds, path, where, table, tid)
+        dims = dimension_names(ds, self.phony, table, self.scale_names)
+        with_types(
+            attributes,
+            {},
+            # a fill value that is no _FillValue (netCDF's default fill) reads, masks nothing
+            mark=fill is not None and "_FillValue" not in attributes,
+            unlimited=[dims[axis] for axis in self.netcdf.unlimited_axes(ds)],
+        )
         meta = ArrayMeta(
             shape=shape,
             chunks=chunks,
             dtype=dtype,
-            fill_value=fill_value(ds, dtype, all_chunks_written=complete, attrs=table),
+            fill_value=fill,
             codecs=codecs,
-            attributes=self.array_attributes(ds, path, where, table, tid),
-            dimension_names=dimension_names(ds, self.phony, table, self.scale_names),
+            attributes=attributes,
+            dimension_names=dims,
         )
         return RefArray(meta, manifest)
 

@@ -20,6 +20,7 @@ from refzarr.scan.hdf5.attrs import AttributeTable
 
 __all__ = [
     "ENUM_ATTR",
+    "ENUM_NAME_ATTR",
     "OPAQUE_TAG_ATTR",
     "creation_plist",
     "enum_mapping",
@@ -32,6 +33,9 @@ __all__ = [
 
 ENUM_ATTR = "_hdf5_enum"
 """Attribute holding an enum dataset's ``{name: value}`` mapping (the array holds the values)."""
+
+ENUM_NAME_ATTR = "_hdf5_enum_name"
+"""Attribute holding the name of an enum dataset's named datatype, when it has one."""
 
 OPAQUE_TAG_ATTR = "_hdf5_opaque_tag"
 """Attribute holding an opaque dataset's tag (the description HDF5 keeps with the type)."""
@@ -153,10 +157,27 @@ def type_attributes(ds: h5py.Dataset, tid: h5t.TypeID | None = None) -> dict[str
     mapping = None if tid.get_class() in _NEVER_ENUM else enum_mapping(ds)
     if mapping is not None:
         attrs[ENUM_ATTR] = mapping
+        name = enum_type_name(ds, tid)
+        if name is not None:
+            attrs[ENUM_NAME_ATTR] = name
     tag = opaque_tag(ds, tid)
     if tag:
         attrs[OPAQUE_TAG_ATTR] = tag
     return attrs
+
+
+def enum_type_name(ds: h5py.Dataset, tid: h5t.TypeID) -> str | None:
+    """The name of the named (committed) datatype equal to ``tid`` in the dataset's group or
+    an ancestor, nearest first (netCDF-C commits each enum type it defines), or None."""
+    group = ds.parent
+    while True:
+        for name in group:
+            link = group.get(name, getclass=True)
+            if link is h5py.Datatype and group[name].id == tid:
+                return str(name)
+        if group.name == "/":
+            return None
+        group = group.parent
 
 
 def opaque_tag(ds: h5py.Dataset, tid: h5t.TypeID | None = None) -> str | None:

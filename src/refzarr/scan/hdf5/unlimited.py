@@ -52,6 +52,10 @@ class NetcdfExtents:
                     shape[axis] = max(shape[axis], length)
         return tuple(shape)
 
+    def unlimited_axes(self, ds: h5py.Dataset) -> tuple[int, ...]:
+        """The axes of the dataset that may grow (netCDF's unlimited dimensions)."""
+        return tuple(k for k, limit in enumerate(self._max_shape(ds) or ()) if limit is None)
+
     def _max_shape(self, ds: h5py.Dataset) -> tuple[int | None, ...] | None:
         """``ds.maxshape``, from its object header when read there."""
         address = getattr(ds, "header_address", None)  # a ScannedDataset knows it

@@ -1,0 +1,104 @@
+"""The numpy types of attributes, kept beside their JSON values as NCZarr keeps them.
+
+JSON has one number type, so a ``float32`` ``scale_factor`` read back is a ``float64`` and xarray
+then unpacks to ``float64`` where netCDF4 gives ``float32``. Scanners record the types that JSON
+loses in the attribute ``_nczarr_attr`` (``{"types": {name: "<f4", ...}}``, the key netCDF-C's
+NCZarr writes; xarray's Zarr backend hides attributes named ``_nc*``), and refzarr's xarray
+backend turns the values back into numpy values of those types.
+
+The same key lists the array's unlimited dimensions (``"unlimited": ["time"]``, shown as
+xarray's ``encoding["unlimited_dims"]``) and marks an array whose source follows netCDF's
+masking rules: a value equal to the
+Zarr fill value is masked only when the attributes hold ``_FillValue`` (or ``missing_value``),
+as ``engine="netcdf4"`` decodes (netCDF's default fill values are never masked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "TYPES_ATTR",
+    "attribute_type",
+    "netcdf_masking",
+    "typed_attributes",
+    "unlimited_dimensions",
+    "with_types",
+]
+
+TYPES_ATTR = "_nczarr_attr"
+"""The attribute holding ``{"types": {attribute name: numpy dtype string}}``."""
+
+_JSON_NATIVE = frozenset({np.dtype("int64"), np.dtype("float64"), np.dtype("bool")})
+"""Types a JSON value reads back as anyway: not recorded."""
+
+
+def attribute_type(value: Any) -> str | None:
+    """The dtype string (native byte order) to record for an attribute's source value, or None
+    when JSON keeps its type (text, int64, float64, bool) or it is no number."""
+    dtype = getattr(value, "dtype", None)
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "iuf":
+        return None
+    native = dtype.newbyteorder("=")
+    return None if native in _JSON_NATIVE else native.str
+
+
+def with_types(
+    attributes: dict[str, Any],
+    types: Mapping[str, str],
+    *,
+    mark: bool,
+    unlimited: Sequence[str] = (),
+) -> None:
+    """Add ``types`` to ``attributes`` under `TYPES_ATTR` (also when empty if ``mark``: the
+    array follows netCDF's masking rules), and the names of its unlimited dimensions."""
+    if not (types or mark or unlimited):
+        return
+    entry = attributes.get(TYPES_ATTR)
+    known = dict(entry.get("types", {})) if isinstance(entry, Mapping) else {}
+    value: dict[str, Any] = {"types": {**known, **types}}
+    if unlimited:
+        value["unlimited"] = list(unlimited)
+    attributes[TYPES_ATTR] = value
+
+
+def unlimited_dimensions(attributes: Mapping[str, Any]) -> tuple[str, ...]:
+    """The unlimited dimensions `with_types` recorded (none when not recorded)."""
+    entry = attributes.get(TYPES_ATTR)
+    names = entry.get("unlimited") if isinstance(entry, Mapping) else None
+    if not isinstance(names, list | tuple):
+        return ()
+    return tuple(str(name) for name in names)
+
+
+def netcdf_masking(attributes: Mapping[str, Any]) -> bool:
+    """Whether the attributes carry `TYPES_ATTR`: mask by ``_FillValue`` attributes only."""
+    return TYPES_ATTR in attributes
+
+
+def typed_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Plain attributes with the recorded types applied (numpy scalars or arrays) and
+    `TYPES_ATTR` left out; values that do not convert exactly stay as they are."""
+    out = {k: v for k, v in attributes.items() if k != TYPES_ATTR}
+    entry = attributes.get(TYPES_ATTR)
+    types = entry.get("types") if isinstance(entry, Mapping) else None
+    if not isinstance(types, Mapping):
+        return out
+    for name, text in types.items():
+        if name in out:
+            out[name] = _typed(out[name], text)
+    return out
+
+
+def _typed(value: Any, text: Any) -> Any:
+    try:
+        dtype = np.dtype(text)
+        converted = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        return value
+    if dtype.kind not in "iuf" or not np.array_equal(converted, np.asarray(value), equal_nan=True):
+        return value
+    return converted[()] if converted.ndim == 0 else converted

@@ -1,0 +1,338 @@
+"""refzarr's engine shows a netCDF4 file as ``engine="netcdf4"`` does (issue 13).
+
+Decoded dtypes (float32 ``scale_factor`` -> float32), default fills never masked, the order
+of variables, attributes and groups through JSON and Parquet, and consolidated metadata that
+lists each group's members together (zarr-python issue 4226).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+import refzarr
+from corpus import corpus_files
+from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
+from roundtrip import open_zarr_group
+
+FORMATS = ["json", "parquet"]
+
+
+def _refs(nc: Path, tmp_path: Path, kind: str) -> Path:
+    out = tmp_path / ("refs.json" if kind == "json" else "refs.parq")
+    refzarr.write(refzarr.scan(str(nc)), out)
+    return out
+
+
+def _assert_same(refs: Path, nc: Path, **kwargs: Any) -> None:
+    with (
+        xr.open_dataset(refs, engine="refzarr", **kwargs) as got,
+        xr.open_dataset(nc, engine="netcdf4", **kwargs) as expected,
+    ):
+        got.load()
+        expected.load()
+        xr.testing.assert_identical(got, expected)
+        assert list(got.variables) == list(expected.variables)
+        assert list(got.attrs) == list(expected.attrs)
+        for name, var in expected.variables.items():
+            assert got[name].dtype == var.dtype, name
+            assert list(got[name].attrs) == list(var.attrs), name
+            for key, value in var.attrs.items():
+                assert np.asarray(got[name].attrs[key]).dtype == np.asarray(value).dtype, key
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("packed") / "packed.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("x", 4)
+        ds.title = "packed"
+        ds.count = np.int16(3)
+        ds.ratio = np.float32(0.25)
+        t = ds.createVariable("temp", "i2", ("time", "x"), fill_value=np.int16(-999))
+        t.scale_factor = np.float32(0.5)
+        t.add_offset = np.float32(10.0)
+        t.valid_range = np.array([-100, 100], "i2")
+        t[0:2, :] = np.arange(8).reshape(2, 4) * 0.5 + 10
+        t[1, 1] = np.ma.masked
+        s = ds.createVariable("scaled", "i2", ("x",))
+        s.scale_factor = np.float32(0.1)
+        s[:] = [1.0, 2.0, 3.0, 4.0]
+        m = ds.createVariable("with_missing", "f4", ("x",))
+        m.missing_value = np.float32(-1)
+        m[:] = [1, -1, 3, 4]
+        ds.createVariable("unwritten", "f8", ())
+        ds.createVariable("partial", "f4", ("time", "x"))[0, :] = 1.0  # record 1 never written
+        u = ds.createVariable("ubyte", "i1", ("x",), fill_value=np.int8(-1))
+        u._Unsigned = "true"
+        u[:] = np.array([1, 2, -1, 4], "i1")
+        for name in ("zeta", "beta", "alpha"):  # not alphabetical
+            ds.createVariable(name, "i4", ("x",))[:] = 1
+    return path
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_decoded_like_netcdf4(packed: Path, tmp_path: Path, kind: str) -> None:
+    refs = _refs(packed, tmp_path, kind)
+    _assert_same(refs, packed)
+    with xr.open_dataset(refs, engine="refzarr") as ds:
+        assert ds["temp"].dtype == np.float32
+        assert ds["scaled"].dtype == np.float32
+        assert float(ds["unwritten"]) == pytest.approx(9.969209968386869e36)  # not masked
+        assert float(ds["partial"][1, 0]) == pytest.approx(9.969209968386869e36)
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+@pytest.mark.parametrize("options", [{"mask_and_scale": False}, {"decode_cf": False}])
+def test_raw_like_netcdf4(packed: Path, tmp_path: Path, kind: str, options: dict) -> None:
+    _assert_same(_refs(packed, tmp_path, kind), packed, **options)
+
+
+def test_attribute_types_survive_write_and_read(packed: Path, tmp_path: Path) -> None:
+    group = refzarr.scan(str(packed))
+    temp = group["temp"]
+    assert isinstance(temp, RefArray)
+    types = temp.meta.attributes["_nczarr_attr"]["types"]
+    assert dict(types) == {
+        "scale_factor": "<f4",
+        "add_offset": "<f4",
+        "valid_range": "<i2",
+        "_FillValue": "<i2",
+    }
+    for kind in FORMATS:
+        again = refzarr.read(_refs(packed, tmp_path, kind))
+        assert again == group, kind
+
+
+@pytest.fixture(scope="module")
+def nested(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("nested") / "nested.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("x", 2)
+        for group_name in ("zgroup", "agroup"):
+            g = ds.createGroup(group_name)
+            g.b_attr = 1
+            g.a_attr = np.float32(2)
+            for name in ("second", "first"):
+                g.createVariable(name, "f4", ("x",))[:] = [1, 2]
+            g.createGroup("inner").createVariable("v", "i2", ("x",))[:] = [3, 4]
+        ds.createVariable("top", "u1", ("x",))[:] = [5, 6]
+    return path
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_group_and_member_order(nested: Path, tmp_path: Path, kind: str) -> None:
+    refs = _refs(nested, tmp_path, kind)
+    group = refzarr.read(refs)
+    assert list(group.members) == ["zgroup", "agroup", "top"]  # creation order
+    assert list(group["zgroup"].members) == ["second", "first", "inner"]  # type: ignore[union-attr]
+    for sub in ("zgroup", "agroup", "zgroup/inner"):
+        _assert_same_group(refs, nested, sub)
+    tree = xr.open_datatree(refs, engine="refzarr")
+    assert list(tree.children) == ["zgroup", "agroup"]
+
+
+def _assert_same_group(refs: Path, nc: Path, group: str) -> None:
+    with (
+        xr.open_dataset(refs, engine="refzarr", group=group) as got,
+        xr.open_dataset(nc, engine="netcdf4", group=group) as expected,
+    ):
+        xr.testing.assert_identical(got.load(), expected.load())
+        assert list(got.variables) == list(expected.variables)
+        assert list(got.attrs) == list(expected.attrs)
+
+
+def _band(value: int) -> RefArray:
+    meta = ArrayMeta(shape=(2,), chunks=(2,), dtype=np.dtype("u1"), dimension_names=("x",))
+    manifest = ChunkManifest.from_arrays(
+        [], np.array([-2]), np.array([0]), np.array([0]), inlined={(0,): bytes([value] * 2)}
+    )
+    return RefArray(meta, manifest)
+
+
+def _tiff_like() -> RefGroup:
+    """``overview_1`` beside ``series_1/overview_1`` (zarr-python issue 4226)."""
+    overview = RefGroup({}, {"band_data": _band(1)})
+    series = RefGroup(
+        {}, {"band_data": _band(2), "overview_1": RefGroup({}, {"band_data": _band(3)})}
+    )
+    return RefGroup({}, {"band_data": _band(0), "overview_1": overview, "series_1": series})
+
+
+def test_consolidated_metadata_lists_each_group_together(tmp_path: Path) -> None:
+    group = _tiff_like()
+    store = refzarr.ReferenceStore(group)
+    root = zarr.open_consolidated(store, mode="r", zarr_format=2)
+    assert root["series_1/overview_1/band_data"][:].tolist() == [3, 3]
+    assert sorted(k for k, _ in root.members(max_depth=None)) == sorted(
+        [
+            "band_data",
+            "overview_1",
+            "overview_1/band_data",
+            "series_1",
+            "series_1/band_data",
+            "series_1/overview_1",
+            "series_1/overview_1/band_data",
+        ]
+    )
+    keys = list(refzarr.to_kerchunk(group))
+    metadata = [k for k in keys if k.rpartition("/")[2].startswith(".z")]
+    assert metadata.index("series_1/.zgroup") < metadata.index("series_1/band_data/.zarray")
+    assert metadata.index("series_1/band_data/.zarray") < metadata.index(
+        "series_1/overview_1/.zgroup"
+    )
+    refzarr.write(group, tmp_path / "t.json")
+    assert open_zarr_group(tmp_path / "t.json", "series_1/overview_1")["band_data"][:].tolist() == [
+        3,
+        3,
+    ]
+
+
+# -- every corpus netCDF4 file, every group ---------------------------------------------------
+
+
+def _groups(nc: Path) -> list[str]:
+    with netCDF4.Dataset(nc) as ds:
+        found: list[str] = []
+        todo = [ds]
+        while todo:
+            group = todo.pop(0)
+            found.append(group.path)
+            todo.extend(group.groups.values())
+    return found
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate dimension names:UserWarning")  # both sides
+@pytest.mark.parametrize("nc", corpus_files("netcdf4"), ids=lambda p: p.name)
+def test_corpus_identical_through_refzarr(nc: Path, tmp_path: Path) -> None:
+    """``xr.open_dataset(refs, engine="refzarr")`` equals ``xr.open_dataset(file)``, each group."""
+    refs = tmp_path / "refs.json"
+    refzarr.write(refzarr.scan(str(nc), on_unsupported="skip"), refs)
+    for group in _groups(nc):
+        where = None if group == "/" else group
+        try:
+            with xr.open_dataset(nc, engine="netcdf4", group=where) as opened:
+                expected = opened.load()
+        except (TypeError, ValueError) as exc:  # xarray cannot open it itself
+            pytest.skip(f"xarray cannot open {nc.name}{group}: {exc}")
+        with xr.open_dataset(refs, engine="refzarr", group=where) as got:
+            got.load()
+            expected = expected.drop_vars([v for v in expected.variables if v not in got])
+            xr.testing.assert_identical(got, expected)
+            assert list(got.variables) == list(expected.variables), group
+            for name, var in expected.variables.items():
+                assert got[name].dtype == var.dtype, f"{group}{name}"
+
+
+# -- strings, enums, non-UTF-8 text, engine errors --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("typed") / "typed.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("x", 2)
+        names = ds.createVariable("names", str, ("x",))
+        names[0] = "ab"
+        names[1] = "cde"
+        kind = ds.createEnumType("u1", "cloud_t", {"clear": 0, "cloudy": 1})
+        ds.createVariable("clouds", kind, ("x",), fill_value=255)[:] = [0, 1]
+        ds.createVariable("v", "f4", ("x",))[:] = [1, 2]
+        ds["v"].setncattr("raw", b"\xffab")
+        ds.createGroup("sub").createVariable("w", "i2", ())
+    return path
+
+
+def test_strings_enums_and_text_like_netcdf4(typed: Path, tmp_path: Path) -> None:
+    refs = _refs(typed, tmp_path, "json")
+    _assert_same(refs, typed)
+    with (
+        xr.open_dataset(refs, engine="refzarr") as got,
+        xr.open_dataset(typed, engine="netcdf4") as expected,
+    ):
+        assert got["names"].load().dtype == expected["names"].load().dtype
+        assert got["clouds"].attrs == expected["clouds"].attrs  # no _hdf5_enum attribute
+        assert got["clouds"].encoding["dtype"].metadata["enum"] == {"clear": 0, "cloudy": 1}
+        assert got["v"].attrs["raw"] == expected["v"].attrs["raw"] == "\ufffdab"
+        again = tmp_path / "again.nc"
+        got.to_netcdf(again)  # an enum again, not an attribute netCDF4 refuses
+    with netCDF4.Dataset(again) as ds:
+        assert ds["clouds"].datatype.enum_dict == {"clear": 0, "cloudy": 1}
+
+
+def test_missing_group_is_an_oserror(typed: Path, tmp_path: Path) -> None:
+    refs = _refs(typed, tmp_path, "json")
+    with pytest.raises(OSError, match="group not found: 'nope'"):
+        xr.open_dataset(refs, engine="refzarr", group="nope")
+    with pytest.raises(OSError, match="is an array, not a group"):
+        xr.open_dataset(refs, engine="refzarr", group="v")
+    with pytest.raises(OSError, match="group not found"):
+        xr.open_dataset(typed, engine="netcdf4", group="nope")  # the contract we follow
+    with xr.open_dataset(refs, engine="refzarr", group="/sub") as ds:
+        assert list(ds.variables) == ["w"]
+
+
+def test_drop_variables_and_chunks(packed: Path, tmp_path: Path) -> None:
+    refs = _refs(packed, tmp_path, "json")
+    with xr.open_dataset(refs, engine="refzarr", drop_variables=["temp"], chunks={}) as ds:
+        assert "temp" not in ds
+        assert ds["partial"].chunks is not None
+        with xr.open_dataset(packed, engine="netcdf4", drop_variables=["temp"]) as nc:
+            xr.testing.assert_identical(ds.load(), nc.load())
+
+
+def test_scan_repr_is_short(packed: Path) -> None:
+    text = repr(refzarr.scan(str(packed)))
+    assert text.startswith("<ScannedGroup: 9 arrays, 0 groups>")
+    assert "temp  (time: 2, x: 4)  int16" in text
+    assert len(text) < 1200
+
+
+def test_encoding_like_netcdf4(packed: Path, tmp_path: Path) -> None:
+    """What ``to_netcdf`` needs to write the source's layout again (issue 13, point 7)."""
+    path = tmp_path / "enc.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("t", None)
+        ds.createDimension("y", 6)
+        v = ds.createVariable(
+            "v",
+            "f8",
+            ("t", "y"),
+            zlib=True,
+            complevel=4,
+            shuffle=True,
+            fletcher32=True,
+            chunksizes=(2, 3),
+        )
+        v[0:4, :] = np.arange(24.0).reshape(4, 6)
+    keys = ["zlib", "complevel", "shuffle", "fletcher32", "szip", "zstd", "bzip2", "blosc"]
+    keys += ["chunksizes", "contiguous", "original_shape", "dtype"]
+    with (
+        xr.open_dataset(_refs(path, tmp_path, "json"), engine="refzarr") as got,
+        xr.open_dataset(path, engine="netcdf4") as expected,
+    ):
+        assert got.encoding["unlimited_dims"] == expected.encoding["unlimited_dims"] == {"t"}
+        assert {k: got["v"].encoding[k] for k in keys} == {
+            k: expected["v"].encoding[k] for k in keys
+        }
+        assert got["v"].encoding["preferred_chunks"] == {"t": 2, "y": 3}
+    with xr.open_dataset(_refs(packed, tmp_path, "parquet"), engine="refzarr") as ds:
+        assert ds.encoding["unlimited_dims"] == {"time"}
+
+
+def test_auto_complex_like_netcdf4(tmp_path: Path) -> None:
+    path = tmp_path / "complex.nc"
+    xr.Dataset({"z": ("x", np.array([1 + 2j, 3 - 1j], "c8"))}).to_netcdf(
+        path, engine="netcdf4", auto_complex=True
+    )
+    refs = _refs(path, tmp_path, "json")
+    _assert_same(refs, path, auto_complex=True)
+    with xr.open_dataset(refs, engine="refzarr") as got:  # netCDF4 shows the (r, i) compound
+        assert got["z"].dtype == np.complex64
