@@ -19,6 +19,8 @@ import numpy as np
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import WHOLE_FILE, ChunkManifest, RefArray, RefGroup
+from refzarr.model.attr_types import TYPES_ATTR
+from refzarr.model.frozen import thaw_json
 from refzarr.model.hierarchy import require_regular_grids
 
 __all__ = ["to_icechunk"]
@@ -71,12 +73,12 @@ def to_icechunk(
         _append(group, store, path, append_dim, storage_options)
         return
     zarr.create_group(
-        store, path=path, attributes=_finite(group.attributes, path or "/"), overwrite=True
+        store, path=path, attributes=_group_attributes(group, path or "/"), overwrite=True
     )
     for member_path, node in _walk(group, path):
         if isinstance(node, RefGroup):
             zarr.create_group(
-                store, path=member_path, attributes=_finite(node.attributes, member_path)
+                store, path=member_path, attributes=_group_attributes(node, member_path)
             )
         else:
             _write_array(store, member_path, node)
@@ -181,10 +183,15 @@ def _zarr_fill(fill_value: Any, dtype: np.dtype[Any]) -> Any:
     return np.zeros((), dtype)[()]
 
 
+def _group_attributes(group: RefGroup, where: str) -> dict[str, Any]:
+    attributes = {k: v for k, v in group.attributes.items() if k != TYPES_ATTR}
+    return _finite(attributes, where)
+
+
 def _finite(attributes: Any, where: str) -> dict[str, Any]:
     """``attributes`` as a dict, refused when a value holds NaN or an infinity: Icechunk
     accepts only strict JSON, and writing them as text would change their type unseen."""
-    out = dict(attributes)
+    out: dict[str, Any] = thaw_json(attributes)
     for name, value in out.items():
         if not _all_finite(value):
             raise UnsupportedFeatureError(
@@ -208,14 +215,19 @@ def _all_finite(value: Any) -> bool:
 def _attributes(
     attributes: Any, fill_value: Any, dtype: np.dtype[Any], path: str
 ) -> dict[str, Any]:
-    """The array's attributes, with ``_FillValue`` as xarray's Zarr v3 backend reads it (the
-    Zarr v2 ``fill_value`` of the kerchunk outputs is xarray's ``_FillValue``)."""
-    out = dict(attributes)
-    value = out.get(FILL_VALUE_ATTR, fill_value)
-    out.pop(FILL_VALUE_ATTR, None)
+    """The array's attributes, with ``_FillValue`` as xarray's Zarr v3 backend reads it.
+
+    The Zarr v2 ``fill_value`` of the kerchunk outputs is xarray's ``_FillValue``, unless the
+    scan marked the array as following netCDF's rule (`TYPES_ATTR`: only a ``_FillValue``
+    attribute masks). refzarr's attribute-type record itself is left out: Zarr v3 readers would
+    show it.
+    """
+    netcdf_rule = TYPES_ATTR in attributes
+    out = thaw_json(attributes)
+    out.pop(TYPES_ATTR, None)
+    value = out.pop(FILL_VALUE_ATTR, None if netcdf_rule else fill_value)
     out = _finite(out, path)
     if value is None:
-        out.pop(FILL_VALUE_ATTR, None)
         return out
     if dtype.kind == "f":  # xarray keeps float fill values bit-exact, base64 of a float64
         out[FILL_VALUE_ATTR] = base64.standard_b64encode(struct.pack("<d", float(value))).decode()
