@@ -59,8 +59,13 @@ def _sets(out: list[str], what: str, dmrpp: set[str], hdf5: set[str]) -> None:
         out.append(f"{what}: only dmrpp={sorted(dmrpp - hdf5)} only hdf5={sorted(hdf5 - dmrpp)}")
 
 
+NOT_YET_RECORDED = frozenset({"_nczarr_attr", "_hdf5_enum_name"})
+"""What the HDF5 scanner records for refzarr's engine (attribute types, netCDF's masking rule,
+enum type names) and the DMR++ scanner does not record yet: left out of the comparison."""
+
+
 def _attrs(out: list[str], path: str, dmrpp: Any, hdf5: Any) -> None:
-    for name in sorted(set(dmrpp) | set(hdf5)):
+    for name in sorted((set(dmrpp) | set(hdf5)) - NOT_YET_RECORDED):
         a, b = dmrpp.get(name, "<absent>"), hdf5.get(name, "<absent>")
         if a != b or _types(a) != _types(b):
             out.append(f"{path}: attribute {name!r}: dmrpp={a!r} hdf5={b!r}")
@@ -76,6 +81,8 @@ def _array(path: str, dmrpp: RefArray, hdf5: RefArray) -> Iterator[str]:
     a, b = dmrpp.meta, hdf5.meta
     for field in ("shape", "chunks", "dtype", "codecs", "dimension_names"):
         x, y = getattr(a, field), getattr(b, field)
+        if field == "codecs":  # sidecars do not say whether a scalar string is NULLTERM
+            y = tuple(c for c in y if c.get("id") != "refzarr_hdf5_nullterm")
         if x != y:
             yield f"{path}: {field}: dmrpp={x!r} hdf5={y!r}"
     if not _same_fill(a.fill_value, b.fill_value):
