@@ -1,8 +1,14 @@
-"""Test kit of the command tests: a small reference set with every kind of chunk entry."""
+"""Test kit of the command tests: a small reference set with every kind of chunk entry, and the
+installed ``refzarr`` command."""
 
 from __future__ import annotations
 
+import shutil
+import sys
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from refzarr.model import INLINED, MISSING
@@ -32,3 +38,12 @@ def make_group() -> RefGroup:
         ArrayMeta(shape=(3,), chunks=(3,), dtype=np.dtype("u1")), ChunkManifest.missing((1,))
     )
     return RefGroup({"title": "cli test"}, {"temp": temp, "sub": RefGroup(members={"flag": flag})})
+
+
+def installed_command() -> str:
+    """The ``refzarr`` script installed next to this interpreter (else the one on PATH)."""
+    beside = Path(sys.executable).with_name("refzarr")
+    found = str(beside) if beside.exists() else shutil.which("refzarr")
+    if found is None:
+        pytest.fail("the refzarr command is not installed: pip install -e .")
+    return found

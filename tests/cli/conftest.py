@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from clikit import make_group
+from clikit import installed_command, make_group
 
 import refzarr
 from dailykit import write_days
@@ -27,15 +25,6 @@ def refs_json(tmp_path: Path) -> Path:
 def archive(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Four daily netCDF4 files."""
     return write_days(tmp_path_factory.mktemp("archive"), 4)
-
-
-def installed_command() -> str:
-    """The ``refzarr`` script installed next to this interpreter (else the one on PATH)."""
-    beside = Path(sys.executable).with_name("refzarr")
-    found = str(beside) if beside.exists() else shutil.which("refzarr")
-    if found is None:
-        pytest.fail("the refzarr command is not installed: pip install -e .")
-    return found
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from clikit import installed_command
 
 import refzarr
-from conftest import installed_command
 from refzarr.cli import main
 
 

@@ -12,6 +12,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.scan.base import HEAD_BYTES, Probe, ScanFormat, formats_summary, registered_formats
+from refzarr.scan.paths import plain_local_path
 
 __all__ = ["describe_head", "detect_format", "detect_probe", "probe_source"]
 
@@ -33,7 +34,7 @@ def detect_format(url: str, storage_options: Mapping[str, Any] | None = None) ->
 def probe_source(url: str, storage_options: Mapping[str, Any] | None = None) -> Probe:
     """What detection needs of ``url``: its first bytes (one small ranged read), or a
     directory's entry names."""
-    if not storage_options and ":" not in url and os.sep == "/":
+    if plain_local_path(url, storage_options) is not None:
         return _plain_local_probe(url)
     fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     try:

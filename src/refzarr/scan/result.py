@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
+from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import RefGroup
 from refzarr.model.pickling import tuple_state
 
-__all__ = ["ScannedGroup", "Skipped"]
+__all__ = ["ScannedGroup", "Skipped", "build_or_skip"]
+
+T = TypeVar("T")
 
 
 @tuple_state
@@ -44,3 +49,18 @@ class ScannedGroup(RefGroup):
         if not self.skipped:
             return text
         return f"{text}\n  skipped ({len(self.skipped)}): {self.skipped[0].path}, ... (.skipped)"
+
+
+def build_or_skip(
+    build: Callable[[], T], path: str, on_unsupported: str, skipped: list[Skipped]
+) -> T | None:
+    """``build()``; when it raises `UnsupportedFeatureError` and ``on_unsupported`` is
+    ``"skip"``, None after appending ``Skipped(path, message)`` to ``skipped`` (with
+    ``"raise"`` the error propagates)."""
+    try:
+        return build()
+    except UnsupportedFeatureError as exc:
+        if on_unsupported == "raise":
+            raise
+        skipped.append(Skipped(path, str(exc)))
+        return None

@@ -51,7 +51,7 @@ from refzarr.scan.hdf5.attrs import INTERNAL_ATTRS
 from refzarr.scan.hdf5.dims import NETCDF_DIMENSION_ONLY, PhonyDimensions
 from refzarr.scan.hdf5.source import check_within_file
 from refzarr.scan.hdf5.types import ENUM_ATTR
-from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip
 
 __all__ = ["DmrppScanner"]
 
@@ -159,13 +159,7 @@ class _Walk:
 
     def guarded(self, path: str, build: Callable[[], T]) -> T | None:
         """``build()``, or None after recording the skip when unsupported and skipping."""
-        try:
-            return build()
-        except UnsupportedFeatureError as exc:
-            if self.options.on_unsupported == "raise":
-                raise
-            self.skipped.append(Skipped(path, str(exc)))
-            return None
+        return build_or_skip(build, path, self.options.on_unsupported, self.skipped)
 
     # -- groups ---------------------------------------------------------------------------
 

@@ -9,11 +9,12 @@ its bytes and only its keys are read, never its values.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from refzarr.codecs.grib import extract_field
 from refzarr.codecs.grib_eccodes import MISSING, load_eccodes
-from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
+from refzarr.errors import RefzarrError, ScanError
 from refzarr.model import RefArray, RefGroup
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.grib.build import cube_group, grid_coordinates
@@ -23,7 +24,7 @@ from refzarr.scan.grib.framing import Garbage, Message, iter_messages
 from refzarr.scan.grib.grid import Grid, grid_of
 from refzarr.scan.grib.sections import FieldLayout, message_fields
 from refzarr.scan.grib.source import open_source
-from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip
 
 __all__ = ["GribScanner", "Placed", "Recording"]
 
@@ -160,12 +161,12 @@ class _Scan:
             raise ScanError(f"{self.where(message)}: {exc}") from exc
         for layout in fields:
             where = self.where(message) + (f", field {layout.number}" if len(fields) > 1 else "")
-            try:
-                self.field(message, layout, len(fields), where)
-            except UnsupportedFeatureError as exc:
-                if self.options.on_unsupported == "raise":
-                    raise
-                self.skipped.append(Skipped(where, str(exc)))
+            build_or_skip(
+                partial(self.field, message, layout, len(fields), where),
+                where,
+                self.options.on_unsupported,
+                self.skipped,
+            )
 
     def field(self, message: Message, layout: FieldLayout, count: int, where: str) -> None:
         """Place one field: its keys from the cache of its template, else from ecCodes."""

@@ -28,7 +28,7 @@ from refzarr.scan.hdf4.source import Source, open_source
 from refzarr.scan.hdf4.storage import Context, Layout, layout_of
 from refzarr.scan.hdf4.tables import read_tables
 from refzarr.scan.hdf4.vsets import Vsets
-from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip
 
 __all__ = ["Hdf4Scanner", "default_fill"]
 
@@ -87,13 +87,7 @@ class _Walk:
 
     def guarded(self, path: str, build: Callable[[], T]) -> T | None:
         """``build()``, or None after recording the skip when unsupported and skipping."""
-        try:
-            return build()
-        except UnsupportedFeatureError as exc:
-            if self.options.on_unsupported == "raise":
-                raise
-            self.skipped.append(Skipped(path, str(exc)))
-            return None
+        return build_or_skip(build, path, self.options.on_unsupported, self.skipped)
 
     def root(self) -> ScannedGroup:
         source = self.source

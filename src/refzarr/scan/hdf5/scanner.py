@@ -39,7 +39,7 @@ from refzarr.scan.hdf5.source import OpenSource, open_source
 from refzarr.scan.hdf5.types import creation_plist, fill_value, storage_dtype, type_attributes
 from refzarr.scan.hdf5.unlimited import NetcdfExtents, extend_to
 from refzarr.scan.hdf5.vlen import decoded_array, needs_decoding
-from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip
 
 __all__ = ["Hdf5Scanner"]
 
@@ -127,13 +127,7 @@ class _Walk:
 
     def guarded(self, path: str, build: Callable[[], T]) -> T | None:
         """``build()``, or None after recording the skip when unsupported and skipping."""
-        try:
-            return build()
-        except UnsupportedFeatureError as exc:
-            if self.options.on_unsupported == "raise":
-                raise
-            self.skipped.append(Skipped(path, str(exc)))
-            return None
+        return build_or_skip(build, path, self.options.on_unsupported, self.skipped)
 
     def skip_attribute(self, path: str) -> Callable[[str, str], None] | None:
         if self.options.on_unsupported == "raise":

@@ -26,6 +26,7 @@ from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.model import WHOLE_FILE, ChunkManifest
 from refzarr.scan.detect import describe_head
 from refzarr.scan.hdf5.signature import hdf5_signature_offset
+from refzarr.scan.paths import plain_local_path
 
 __all__ = [
     "BLOCK_SIZE",
@@ -126,7 +127,7 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
         When the file is empty, has no HDF5 signature, or h5py cannot open it (truncated,
         damaged superblock).
     """
-    path = _plain_local_path(url, storage_options)
+    path = plain_local_path(url, storage_options)
     fs: fsspec.AbstractFileSystem | None = None
     if path is None:
         fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
@@ -253,15 +254,6 @@ def _check_hdf5(raw: BinaryIO, size: int, url: str) -> None:
             f"{url}: no HDF5 signature at byte 0 or after a user block "
             f"({describe_head(raw.read(16))}): not an HDF5 / netCDF4 file, or a damaged one"
         )
-
-
-def _plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str | None:
-    """The absolute path fsspec would give for a local path without protocol or options, or
-    None for any other URL (opened through fsspec)."""
-    if storage_options or ":" in url or os.sep != "/":
-        return None
-    path: str = LocalFileSystem._strip_protocol(url)
-    return path
 
 
 def _open_raw(fs: fsspec.AbstractFileSystem | None, path: str, local: bool) -> BinaryIO:

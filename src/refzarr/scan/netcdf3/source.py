@@ -18,6 +18,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
+from refzarr.scan.paths import plain_local_path
 
 __all__ = ["FIRST_READ", "Source", "open_source"]
 
@@ -71,7 +72,7 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
     SourceNotFoundError
         When the file does not exist.
     """
-    path = _plain_local_path(url, storage_options)
+    path = plain_local_path(url, storage_options)
     if path is not None:
         try:
             raw: BinaryIO = open(path, "rb")  # noqa: SIM115 (closed below)
@@ -94,13 +95,6 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
         size = int(fs.size(fs_path) if known is None else known)
         head = raw.read(min(size, FIRST_READ))
         yield Source(os.path.abspath(fs_path) if local else url, size, raw, False, head)
-
-
-def _plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str | None:
-    if storage_options or ":" in url or os.sep != "/":
-        return None
-    path: str = LocalFileSystem._strip_protocol(url)
-    return path
 
 
 def _remote_options() -> dict[str, Any]:

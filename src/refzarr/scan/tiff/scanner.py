@@ -18,7 +18,7 @@ from refzarr.codecs.tiff import register_imagecodecs
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from refzarr.scan.base import ScanOptions
-from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip
 from refzarr.scan.tiff.codecs import segment_codecs
 from refzarr.scan.tiff.gdal import gdal_attributes, gdal_nodata, text_tags
 from refzarr.scan.tiff.geo import Georeference, georeference
@@ -91,13 +91,7 @@ class _Walk:
 
     def guarded(self, path: str, build: Any) -> Any:
         """``build()``, or None after recording the skip when unsupported and skipping."""
-        try:
-            return build()
-        except UnsupportedFeatureError as exc:
-            if self.options.on_unsupported == "raise":
-                raise
-            self.skipped.append(Skipped(path, str(exc)))
-            return None
+        return build_or_skip(build, path, self.options.on_unsupported, self.skipped)
 
     def series(self, series: Any, index: int) -> RefGroup:
         where = f"{self.source.url}: series {index}"

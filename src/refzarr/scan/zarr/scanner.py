@@ -23,10 +23,10 @@ from zarr.buffer.cpu import Buffer
 from zarr.errors import ZarrUserWarning
 from zarr.storage import MemoryStore
 
-from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
+from refzarr.errors import RefzarrError, ScanError
 from refzarr.model import RefArray, RefGroup
 from refzarr.scan.base import ScanOptions
-from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip
 from refzarr.scan.zarr.arrays import inline_values, scan_array
 from refzarr.scan.zarr.listing import StoreListing, list_store
 
@@ -156,13 +156,7 @@ class _Walk:
 
     def guarded(self, path: str, build: Callable[[], T]) -> T | None:
         """``build()``, or None after recording the skip when unsupported and skipping."""
-        try:
-            return build()
-        except UnsupportedFeatureError as exc:
-            if self.options.on_unsupported == "raise":
-                raise
-            self.skipped.append(Skipped(f"/{path}", str(exc)))
-            return None
+        return build_or_skip(build, f"/{path}", self.options.on_unsupported, self.skipped)
 
     def group(self, group: zarr.Group, path: str) -> RefGroup:
         """A group and everything below it, members sorted by name."""
