@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "LAYOUT_ATTR",
     "TYPES_ATTR",
     "attribute_type",
     "netcdf_masking",
+    "source_layout",
     "typed_attributes",
     "unlimited_dimensions",
     "with_types",
@@ -31,6 +33,12 @@ __all__ = [
 
 TYPES_ATTR = "_nczarr_attr"
 """The attribute holding ``{"types": {attribute name: numpy dtype string}}``."""
+
+LAYOUT_ATTR = "_nc_source_layout"
+"""The attribute holding a loaded coordinate's stored layout in its source file,
+``{"chunks": [...], "codecs": [...]}``: its values are held in one raw chunk, and refzarr's
+engine shows the source's chunking and filters in ``encoding`` (so that ``to_netcdf`` writes
+them again). Named ``_nc...`` so that xarray's Zarr backend hides it, as it hides NCZarr's."""
 
 _JSON_NATIVE = frozenset({np.dtype("int64"), np.dtype("float64"), np.dtype("bool")})
 """Types a JSON value reads back as anyway: not recorded."""
@@ -81,8 +89,8 @@ def netcdf_masking(attributes: Mapping[str, Any]) -> bool:
 
 def typed_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """Plain attributes with the recorded types applied (numpy scalars or arrays) and
-    `TYPES_ATTR` left out; values that do not convert exactly stay as they are."""
-    out = {k: v for k, v in attributes.items() if k != TYPES_ATTR}
+    `TYPES_ATTR` and `LAYOUT_ATTR` left out; values that do not convert exactly stay as they are."""
+    out = {k: v for k, v in attributes.items() if k not in (TYPES_ATTR, LAYOUT_ATTR)}
     entry = attributes.get(TYPES_ATTR)
     types = entry.get("types") if isinstance(entry, Mapping) else None
     if not isinstance(types, Mapping):
@@ -102,3 +110,19 @@ def _typed(value: Any, text: Any) -> Any:
     if dtype.kind not in "iuf" or not np.array_equal(converted, np.asarray(value), equal_nan=True):
         return value
     return converted[()] if converted.ndim == 0 else converted
+
+
+def source_layout(attributes: Mapping[str, Any]) -> tuple[tuple[int, ...], tuple[Any, ...]] | None:
+    """The chunk shape and codec configurations `LAYOUT_ATTR` records (None: not recorded
+    or not understood)."""
+    entry = attributes.get(LAYOUT_ATTR)
+    if not isinstance(entry, Mapping):
+        return None
+    chunks, codecs = entry.get("chunks"), entry.get("codecs")
+    if not isinstance(chunks, list | tuple) or not isinstance(codecs, list | tuple):
+        return None
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in chunks):
+        return None
+    if not all(isinstance(codec, Mapping) for codec in codecs):
+        return None
+    return tuple(chunks), tuple(codecs)
