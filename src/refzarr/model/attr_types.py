@@ -25,6 +25,7 @@ __all__ = [
     "TYPES_ATTR",
     "attribute_type",
     "netcdf_masking",
+    "original_bytes",
     "source_layout",
     "typed_attributes",
     "unlimited_dimensions",
@@ -60,17 +61,35 @@ def with_types(
     *,
     mark: bool,
     unlimited: Sequence[str] = (),
+    raw_bytes: Mapping[str, Any] | None = None,
 ) -> None:
     """Add ``types`` to ``attributes`` under `TYPES_ATTR` (also when empty if ``mark``: the
-    array follows netCDF's masking rules), and the names of its unlimited dimensions."""
-    if not (types or mark or unlimited):
+    array follows netCDF's masking rules), the names of its unlimited dimensions, and
+    ``raw_bytes``: the original bytes (lists of ints) of text attributes that are not UTF-8,
+    shown with U+FFFD as netCDF4-python shows them but kept, never re-encoded."""
+    if not (types or mark or unlimited or raw_bytes):
         return
     entry = attributes.get(TYPES_ATTR)
-    known = dict(entry.get("types", {})) if isinstance(entry, Mapping) else {}
-    value: dict[str, Any] = {"types": {**known, **types}}
+    known = dict(entry) if isinstance(entry, Mapping) else {}
+    value: dict[str, Any] = {**known, "types": {**known.get("types", {}), **types}}
     if unlimited:
         value["unlimited"] = list(unlimited)
+    if raw_bytes:
+        value["bytes"] = {**known.get("bytes", {}), **raw_bytes}
     attributes[TYPES_ATTR] = value
+
+
+def original_bytes(attributes: Mapping[str, Any], name: str) -> Any:
+    """The original bytes of a text attribute that was not UTF-8 (``bytes``, or a list of
+    them for a list attribute), as `with_types` kept them; None when it was UTF-8 text."""
+    entry = attributes.get(TYPES_ATTR)
+    kept = entry.get("bytes") if isinstance(entry, Mapping) else None
+    value = kept.get(name) if isinstance(kept, Mapping) else None
+    if not isinstance(value, list | tuple):
+        return None
+    if value and all(isinstance(item, list | tuple) for item in value):
+        return [bytes(item) for item in value]
+    return bytes(value)
 
 
 def unlimited_dimensions(attributes: Mapping[str, Any]) -> tuple[str, ...]:
