@@ -17,6 +17,7 @@ step) leaves that file to a full scan: never a reference from a guess.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -69,7 +70,7 @@ def parse_index(text: str) -> list[IndexEntry]:
     """
     lines = [line for line in text.splitlines() if line.strip()]
     if lines and lines[0].lstrip().startswith("{"):
-        return [_json_entry(json.loads(line)) for line in lines]
+        return [_json_entry(entry) for entry in json.loads(f"[{','.join(lines)}]")]
     return [_wgrib2_entry(line) for line in lines]
 
 
@@ -84,6 +85,7 @@ def _wgrib2_entry(line: str) -> IndexEntry:
     return IndexEntry(int(parts[1]), None, time, step, signature)
 
 
+@functools.lru_cache(maxsize=4096)
 def _fcst(text: str) -> tuple[int | None, str]:
     """``(end of the step in seconds, kind)`` of a wgrib2 forecast time (None: unreadable)."""
     if text == "anl":
@@ -95,9 +97,9 @@ def _fcst(text: str) -> tuple[int | None, str]:
 
 
 def _json_entry(entry: Mapping[str, Any]) -> IndexEntry:
-    rest = {
-        k: v for k, v in entry.items() if k not in ("_offset", "_length", "date", "time", "step")
-    }
+    if not isinstance(entry, dict):
+        raise ValueError(f"not an ECMWF index line: {entry!r}")
+    rest = sorted((k, v) for k, v in entry.items() if k not in _VARYING)
     date, hhmm = entry.get("date"), entry.get("time")
     time = _time(int(date), int(hhmm)) if date is not None and hhmm is not None else None
     step: int | None = None
@@ -106,10 +108,11 @@ def _json_entry(entry: Mapping[str, Any]) -> IndexEntry:
     if end.isdigit():
         step = int(end) * 3600
     kind = "range" if "-" in text else "point"
-    signature = json.dumps({**rest, "_kind": kind}, sort_keys=True)
+    signature = repr((rest, kind))
     return IndexEntry(int(entry["_offset"]), int(entry["_length"]), time, step, signature)
 
 
+@functools.lru_cache(maxsize=4096)
 def _time(date: int, hhmm: int) -> int | None:
     try:
         when = dt.datetime(date // 10000, date // 100 % 100, date % 100, hhmm // 100, hhmm % 100)
