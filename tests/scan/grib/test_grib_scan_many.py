@@ -23,8 +23,8 @@ def _assert_equal_scans(got: Any, files: list[Path], **options: Any) -> None:
         assert_groups_identical(group, scan(path, **options))
 
 
-@pytest.mark.parametrize("executor", ["serial", None])
-@pytest.mark.parametrize("ecmwf", [False, True], ids=["wgrib2", "ecmwf"])
+@pytest.mark.parametrize(("ecmwf", "executor"), [(False, "serial"), (True, None)],
+                         ids=["wgrib2-serial", "ecmwf-default"])  # fmt: skip
 def test_files_built_from_sidecars(tmp_path: Path, ecmwf: bool, executor: str | None) -> None:
     files = indexed_run(tmp_path, DATES, [0, 6, 12], ecmwf=ecmwf)
     full = [scan(f) for f in files]
