@@ -4,6 +4,7 @@ read); a sidecar that disagrees, or none, means a full scan; results equal full 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import pytest
 from gribkit import blank_all_but_last_head, indexed_run, scan
 
 import refzarr
+from corpus import CORPUS
+from refzarr.codecs.grib_eccodes import load_eccodes
 from roundtrip import assert_groups_identical
 
 DATES = [20250101, 20250102, 20250103]
@@ -37,6 +40,46 @@ def test_files_built_from_sidecars(tmp_path: Path, ecmwf: bool, executor: str | 
     combined = refzarr.combine(results, concat_dims="time")
     array = combined["soilw/instant/depthBelowLandLayer/soilw"]
     assert array.shape[:2] == (3, 3)  # type: ignore[union-attr]
+
+
+def _era5_twin(path: Path, shift: int, count: int = 24) -> Path:
+    """The first ``count`` messages of the corpus's ERA5 GRIB1 file, ``shift`` added to their
+    dates, with an ECMWF JSON-lines sidecar at ``<path>.idx``."""
+    eccodes = load_eccodes()
+    parts, lines, offset = [], [], 0
+    with open(CORPUS / "grib" / "era5-2mt-2019-03-uk.grib", "rb") as f:
+        for _ in range(count):
+            handle = eccodes.codes_grib_new_from_file(f)
+            try:
+                date = eccodes.codes_get(handle, "dataDate") + shift
+                eccodes.codes_set(handle, "dataDate", date)
+                hhmm = eccodes.codes_get(handle, "dataTime")
+                part = bytes(eccodes.codes_get_message(handle))
+                length = eccodes.codes_get(handle, "totalLength")
+            finally:
+                eccodes.codes_release(handle)
+            entry = {"date": str(date), "time": f"{hhmm:04d}", "step": "0", "param": "2t",
+                     "levtype": "sfc", "_offset": offset, "_length": length}  # fmt: skip
+            lines.append(json.dumps(entry))
+            parts.append(part)
+            offset += len(part)
+    path.write_bytes(b"".join(parts))
+    Path(f"{path}.idx").write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_grib1_files_built_from_sidecars(tmp_path: Path) -> None:
+    files = [_era5_twin(tmp_path / f"era5-{k}.grib", 10000 * k) for k in range(3)]
+    full = [scan(f) for f in files]
+    for path in files[1:]:
+        data = bytearray(path.read_bytes())
+        last = json.loads(Path(f"{path}.idx").read_text().splitlines()[-1])["_offset"]
+        data[:last] = bytes(last)
+        data[last + 200 :] = bytes(len(data) - last - 200)  # PDS and GDS: 8 + 28 + 32 bytes
+        path.write_bytes(bytes(data))
+    results = refzarr.scan_many(files, grib_index="auto", executor="serial", progress=False)
+    for got, want in zip(results, full, strict=True):
+        assert_groups_identical(got, want)
 
 
 def test_each_layout_learnt_from_its_first_file(tmp_path: Path) -> None:
