@@ -110,6 +110,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "set (default 65536; 0: reference them)",
     )
     parser.add_argument(
+        "--grib-index",
+        choices=["auto"],
+        help="GRIB: build the files whose .idx sidecar agrees with a scanned file of the same "
+        "layout from the sidecar (two small reads per file instead of its messages)",
+    )
+    parser.add_argument(
         "--storage-options",
         type=json_object,
         metavar="JSON",
@@ -147,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
         options["inline_coordinates"] = args.inline_coordinates
     if args.input_format is not None:
         options["format"] = args.input_format
+    if args.grib_index is not None:
+        options["grib_index"] = args.grib_index
     if args.on_unsupported != "raise":
         options["on_unsupported"] = args.on_unsupported
     on_error: OnError = "skip" if args.skip_errors else "raise"

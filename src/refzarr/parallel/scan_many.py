@@ -61,6 +61,9 @@ def scan_many(
     **scan_options
         Keyword arguments of `refzarr.scan` for every file (``storage_options``,
         ``inline_threshold``, ``on_unsupported``, ...); checked before any file is scanned.
+        ``grib_index="auto"``: GRIB files whose ``.idx`` sidecar agrees with a scanned file of
+        the same layout are built from it without reading their messages (see
+        `refzarr.scan.grib.index`; the others are scanned).
 
     Returns
     -------
@@ -88,30 +91,53 @@ def scan_many(
     if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     check_options(scan_options)
+    built = _built_at_once(names, scan_options)
+    rest = [name for k, name in enumerate(names) if k not in built]
     scanner = BatchScanner(scan_options, on_error)
     outcomes: list[list[Outcome] | None]
-    with open_runner(executor, len(names)) as runner:
-        size = batch_size or (1 if runner.workers == 1 else _default_size(names, runner.workers))
-        batches = split(names, size)
+    with open_runner(executor if rest else "serial", len(rest)) as runner:
+        size = batch_size or (1 if runner.workers == 1 else _default_size(rest, runner.workers))
+        batches = split(rest, size)
         outcomes = [None] * len(batches)
         with scan_progress(progress, names) as bar:
+            bar.update(len(built))
             for index, done in runner.run(scanner, batches):
                 if on_error == "raise" and done and isinstance(done[-1], Failed):
                     raise done[-1].exception()
                 outcomes[index] = done
                 bar.update(len(done))
-    return _results(names, outcomes)
+    return _results(names, outcomes, built)
+
+
+def _built_at_once(names: list[str], options: dict[str, Any]) -> dict[int, RefGroup]:
+    """The groups that formats build other than file by file (`ScanFormat.many`: GRIB from
+    ``.idx`` sidecars), by position, when one of their own options is given."""
+    from refzarr.scan.base import format_named, registered_formats
+
+    chosen = options.get("format")
+    formats = registered_formats() if chosen is None else (format_named(chosen),)
+    built: dict[int, RefGroup] = {}
+    for scan_format in formats:
+        if scan_format.many is None or not set(options) & set(scan_format.options):
+            continue
+        left = [k for k in range(len(names)) if k not in built]
+        got = scan_format.many_builder()([names[k] for k in left], options)
+        built.update({left[j]: group for j, group in got.items()})
+    return built
 
 
 def _default_size(names: list[str], workers: int) -> int:
     return batch_size(len(names), workers)
 
 
-def _results(names: list[str], outcomes: list[list[Outcome] | None]) -> ScanResults:
+def _results(
+    names: list[str], outcomes: list[list[Outcome] | None], built: dict[int, RefGroup]
+) -> ScanResults:
     groups: list[RefGroup] = []
     urls: list[str] = []
     errors: list[ScanFailure] = []
-    flat = [outcome for batch in outcomes for outcome in batch or ()]
+    scanned = iter([outcome for batch in outcomes for outcome in batch or ()])
+    flat = [built[k] if k in built else next(scanned) for k in range(len(names))]
     for url, outcome in zip(names, flat, strict=True):
         if isinstance(outcome, Failed):
             errors.append(ScanFailure(outcome.url, outcome.message))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -152,6 +152,11 @@ class ScanFormat:
     options
         The names of the scanner's own options, beyond the shared `ScanOptions` (so that
         options are checked without importing the format's library).
+    many
+        ``"module:function"`` that `refzarr.scan_many` calls, when one of the format's own
+        ``options`` is given, as ``function(urls, options) -> {position: RefGroup}``: the
+        groups of files it builds other than one by one (GRIB from ``.idx`` sidecars); the
+        files it leaves out are scanned as usual. None: every file is scanned.
     """
 
     name: str
@@ -161,6 +166,7 @@ class ScanFormat:
     extra: str | None = None
     requires: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
+    many: str | None = None
 
     def scanner_class(self) -> type[ScanOptions]:
         """The scanner class, imported now.
@@ -182,6 +188,15 @@ class ScanFormat:
         module_name, _, class_name = self.scanner.partition(":")
         cls: type[ScanOptions] = getattr(importlib.import_module(module_name), class_name)
         return cls
+
+    def many_builder(self) -> Callable[[Sequence[str], Mapping[str, Any]], dict[int, RefGroup]]:
+        """The function ``many`` names, imported now (requires a ``many``)."""
+        if self.many is None:
+            raise ValueError(f"{self.title} files have no way of being built many at once")
+        module_name, _, function = self.many.partition(":")
+        builder: Callable[[Sequence[str], Mapping[str, Any]], dict[int, RefGroup]]
+        builder = getattr(importlib.import_module(module_name), function)
+        return builder
 
     def option_names(self) -> frozenset[str]:
         """The keyword options its scanner takes: the shared ones and its own ``options``."""

@@ -7,6 +7,8 @@ may be written next to it.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +18,7 @@ import numpy as np
 import xarray as xr
 
 import refzarr
-from corpus import corpus_files
+from corpus import CORPUS, corpus_files
 from refzarr import RefArray, RefGroup
 from refzarr.codecs.grib_eccodes import MISSING, load_eccodes
 
@@ -24,9 +26,11 @@ __all__ = [
     "EccField",
     "assert_matches_cfgrib",
     "assert_matches_eccodes",
+    "blank_all_but_last_head",
     "cfgrib_dataset",
     "eccodes_fields",
     "grib_corpus",
+    "indexed_run",
     "leaf_groups",
 ]
 
@@ -188,3 +192,62 @@ def assert_matches_cfgrib(ours: xr.Dataset, theirs: xr.Dataset, name: str) -> No
 def scan(path: Path | str, **options: Any) -> RefGroup:
     """`refzarr.scan` with the GRIB format named (so that a failure is the scanner's)."""
     return refzarr.scan(path, format="grib", **options)
+
+
+INDEX_SOURCE = CORPUS / "grib" / "gec00_20250101_00_soilw.grib2"
+"""A one-message GRIB2 file (GEFS soil moisture), the model of `indexed_run`'s messages."""
+INDEX_LEVEL = "0-0.1 m below ground"
+
+
+def grib_variant(date: int, hours: int, **keys: Any) -> bytes:
+    """`INDEX_SOURCE`'s message at another reference date and forecast hour (and ``keys``)."""
+    eccodes = load_eccodes()
+    handle = eccodes.codes_new_from_message(INDEX_SOURCE.read_bytes())
+    try:
+        eccodes.codes_set(handle, "dataDate", date)
+        eccodes.codes_set(handle, "forecastTime", hours)
+        for key, value in keys.items():
+            eccodes.codes_set(handle, key, value)
+        return bytes(eccodes.codes_get_message(handle))
+    finally:
+        eccodes.codes_release(handle)
+
+
+def indexed_run(
+    where: Path, dates: list[int], steps: list[int], *, ecmwf: bool = False, **keys: Any
+) -> list[Path]:
+    """Files of one layout (a message per step of ``steps``), one per date, with sidecars:
+    wgrib2 lines at ``<file>.idx``, or ECMWF JSON lines at ``<file stem>.index``."""
+    files = []
+    for date in dates:
+        parts = [grib_variant(date, hours, **keys) for hours in steps]
+        path = where / f"gefs.{date}.grib2"
+        path.write_bytes(b"".join(parts))
+        lines, offset = [], 0
+        for k, (hours, part) in enumerate(zip(steps, parts, strict=True)):
+            if ecmwf:
+                entry = {"date": str(date), "time": "0000", "step": str(hours), "param": "swvl1",
+                         "levtype": "sfc", "_offset": offset, "_length": len(part)}  # fmt: skip
+                lines.append(json.dumps(entry))
+            else:
+                fcst = "anl" if hours == 0 else f"{hours} hour fcst"
+                lines.append(f"{k + 1}:{offset}:d={date}00:SOILW:{INDEX_LEVEL}:{fcst}:ENS=ctl")
+            offset += len(part)
+        sidecar = path.with_suffix(".index") if ecmwf else Path(f"{path}.idx")
+        sidecar.write_text("\n".join(lines) + "\n")
+        files.append(path)
+    return files
+
+
+def blank_all_but_last_head(path: Path) -> None:
+    """Zero every byte of a file but sections 0 to 4 of its last message (all the sidecar
+    path may read of it), so that only a sidecar can index it."""
+    data = bytearray(path.read_bytes())
+    offsets = [m.start() for m in re.finditer(b"GRIB", bytes(data))]
+    last = offsets[-1]
+    position = last + 16
+    while data[position + 4] != 5:
+        position += int.from_bytes(data[position : position + 4], "big")
+    data[:last] = bytes(last)
+    data[position:] = bytes(len(data) - position)
+    path.write_bytes(bytes(data))

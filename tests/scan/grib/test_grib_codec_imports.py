@@ -88,8 +88,10 @@ assert "eccodes" not in sys.modules and "pyproj" not in sys.modules, "loaded too
     [
         ["LAZY", "DECODE", "PROJ", "import cfgrib", "import rasterio", "PROJ"],
         ["import eccodes", "import rasterio", "import cfgrib", "DECODE", "PROJ"],
+        ["import pyproj", "PROJ", "import refzarr", "DECODE", "import rasterio", "PROJ"],
+        ["import xarray; xarray.backends.list_engines()", "PROJ", "DECODE", "PROJ"],
     ],
-    ids=["refzarr-first", "eccodes-first"],
+    ids=["refzarr-first", "eccodes-first", "pyproj-first", "xarray-engines-first"],
 )
 def test_libraries_in_one_process(order: list[str]) -> None:
     """refzarr loads no ecCodes (nor pyproj) until a GRIB file is scanned or decoded, and is

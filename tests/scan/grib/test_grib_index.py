@@ -8,45 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from gribkit import scan
+from gribkit import blank_all_but_last_head, indexed_run, scan
 
-from corpus import CORPUS
 from refzarr import ScanError
-from refzarr.codecs.grib_eccodes import load_eccodes
 from refzarr.scan.grib.index import parse_index, scan_indexed
 from roundtrip import assert_groups_identical
-
-SOURCE = CORPUS / "grib" / "gec00_20250101_00_soilw.grib2"
-LEVEL = "0-0.1 m below ground"
-
-
-def _variant(date: int, hours: int) -> bytes:
-    eccodes = load_eccodes()
-    handle = eccodes.codes_new_from_message(SOURCE.read_bytes())
-    try:
-        eccodes.codes_set(handle, "dataDate", date)
-        eccodes.codes_set(handle, "forecastTime", hours)
-        return bytes(eccodes.codes_get_message(handle))
-    finally:
-        eccodes.codes_release(handle)
-
-
-def _run(tmp_path: Path, dates: list[int], steps: list[int]) -> list[Path]:
-    """Files of one layout (two messages each: steps ``steps``), one per date, with wgrib2
-    sidecars."""
-    files = []
-    for date in dates:
-        parts = [_variant(date, hours) for hours in steps]
-        path = tmp_path / f"gefs.{date}.grib2"
-        path.write_bytes(b"".join(parts))
-        lines, offset = [], 0
-        for k, (hours, part) in enumerate(zip(steps, parts, strict=True)):
-            fcst = "anl" if hours == 0 else f"{hours} hour fcst"
-            lines.append(f"{k + 1}:{offset}:d={date}00:SOILW:{LEVEL}:{fcst}:ENS=low-res ctl")
-            offset += len(part)
-        Path(f"{path}.idx").write_text("\n".join(lines) + "\n")
-        files.append(path)
-    return files
 
 
 def test_parse_wgrib2_and_json_lines() -> None:
@@ -66,17 +32,17 @@ def test_parse_wgrib2_and_json_lines() -> None:
 
 
 def test_files_built_from_their_sidecars(tmp_path: Path) -> None:
-    files = _run(tmp_path, [20250101, 20250102, 20250103], [0, 6])
+    files = indexed_run(tmp_path, [20250101, 20250102, 20250103], [0, 6])
     full = [scan(f) for f in files]
     for path in files[1:]:  # unreadable now: only the sidecar can index them
-        path.write_bytes(bytes(path.stat().st_size))
+        blank_all_but_last_head(path)
     groups = scan_indexed([str(f) for f in files])
     for got, want in zip(groups, full, strict=True):
         assert_groups_identical(got, want)
 
 
 def test_disagreeing_sidecar_falls_back_to_a_scan(tmp_path: Path) -> None:
-    files = _run(tmp_path, [20250101, 20250102], [0, 6])
+    files = indexed_run(tmp_path, [20250101, 20250102], [0, 6])
     idx = Path(f"{files[1]}.idx")
     idx.write_text(idx.read_text().replace("SOILW", "TSOIL"))
     groups = scan_indexed([str(f) for f in files])
@@ -84,7 +50,7 @@ def test_disagreeing_sidecar_falls_back_to_a_scan(tmp_path: Path) -> None:
 
 
 def test_sidecar_disagreeing_with_the_first_scan_is_not_used(tmp_path: Path) -> None:
-    files = _run(tmp_path, [20250101, 20250102], [0, 6])
+    files = indexed_run(tmp_path, [20250101, 20250102], [0, 6])
     idx = Path(f"{files[0]}.idx")
     idx.write_text(idx.read_text().replace("d=2025010100", "d=2024010100"))
     files[1].write_bytes(bytes(files[1].stat().st_size))  # must then be scanned, and fail
@@ -93,7 +59,7 @@ def test_sidecar_disagreeing_with_the_first_scan_is_not_used(tmp_path: Path) -> 
 
 
 def test_missing_sidecar_scans_the_file(tmp_path: Path) -> None:
-    files = _run(tmp_path, [20250101, 20250102], [0, 3])
+    files = indexed_run(tmp_path, [20250101, 20250102], [0, 3])
     Path(f"{files[1]}.idx").unlink()
     groups = scan_indexed([str(f) for f in files])
     assert_groups_identical(groups[1], scan(files[1]))

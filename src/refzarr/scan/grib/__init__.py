@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 from refzarr.scan.base import Probe, ScanFormat
 
 if TYPE_CHECKING:
-    from refzarr.scan.grib.index import scan_indexed
+    from refzarr.scan.grib.index import build_many, scan_indexed
     from refzarr.scan.grib.scanner import GribScanner
 
-__all__ = ["FORMAT", "GribScanner", "is_grib", "scan_indexed"]
+__all__ = ["FORMAT", "GribScanner", "build_many", "is_grib", "scan_indexed"]
 
 
 SEARCH_BYTES = 1 << 16
@@ -56,6 +56,8 @@ FORMAT = ScanFormat(
     # when a GRIB file is scanned (see refzarr.codecs.grib_eccodes); the scanner raises
     # MissingDependencyError naming refzarr[grib] itself
     requires=(),
+    options=("grib_index",),
+    many="refzarr.scan.grib.index:build_many",
 )
 
 
@@ -64,8 +66,8 @@ def __getattr__(name: str) -> Any:
         from refzarr.scan.grib.scanner import GribScanner
 
         return GribScanner
-    if name == "scan_indexed":
-        from refzarr.scan.grib.index import scan_indexed
+    if name in ("scan_indexed", "build_many"):
+        from refzarr.scan.grib import index
 
-        return scan_indexed
+        return getattr(index, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,20 +1,23 @@
-"""Indexing GRIB files from their ``.idx`` sidecars, without reading them.
+"""Indexing GRIB files from their ``.idx`` sidecars, without reading their messages.
 
 Operational archives publish an index next to each GRIB file: NOAA's ``wgrib2`` lines
-(``n:offset:d=YYYYMMDDHH:VAR:LEVEL:FCST:...``) or ECMWF's JSON lines (``{"_offset": ...,
-"_length": ..., "date": ..., "time": ..., "step": ..., "param": ..., ...}``). Files of one
-run share a layout: the same variables and levels in the same order, differing in reference
-time, step and byte ranges. `scan_indexed` scans the first file fully, then builds every
-other file's references from its sidecar alone (one small request per file), placing its
-k-th message where the first file's k-th message was placed, at the time and step its
-sidecar gives. A sidecar that does not agree with the first file's layout (another count of
-messages, another variable or level at a position, a step it cannot read) makes that file
-be scanned fully: never a reference from a guess.
+(``n:offset:d=YYYYMMDDHH:VAR:LEVEL:FCST:...``, at ``<file>.idx``) or ECMWF's JSON lines
+(``{"_offset": ..., "_length": ..., "date": ..., "time": ..., "step": ..., "param": ...}``,
+at ``<file>.idx`` or, as ECMWF's open data names them, ``<file without suffix>.index``).
+Files of one run share a *layout*: the same variables and levels in the same order (their
+sidecars list the same lines but for time, step and offsets). Of each layout the first file
+is scanned fully; each other file is built from its sidecar (one small request) and the first
+bytes of its last message (one ranged request, both made concurrently for all the files),
+placing its k-th message where the scanned file's k-th message was placed, at the time and
+step its sidecar gives. A sidecar that does not agree (with its layout's scanned file, or a
+last message whose sections 1 to 4 differ from that file's last message but for time and
+step) leaves that file to a full scan: never a reference from a guess.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -23,10 +26,20 @@ from typing import Any
 
 import fsspec
 
+from refzarr.errors import RefzarrError
 from refzarr.model import RefGroup
 from refzarr.scan.grib.scanner import GribScanner, Placed, Recording
+from refzarr.scan.grib.sections import HeadLayout, head_layout
 
-__all__ = ["IndexEntry", "parse_index", "scan_indexed"]
+__all__ = ["IndexEntry", "build_many", "parse_index", "scan_indexed"]
+
+HEAD_BYTES = 1 << 15
+"""Bytes read at the start of a file's last message to check it (sections 0 to 4; a reduced
+Gaussian grid of 2,560 rows takes 5 KiB)."""
+
+TRIES = 3
+"""Files of a layout scanned at most to find one its sidecar describes (the others are then
+scanned by `scan_many` as usual)."""
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _UNITS = {"min": 60, "hour": 3600, "day": 86400}
@@ -57,7 +70,7 @@ def parse_index(text: str) -> list[IndexEntry]:
     """
     lines = [line for line in text.splitlines() if line.strip()]
     if lines and lines[0].lstrip().startswith("{"):
-        return [_json_entry(json.loads(line)) for line in lines]
+        return [_json_entry(entry) for entry in json.loads(f"[{','.join(lines)}]")]
     return [_wgrib2_entry(line) for line in lines]
 
 
@@ -72,6 +85,7 @@ def _wgrib2_entry(line: str) -> IndexEntry:
     return IndexEntry(int(parts[1]), None, time, step, signature)
 
 
+@functools.lru_cache(maxsize=4096)
 def _fcst(text: str) -> tuple[int | None, str]:
     """``(end of the step in seconds, kind)`` of a wgrib2 forecast time (None: unreadable)."""
     if text == "anl":
@@ -83,9 +97,9 @@ def _fcst(text: str) -> tuple[int | None, str]:
 
 
 def _json_entry(entry: Mapping[str, Any]) -> IndexEntry:
-    rest = {
-        k: v for k, v in entry.items() if k not in ("_offset", "_length", "date", "time", "step")
-    }
+    if not isinstance(entry, dict):
+        raise ValueError(f"not an ECMWF index line: {entry!r}")
+    rest = sorted((k, v) for k, v in entry.items() if k not in _VARYING)
     date, hhmm = entry.get("date"), entry.get("time")
     time = _time(int(date), int(hhmm)) if date is not None and hhmm is not None else None
     step: int | None = None
@@ -94,10 +108,11 @@ def _json_entry(entry: Mapping[str, Any]) -> IndexEntry:
     if end.isdigit():
         step = int(end) * 3600
     kind = "range" if "-" in text else "point"
-    signature = json.dumps({**rest, "_kind": kind}, sort_keys=True)
+    signature = repr((rest, kind))
     return IndexEntry(int(entry["_offset"]), int(entry["_length"]), time, step, signature)
 
 
+@functools.lru_cache(maxsize=4096)
 def _time(date: int, hhmm: int) -> int | None:
     try:
         when = dt.datetime(date // 10000, date // 100 % 100, date % 100, hhmm // 100, hhmm % 100)
@@ -109,102 +124,216 @@ def _time(date: int, hhmm: int) -> int | None:
 def scan_indexed(
     urls: Sequence[str],
     *,
-    suffix: str = ".idx",
     storage_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> list[RefGroup]:
-    """The groups of GRIB files of one layout: the first scanned, the others built from
-    their sidecars (``url + suffix``) when these agree with it, else scanned.
+    """The groups of GRIB files, those with sidecars that agree built from them, the others
+    scanned (in this process; ``refzarr.scan_many(urls, grib_index="auto")`` scans them in
+    parallel).
 
     Parameters
     ----------
     urls
-        The files, the first of which is scanned (with its sidecar, which must agree with
-        the scan: else every file is scanned).
-    suffix
-        What the sidecars' URLs add to the files' URLs.
+        The files.
     storage_options
         fsspec options for the files and sidecars.
     **options
         Other `GribScanner` options.
     """
-    scanner = GribScanner(storage_options=storage_options, **options)
-    if not urls:
-        return []
-    first, recording = scanner.scan_recorded(urls[0])
-    reference = _read_index(urls[0] + suffix, storage_options)
-    usable = reference is not None and _agrees_with_scan(reference, recording)
-    groups: list[RefGroup] = [first]
-    for url in urls[1:]:
-        entries = _read_index(url + suffix, storage_options) if usable else None
-        placed = None
-        if entries is not None and reference is not None:
-            placed = _placements(recording, reference, entries, url, storage_options)
-        groups.append(
-            scanner(url)
-            if placed is None
-            else scanner.from_placements(url, placed, recording.grids)
-        )
-    return groups
+    scanner = GribScanner(storage_options=storage_options, grib_index="auto", **options)
+    built = index_files(scanner, urls)
+    return [built[k] if k in built else scanner(url) for k, url in enumerate(urls)]
 
 
-def _read_index(url: str, storage_options: Mapping[str, Any] | None) -> list[IndexEntry] | None:
+def build_many(urls: Sequence[str], options: Mapping[str, Any]) -> dict[int, RefGroup]:
+    """`scan_many`'s hook (``FORMAT.many``): with ``grib_index="auto"`` among ``options``, the
+    groups of the files built from their sidecars (and of the files scanned to learn their
+    layouts), by position in ``urls``; `scan_many` scans the others."""
+    names = set(GribScanner.__dataclass_fields__)
+    own = {k: v for k, v in options.items() if k in names}
+    if own.get("grib_index") is None:
+        return {}
+    return index_files(GribScanner(**own), urls)
+
+
+def index_files(scanner: GribScanner, urls: Sequence[str]) -> dict[int, RefGroup]:
+    """The groups of the files whose layout could be learnt or whose sidecar agrees with
+    their layout's, by position in ``urls``."""
+    sidecars = _read_sidecars(urls, scanner.storage_options)
+    layouts: dict[tuple[str, ...], list[int]] = {}
+    for k, entries in enumerate(sidecars):
+        if entries:
+            layouts.setdefault(tuple(e.signature for e in entries), []).append(k)
+    out: dict[int, RefGroup] = {}
+    for members in layouts.values():
+        out.update(_Layout(scanner, urls, sidecars).build(members))
+    return out
+
+
+@dataclass
+class _Layout:
+    """The files of one layout: one scanned, the others built from their sidecars."""
+
+    scanner: GribScanner
+    urls: Sequence[str]
+    sidecars: list[list[IndexEntry] | None]
+
+    def build(self, members: list[int]) -> dict[int, RefGroup]:
+        out: dict[int, RefGroup] = {}
+        tried: set[int] = set()
+        found: tuple[int, Recording] | None = None
+        for k in members[:TRIES]:
+            tried.add(k)
+            try:
+                group, recording = self.scanner.scan_recorded(self.urls[k])
+            except (RefzarrError, OSError, ValueError):
+                continue  # scan_many scans it again and reports why it failed
+            out[k] = group
+            entries = self.sidecars[k]
+            if entries is not None and _agrees_with_scan(entries, recording):
+                found = (k, recording)
+                break
+        if found is not None:
+            out.update(self._from_sidecars(*found, [k for k in members if k not in tried]))
+        return out
+
+    def _from_sidecars(
+        self, first: int, recording: Recording, others: list[int]
+    ) -> dict[int, RefGroup]:
+        heads = _last_heads([first, *others], self.urls, self.sidecars, self.scanner)
+        reference = self.sidecars[first]
+        if heads[0] is None or reference is None:
+            return {}
+        out: dict[int, RefGroup] = {}
+        for k, head in zip(others, heads[1:], strict=True):
+            entries = self.sidecars[k]
+            placed = None
+            if entries is not None and head is not None:
+                placed = _placements(recording, entries, head, heads[0], self.scanner)
+            if placed is not None:
+                out[k] = self.scanner.from_placements(self.urls[k], placed, recording.grids)
+        return out
+
+
+def _read_sidecars(
+    urls: Sequence[str], storage_options: Mapping[str, Any] | None
+) -> list[list[IndexEntry] | None]:
+    """Each file's sidecar entries: ``<url>.idx``, else ``<url without suffix>.index``
+    (None: neither exists or parses)."""
+    texts = _cat_many([f"{url}.idx" for url in urls], None, storage_options)
+    missing = [k for k, text in enumerate(texts) if text is None]
+    if missing:
+        again = _cat_many([_ecmwf_sidecar(urls[k]) for k in missing], None, storage_options)
+        for k, text in zip(missing, again, strict=True):
+            texts[k] = text
+    return [None if text is None else _parsed(text) for text in texts]
+
+
+def _ecmwf_sidecar(url: str) -> str:
+    stem, dot, suffix = url.rpartition(".")
+    return f"{stem}.index" if dot and "/" not in suffix else f"{url}.index"
+
+
+def _parsed(data: bytes) -> list[IndexEntry] | None:
     try:
-        with fsspec.open(url, "rt", **dict(storage_options or {})) as f:
-            return parse_index(f.read())
-    except (OSError, ValueError, KeyError, TypeError):
+        return parse_index(data.decode())
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
+
+
+def _cat_many(
+    urls: list[str], starts: list[int] | None, storage_options: Mapping[str, Any] | None
+) -> list[bytes | None]:
+    """The bytes of many files (whole, or ``HEAD_BYTES`` from ``starts``), read concurrently
+    where the filesystem can (None where a read failed)."""
+    out: list[bytes | None] = [None] * len(urls)
+    by_fs: dict[int, tuple[Any, list[int], list[str]]] = {}
+    for k, url in enumerate(urls):
+        try:
+            fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+        except (OSError, ValueError, TypeError):
+            continue
+        by_fs.setdefault(id(fs), (fs, [], []))[1].append(k)
+        by_fs[id(fs)][2].append(path)
+    for fs, indices, paths in by_fs.values():
+        # whole files as ``bytes=0-``: s3fs asks for the size first when given no range
+        begins = [0] * len(indices) if starts is None else [starts[k] for k in indices]
+        ends = None if starts is None else [b + HEAD_BYTES for b in begins]
+        got = fs.cat_ranges(paths, begins, ends, on_error="return")
+        for k, data in zip(indices, got, strict=True):
+            out[k] = bytes(data) if isinstance(data, bytes | bytearray | memoryview) else None
+    return out
+
+
+def _last_heads(
+    indices: list[int],
+    urls: Sequence[str],
+    sidecars: list[list[IndexEntry] | None],
+    scanner: GribScanner,
+) -> list[HeadLayout | None]:
+    """What the first bytes of each file's last message (at its sidecar's last offset) say."""
+    starts = []
+    for k in indices:
+        entries = sidecars[k]
+        starts.append(entries[-1].offset if entries else 0)
+    heads = _cat_many([urls[k] for k in indices], starts, scanner.storage_options)
+    return [None if head is None else head_layout(head) for head in heads]
+
+
+def _lengths(entries: list[IndexEntry]) -> list[int | None]:
+    """Each message's length: given (JSON lines), else up to the next offset (None: the last
+    one of a wgrib2 sidecar)."""
+    ends: list[int | None] = [e.offset for e in entries[1:]]
+    ends.append(None)
+    return [
+        e.length if e.length is not None else (None if end is None else end - e.offset)
+        for e, end in zip(entries, ends, strict=True)
+    ]
 
 
 def _agrees_with_scan(entries: list[IndexEntry], recording: Recording) -> bool:
     """Whether a sidecar describes the scanned file: one entry per single-field message, at
-    the scanned offsets, with the scanned times and steps."""
+    the scanned offsets and lengths (so no padding between messages), times and steps."""
     placed = recording.placed
     if recording.skipped or len(entries) != len(placed):
         return False
     return all(
-        p.fields == 1 and e.offset == p.offset and e.time == p.keys.time and e.step == p.keys.step
-        for e, p in zip(entries, placed, strict=True)
+        p.fields == 1
+        and e.offset == p.offset
+        and n in (None, p.length)
+        and e.time == p.keys.time
+        and e.step == p.keys.step
+        for e, p, n in zip(entries, placed, _lengths(entries), strict=True)
     )
 
 
 def _placements(
     recording: Recording,
-    reference: list[IndexEntry],
     entries: list[IndexEntry],
-    url: str,
-    storage_options: Mapping[str, Any] | None,
+    head: HeadLayout,
+    reference: HeadLayout,
+    scanner: GribScanner,
 ) -> list[Placed] | None:
-    """The fields of another file, from its sidecar (None when it disagrees)."""
-    if len(entries) != len(reference):
-        return None
-    if any(e.signature != r.signature for e, r in zip(entries, reference, strict=True)):
-        return None
-    lengths = _lengths(entries, url, storage_options)
-    if lengths is None:
+    """The fields of another file of the layout, from its sidecar and the first bytes of its
+    last message (None when these disagree with the layout's scanned file)."""
+    lengths = _lengths(entries)
+    last = entries[-1]
+    if lengths[-1] is None:
+        lengths[-1] = head.length
+    if (
+        entries[0].offset != recording.placed[0].offset
+        or head.template != reference.template
+        or head.length != lengths[-1]
+        or head.time != last.time
+        or head.step not in (None, last.step)
+    ):
         return None
     out = []
     for entry, length, first in zip(entries, lengths, recording.placed, strict=True):
-        if entry.time is None or entry.step is None:
+        if entry.time is None or entry.step is None or length is None:
+            return None
+        if length < max(1, scanner.inline_threshold):  # a full scan would hold it inline
             return None
         keys = first.keys._replace(time=entry.time, step=entry.step)
         out.append(Placed(entry.offset, length, 1, 0, keys, first.known))
     return out
-
-
-def _lengths(
-    entries: list[IndexEntry], url: str, storage_options: Mapping[str, Any] | None
-) -> list[int] | None:
-    """Each message's length: given (JSON lines), else up to the next offset, the last one
-    up to the end of the file (one size request)."""
-    if all(e.length is not None for e in entries):
-        return [int(e.length) for e in entries if e.length is not None]
-    offsets = [e.offset for e in entries]
-    try:
-        fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
-        size = int(fs.size(path))
-    except (OSError, TypeError, ValueError):
-        return None
-    ends = [*offsets[1:], size]
-    lengths = [end - start for start, end in zip(offsets, ends, strict=True)]
-    return lengths if all(n > 0 for n in lengths) else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from refzarr.codecs.grib import extract_field
 from refzarr.codecs.grib_eccodes import MISSING, load_eccodes
@@ -48,6 +48,13 @@ class GribScanner(ScanOptions):
     ``on_unsupported="skip"`` leaves out (and lists) fields that cannot be referenced and
     bytes between messages that are not GRIB.
 
+    Parameters
+    ----------
+    grib_index
+        ``"auto"``: `refzarr.scan_many` builds files from their ``.idx`` sidecars where these
+        agree with a scanned file of the same layout (`refzarr.scan.grib.index`); None
+        (default): every file is scanned. Scanning one file does not use it.
+
     Examples
     --------
     >>> group = GribScanner()("gfs.t00z.pgrb2.0p25.f000")  # doctest: +SKIP
@@ -55,8 +62,12 @@ class GribScanner(ScanOptions):
     (1, 1, 41, 721, 1440)
     """
 
+    grib_index: Literal["auto"] | None = None
+
     def __post_init__(self) -> None:
         ScanOptions.__post_init__(self)
+        if self.grib_index not in (None, "auto"):
+            raise ValueError(f"grib_index must be 'auto' or None, not {self.grib_index!r}")
 
     def __call__(self, url: str) -> ScannedGroup:
         """Scan one file (a local path or an fsspec URL).

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from refzarr.codecs.grib import grib2_fields
 
-__all__ = ["FieldLayout", "message_fields"]
+__all__ = ["FieldLayout", "HeadLayout", "head_layout", "message_fields"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
 
@@ -108,15 +108,19 @@ def _grib1_field(message: bytes) -> FieldLayout:
     position += _length(message, position, end, "4 (binary data)")
     if position > end:
         raise ValueError(f"its sections end at byte {position}, past the end marker at {end}")
+    return FieldLayout(0, grid, *_grib1_template(pds, grid))
+
+
+def _grib1_template(pds: bytes, grid: bytes) -> tuple[bytes, int | None, int | None]:
+    """``(template, time, step)`` of a GRIB1 field from its PDS and grid bytes."""
     time = step = None
     kept = pds[:12] + pds[17:24] + pds[25:]
-    if pds_length >= 25:
+    if len(pds) >= 25:
         time = _seconds((pds[24] - 1) * 100 + pds[12], *pds[13:17])
         step = _grib1_step(pds)
         if step is not None:  # without P1 (and P2 for indicator 10): octets 19, 20
             kept = pds[:12] + pds[17:18] + pds[20:24] + pds[25:]
-    template = b"\x01" + _sized(kept) + grid
-    return FieldLayout(0, grid, template, time, step)
+    return b"\x01" + _sized(kept) + grid, time, step
 
 
 def _grib1_step(pds: bytes) -> int | None:
@@ -143,3 +147,65 @@ def _length(message: bytes, position: int, end: int, name: str) -> int:
             f"'7777' is at byte {end}"
         )
     return length
+
+
+class HeadLayout(NamedTuple):
+    """What the first bytes of a message say of its (first) field: edition, the message's
+    declared length, the field's template, reference time and step (as `FieldLayout`)."""
+
+    edition: int
+    length: int
+    template: bytes
+    time: int | None
+    step: int | None
+
+
+def head_layout(head: bytes) -> HeadLayout | None:
+    """The layout of a message's first field from the message's first bytes (GRIB2: sections
+    0 to 4; GRIB1: section 0, the PDS and the GDS), without its data; None when ``head`` does
+    not start a message or ends before those sections do."""
+    if len(head) < 16 or head[:4] != b"GRIB":
+        return None
+    if head[7] == 2:
+        return _grib2_head(head)
+    if head[7] == 1:
+        return _grib1_head(head)
+    return None
+
+
+def _grib2_head(head: bytes) -> HeadLayout | None:
+    spans: dict[int, bytes] = {}
+    position = 16
+    while 4 not in spans:
+        if position + 5 > len(head):
+            return None
+        size, number = int.from_bytes(head[position : position + 4], "big"), head[position + 4]
+        if size < 5 or position + size > len(head) or number not in (1, 2, 3, 4) or number in spans:
+            return None
+        spans[number] = head[position : position + size]
+        position += size
+    if 1 not in spans or 3 not in spans:
+        return None
+    section1 = spans[1]
+    date = section1[12:19]
+    time = _seconds(int.from_bytes(date[0:2], "big"), *date[2:6]) if len(date) == 7 else None
+    product, step = _grib2_step(spans[4])
+    parts = (head[6:8] + section1[:12] + section1[19:], _sized(spans.get(2, b"")),
+             _sized(spans[3]), product)  # fmt: skip
+    return HeadLayout(2, int.from_bytes(head[8:16], "big"), b"".join(parts), time, step)
+
+
+def _grib1_head(head: bytes) -> HeadLayout | None:
+    length = int.from_bytes(head[4:7], "big")
+    pds_length = int.from_bytes(head[8:11], "big")
+    if length & 0x800000 or pds_length < 28 or 8 + pds_length > len(head):
+        return None
+    pds = head[8 : 8 + pds_length]
+    grid = b"grid-number:" + bytes([pds[6]])
+    if pds[7] & 0x80:
+        start = 8 + pds_length
+        gds_length = int.from_bytes(head[start : start + 3], "big")
+        if gds_length < 3 or start + gds_length > len(head):
+            return None
+        grid = head[start : start + gds_length]
+    return HeadLayout(1, length, *_grib1_template(pds, grid))
