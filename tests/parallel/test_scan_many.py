@@ -158,6 +158,7 @@ def test_one_file_shows_its_arrays_as_they_are_scanned(
     shown = capsys.readouterr().err
     count = len(list(results[0].arrays()))
     assert f"scanning {daily[0].name}" in shown
-    assert " arrays" in shown and f"{count}" in shown
+    assert " arrays" in shown
+    assert f"{count}" in shown
     scan_many(daily[:2], progress=True, executor="serial")
     assert "2/2" in capsys.readouterr().err  # many files: the bar of files
