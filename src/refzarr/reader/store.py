@@ -283,7 +283,7 @@ def _chunk_keys(path: str, array: RefArray) -> Iterator[str]:
     manifest = array.manifest
     grid = manifest.grid_shape
     separator = array.meta.dimension_separator
-    for block in manifest.iter_blocks():
+    for block in manifest.iter_written_blocks():
         numbers = np.flatnonzero(block.path_id != MISSING) + block.start
         if not grid:
             yield from (chunk_key(path, (), separator) for _ in numbers.tolist())
