@@ -272,6 +272,7 @@ class RangeReader:
         """
         distinct = list(dict.fromkeys(urls))
         URLPolicy(self.allowed).check(distinct)
+        _check_ends(urls, offsets, lengths, keys)
         is_local_url = {url: self._filesystem(url)[1] for url in distinct}
         local = [is_local_url[url] for url in urls]
         for is_local in (True, False):
@@ -555,6 +556,34 @@ def _members_by_block(plan: ReadPlan) -> list[np.ndarray[Any, np.dtype[np.int64]
     order = np.argsort(plan.block_of, kind="stable")
     bounds = np.searchsorted(plan.block_of[order], np.arange(len(plan.blocks) + 1))
     return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
+
+
+_LAST_BYTE = 2**63 - 1
+"""The largest byte position a file can have (int64 offsets everywhere)."""
+
+
+def _check_ends(
+    urls: Sequence[str],
+    offsets: Sequence[int] | np.ndarray[Any, Any],
+    lengths: Sequence[int] | np.ndarray[Any, Any],
+    keys: Sequence[str] | None,
+) -> None:
+    """Raise ChunkFetchError for a range that ends past any possible file end (a corrupt
+    reference whose end would overflow); checked before anything is planned or read."""
+    starts = np.asarray(offsets, dtype=np.int64).reshape(-1)
+    sizes = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    if starts.shape != sizes.shape or not starts.size or (sizes < 0).any():
+        return  # the planner says what is wrong
+    beyond = np.flatnonzero(starts > _LAST_BYTE - np.maximum(sizes, 0))
+    if beyond.size:
+        k = int(beyond[0])
+        name = keys[k] if keys is not None else f"#{k}"
+        start, size = int(starts[k]), int(sizes[k])
+        raise ChunkFetchError(
+            f"{urls[k]}: cannot read bytes {start}-{start + size} (offset {start}, length "
+            f"{size}) for {name}: the range ends past the largest offset a file can have "
+            f"({_LAST_BYTE}); the reference is corrupt"
+        )
 
 
 def _fetch_error(block: Block, where: str, reason: str) -> ChunkFetchError:

@@ -713,9 +713,10 @@ def _reject_duplicates(
     every = np.concatenate([flat, inline_flat])
     if every.size == 0:
         return
-    counts = np.bincount(every, minlength=1)
-    if counts.max() > 1:
-        number = int(np.argmax(counts))
+    ordered = np.sort(every)  # not bincount: its cost is the largest chunk number's
+    repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if repeated.size:
+        number = int(ordered[repeated[0]])
         index = np.unravel_index(number, grid) if grid else ()
         key = ".".join(str(int(i)) for i in index) or "0"
         raise RefFormatError(f"{where}: chunk {key} is given more than once")
