@@ -122,7 +122,8 @@ def test_a_failing_server_fails_at_the_deadline(failing_url: str) -> None:
     message = str(error)
     assert failing_url in message
     assert "v/0" in message
-    assert "attempts; another would end past the read deadline of 1.5 s" in message
+    # given up between two tries, or (on a loaded machine) by the watchdog during one
+    assert "read deadline of 1.5 s" in message
     assert "503" in message
     assert time.monotonic() - started < 10 * DEADLINE + 5
 
@@ -148,3 +149,10 @@ def test_deadline_settings_are_checked() -> None:
         set_read_deadline(0)
     with pytest.raises(ValueError, match="deadline must be positive"):
         FetchPolicy(max_gap=0, max_block=1, concurrency=1, deadline=-1.0)
+
+
+def test_the_size_of_a_whole_file_on_a_stalled_server(stalled_url: str) -> None:
+    reader = RangeReader(remote_policy=patient_policy())
+    error = finish_within(HARD_TIMEOUT, lambda: reader.size(stalled_url))
+    assert isinstance(error, ChunkFetchError), error
+    assert f"{stalled_url}: cannot get its size: no answer within the read deadline" in str(error)

@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -289,9 +289,15 @@ class RangeReader:
             When the file cannot be found or asked.
         """
         URLPolicy(self.allowed).check([url])
-        fs, _ = self._filesystem(url)
+        fs, is_local = self._filesystem(url)
+        seconds = None if is_local else self.remote_policy.seconds()
         try:
-            return int(fs.size(_remote_path(fs, url)))
+            return int(_within(seconds, lambda: fs.size(_remote_path(fs, url))))
+        except TimeoutError:
+            raise ChunkFetchError(
+                f"{url}: cannot get its size: no answer within the read deadline of "
+                f"{seconds:g} s; raise it with refzarr.io.set_read_deadline"
+            ) from None
         except Exception as exc:
             raise ChunkFetchError(
                 f"{url}: cannot get its size: {type(exc).__name__}: {exc}"
@@ -556,6 +562,18 @@ def _members_by_block(plan: ReadPlan) -> list[np.ndarray[Any, np.dtype[np.int64]
     order = np.argsort(plan.block_of, kind="stable")
     bounds = np.searchsorted(plan.block_of[order], np.arange(len(plan.blocks) + 1))
     return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
+
+
+def _within(seconds: float | None, call: Callable[[], Any]) -> Any:
+    """``call()``, or TimeoutError when it has not returned after ``seconds`` (it is left to
+    finish in its own thread)."""
+    if seconds is None:
+        return call()
+    pool = ThreadPoolExecutor(1, thread_name_prefix="refzarr-fetch")
+    try:
+        return pool.submit(call).result(timeout=seconds)
+    finally:
+        pool.shutdown(wait=False)
 
 
 _LAST_BYTE = 2**63 - 1
