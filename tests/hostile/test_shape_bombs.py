@@ -227,3 +227,10 @@ def test_a_sparse_manifest_equals_its_dense_twin() -> None:
     blocks = list(sparse.iter_written_blocks())
     assert [b.start for b in blocks] == [0, 2**20, 2**21 - 2**16]
     assert sum(int((b.path_id != -1).sum()) for b in blocks) == 4
+
+
+def test_writing_a_huge_sparse_grid_as_parquet_is_refused(tmp_path: Path) -> None:
+    group = refzarr.from_kerchunk(bomb([2**40], [1], **{"a/1": "base64:AQAAAA=="}))
+    with pytest.raises(refzarr.RefFormatError, match="array 'a' written as Parquet"):
+        bounded(lambda: refzarr.write(group, tmp_path / "out.parq"))
+    assert list(tmp_path.iterdir()) == []
