@@ -234,3 +234,20 @@ def test_writing_a_huge_sparse_grid_as_parquet_is_refused(tmp_path: Path) -> Non
     with pytest.raises(refzarr.RefFormatError, match="array 'a' written as Parquet"):
         bounded(lambda: refzarr.write(group, tmp_path / "out.parq"))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("every", [16, 64])
+def test_a_large_grid_read_from_json_equals_the_per_key_reader(
+    tmp_path: Path, data_file: str, every: int
+) -> None:
+    n = (
+        2**20 + 2**16
+    )  # held dense when one chunk in 16 (and one more) is written, sparse for one in 64
+    keys = {f"a/{k}": [data_file, 4 * (k % 2), 4] for k in range(0, n, every)}
+    refs = bomb([n], [1], **keys, **{"a/1": "base64:AQAAAA=="})
+    path = tmp_path / "large.json"
+    path.write_text(json.dumps(refs))
+    group = refzarr.read(path)
+    assert group["a"].manifest.sparse is (every == 64)
+    assert group["a"].manifest == refzarr.from_kerchunk(refs)["a"].manifest
+    assert group["a"].manifest.count_written() == len(keys) + 1

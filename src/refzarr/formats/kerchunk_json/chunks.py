@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from refzarr.formats.kerchunk_json.byte_words import I64, U64, Unhandled
 from refzarr.model.manifest import INLINED, MISSING, ChunkManifest, ManifestBlock
-from refzarr.model.sparse import SPARSE_FROM
+from refzarr.model.sparse import SPARSE_FROM, wants_sparse
 
 __all__ = ["ArrayColumns"]
 
@@ -37,6 +37,7 @@ class ArrayColumns:
         self._used = np.zeros(0, np.bool_)
         self.large = self.size > SPARSE_FROM
         self._given: list[tuple[I64, I64, U64, U64]] = []
+        self._count = 0
 
     def _columns(self) -> I32:
         if self.path_id is None:
@@ -51,6 +52,8 @@ class ArrayColumns:
         if self.large:
             columns = (flat, ids, offset, length)
             self._given.append(tuple(np.array(c, copy=True) for c in columns))  # type: ignore[arg-type]
+            self._count += flat.shape[0]
+            self._densify_if_full()
             return
         path_id = self._columns()
         if (path_id[flat] != MISSING).any():
@@ -63,6 +66,17 @@ class ArrayColumns:
         path_id[flat] = ids
         self.offset[flat] = offset
         self.length[flat] = length
+
+    def _densify_if_full(self) -> None:
+        """Switch a large grid to one entry per chunk once 1/16 of it is given (a large set
+        that is mostly written, as scans make them): bounded by what was read."""
+        if not wants_sparse(self.size, self._count):
+            self.large = False
+            path_id = self._columns()
+            path_id[np.fromiter(self.inlined, np.int64, len(self.inlined))] = INLINED
+            given, self._given = self._given, []
+            for flat, ids, offset, length in given:
+                self.put(flat, ids, offset, length)
 
     def _mark_used(self, ids: I64) -> None:
         if ids.shape[0]:
@@ -79,6 +93,8 @@ class ArrayColumns:
             if flat in self.inlined:
                 raise Unhandled("a chunk is given more than once")
             self.inlined[flat] = data
+            self._count += 1
+            self._densify_if_full()
             return
         path_id = self._columns()
         if path_id[flat] != MISSING:
