@@ -534,6 +534,8 @@ class ChunkManifest:
     @property
     def paths(self) -> tuple[str, ...]:
         """The table of unique URLs that ``path_id`` indexes (loads every block)."""
+        if isinstance(self._source, SparseEntries):  # the URLs of written chunks: the same
+            return self._source.entries.paths
         return self._all().paths
 
     @property
@@ -555,9 +557,12 @@ class ChunkManifest:
     def inlined(self) -> dict[tuple[int, ...], bytes]:
         """Chunk index -> inlined bytes (loads every block)."""
         grid = self._grid_shape
+        numbers = (
+            self._source.inlined if isinstance(self._source, SparseEntries) else self._all().inlined
+        )
         return {
             tuple(int(i) for i in np.unravel_index(n, grid)) if grid else (): data
-            for n, data in sorted(self._all().inlined.items())
+            for n, data in sorted(numbers.items())
         }
 
     def iter_blocks(self) -> Iterator[ManifestBlock]:
