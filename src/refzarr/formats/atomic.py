@@ -8,8 +8,10 @@ it in one step (Linux ``renameat2(RENAME_EXCHANGE)``), so a crash at any moment 
 old set or the new one at the target, never nothing; where the filesystem cannot exchange,
 the old set is moved aside first and a crash between the two renames leaves it at
 ``<target>.old-<hex>``, which the next write puts back. Every local temporary is locked
-(``flock``) while its writer lives: the next write beside it removes the leftovers of
-writers that died (and restores a set left aside), never those of a writer still running.
+(``flock``) while its writer lives: the next write of a directory removes the leftovers of
+its writers that died (and restores a set left aside), never those of a writer still
+running. A killed file write leaves its temporary file (harmless; `clean_leftovers` removes
+it): looking for them would list the folder at every write.
 
 On other filesystems (object stores, memory) a file is moved with fsspec's ``mv`` straight
 over the old one, never deleted first; a directory is moved file by file (every file copied,
@@ -73,7 +75,8 @@ def atomic_path(location: Location, *, directory: bool) -> Iterator[str]:
         fs.makedirs(parent, exist_ok=True)
     with contextlib.ExitStack() as held:
         if location.is_local:
-            clean_leftovers(location.path)
+            if directory:  # not for files: a folder of 10,000 outputs would be listed each time
+                clean_leftovers(location.path)
             held.enter_context(_locked_new(temporary, directory=directory))
         try:
             yield temporary
