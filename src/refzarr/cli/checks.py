@@ -85,7 +85,7 @@ def referenced_urls(arrays: list[tuple[str, RefArray]]) -> list[str]:
     """Every URL a chunk of these arrays refers to, in first-seen order."""
     seen: dict[str, None] = {}
     for _, array in arrays:
-        for block in array.manifest.iter_blocks():
+        for block in array.manifest.iter_written_blocks():
             ids = np.unique(block.path_id[block.path_id >= 0])
             seen.update((block.paths[int(i)], None) for i in ids)
     return list(seen)
@@ -95,7 +95,7 @@ def check_ranges(path: str, array: RefArray, sizes: dict[str, int | str], report
     """Report every chunk of ``array`` whose file is missing or too short for its range."""
     separator = array.meta.dimension_separator
     grid = array.manifest.grid_shape
-    for block in array.manifest.iter_blocks():
+    for block in array.manifest.iter_written_blocks():
         for row in _bad_rows(block, sizes).tolist():
             url = block.paths[int(block.path_id[row])]
             size = sizes[url]
@@ -163,7 +163,7 @@ def _batches(path: str, array: RefArray, sizes: dict[str, int | str]) -> Iterato
     meta, separator = array.meta, array.meta.dimension_separator
     grid = array.manifest.grid_shape
     batch = _Batch()
-    for block in array.manifest.iter_blocks():
+    for block in array.manifest.iter_written_blocks():
         bad = set(_bad_rows(block, sizes).tolist())
         ids = block.path_id
         for row in np.flatnonzero((ids >= 0) | (ids == INLINED)).tolist():

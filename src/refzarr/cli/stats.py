@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from refzarr.model import INLINED, MISSING, WHOLE_FILE, RefArray
+from refzarr.model import INLINED, WHOLE_FILE, RefArray
 
 __all__ = ["ArrayStats", "array_stats"]
 
@@ -37,7 +37,7 @@ class ArrayStats:
 def array_stats(array: RefArray) -> ArrayStats:
     """Count the chunks of ``array``: referenced (and their bytes), inlined, missing."""
     stats = ArrayStats()
-    for block in array.manifest.iter_blocks():
+    for block in array.manifest.iter_written_blocks():
         ids = block.path_id
         present = ids >= 0
         lengths = block.length[present]
@@ -47,6 +47,7 @@ def array_stats(array: RefArray) -> ArrayStats:
         stats.referenced_bytes += int(lengths[~whole].sum(dtype=np.uint64))
         stats.inlined += int((ids == INLINED).sum())
         stats.inlined_bytes += sum(len(data) for data in block.inlined.values())
-        stats.missing += int((ids == MISSING).sum())
         stats.urls.update(block.paths[int(i)] for i in np.unique(ids[present]))
+    # blocks in which nothing was written are skipped in a sparse manifest
+    stats.missing = array.manifest.nchunks - stats.referenced - stats.inlined
     return stats

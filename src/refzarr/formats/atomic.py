@@ -3,16 +3,29 @@
 A failed write leaves no partial output and no temporary behind, and keeps an older file or
 directory intact. On the local disk the new file's bytes are flushed (``fsync``) before the
 rename and the rename itself after it, so even a crash cannot leave a truncated file where
-the old one stood. On other filesystems (object stores, memory) a file is moved with fsspec's
-``mv`` straight over the old one, never deleted first; a directory is moved file by file
-(every file copied, then the originals deleted), as fsspec's recursive ``mv`` also tries to
-copy an object store's pseudo-directories and fails with "no such key".
+the old one stood. A local directory (a Parquet set) replacing an older one is swapped with
+it in one step (Linux ``renameat2(RENAME_EXCHANGE)``), so a crash at any moment leaves the
+old set or the new one at the target, never nothing; where the filesystem cannot exchange,
+the old set is moved aside first and a crash between the two renames leaves it at
+``<target>.old-<hex>``, which the next write puts back. Every local temporary is locked
+(``flock``) while its writer lives: the next write of a directory removes the leftovers of
+its writers that died (and restores a set left aside), never those of a writer still
+running. A killed file write leaves its temporary file (harmless; `clean_leftovers` removes
+it): looking for them would list the folder at every write.
+
+On other filesystems (object stores, memory) a file is moved with fsspec's ``mv`` straight
+over the old one, never deleted first; a directory is moved file by file (every file copied,
+then the originals deleted), as fsspec's recursive ``mv`` also tries to copy an object
+store's pseudo-directories and fails with "no such key": not atomic (see docs/security.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -20,10 +33,20 @@ from typing import Any
 
 from refzarr.formats.source import Location
 
-__all__ = ["atomic_path", "temporary_name", "write_atomic"]
+__all__ = ["atomic_path", "clean_leftovers", "temporary_name", "write_atomic"]
 
 TEMPORARY_MARK = ".tmp-"
 """What a temporary name adds to the target's name (followed by a random hex suffix)."""
+BACKUP_MARK = ".old-"
+"""What an older directory set aside while replaced adds to the target's name."""
+
+fault_hook: Callable[[str], None] | None = None
+"""Called with the name of each step of a replace (tests make a write die there)."""
+
+
+def _step(name: str) -> None:
+    if fault_hook is not None:
+        fault_hook(name)
 
 
 def temporary_name(path: str) -> str:
@@ -50,19 +73,96 @@ def atomic_path(location: Location, *, directory: bool) -> Iterator[str]:
     parent = location.path.rpartition("/")[0]
     if parent:
         fs.makedirs(parent, exist_ok=True)
+    with contextlib.ExitStack() as held:
+        if location.is_local:
+            if directory:  # not for files: a folder of 10,000 outputs would be listed each time
+                clean_leftovers(location.path)
+            held.enter_context(_locked_new(temporary, directory=directory))
+        try:
+            yield temporary
+            _step("written")
+            _replace(location, temporary, directory=directory)
+        except BaseException:
+            _discard(location, temporary)
+            raise
+
+
+_LEFTOVER = re.compile(r"(?P<mark>\.tmp-|\.old-)[0-9a-f]{12}")
+
+
+def clean_leftovers(target: str) -> None:
+    """Remove what writers of local ``target`` that died left beside it; put back an older
+    directory set aside (``.old-``) when nothing stands at ``target``."""
+    if os.name != "posix":
+        return
+    folder, name = os.path.split(os.path.abspath(target))
     try:
-        yield temporary
-        _replace(location, temporary, directory=directory)
-    except BaseException:
-        _discard(location, temporary)
-        raise
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in sorted(entries):
+        found = _LEFTOVER.fullmatch(entry[len(name) :]) if entry.startswith(name) else None
+        if found is None:
+            continue
+        path = os.path.join(folder, entry)
+        with contextlib.suppress(OSError), _unlocked(path) as free:
+            if not free:
+                continue  # a writer still running holds it
+            if found["mark"] == BACKUP_MARK and not os.path.lexists(target):
+                os.rename(path, target)  # the older set, moved aside by a writer that died
+            else:
+                _remove_local(path)
+
+
+@contextlib.contextmanager
+def _unlocked(path: str) -> Iterator[bool]:
+    """Whether no live writer holds ``path`` (locked for the body when so)."""
+    import fcntl
+
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(handle)
+
+
+@contextlib.contextmanager
+def _locked_new(path: str, *, directory: bool) -> Iterator[None]:
+    """Create ``path`` (an empty directory or file) and hold a lock on it while writing."""
+    if os.name != "posix":
+        yield
+        return
+    import fcntl
+
+    if directory:
+        os.mkdir(path)
+        handle = os.open(path, os.O_RDONLY)
+    else:
+        handle = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
+
+
+def _remove_local(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        os.unlink(path)
 
 
 def write_atomic(location: Location, parts: Sequence[Any]) -> None:
     """Write the concatenation of ``parts`` (bytes-like pieces) to ``location`` atomically."""
     with atomic_path(location, directory=False) as temporary:
         if location.is_local:
-            with open(temporary, "xb") as file:
+            with open(temporary, "wb") as file:  # created (and locked) by atomic_path
                 file.writelines(parts)
                 file.flush()
                 os.fsync(file.fileno())
@@ -88,15 +188,39 @@ def _replace(location: Location, temporary: str, *, directory: bool) -> None:
         os.replace(temporary, target)
     elif os.path.isfile(target):
         raise IsADirectoryError(f"{target}: a file stands where the reference directory goes")
+    elif os.path.isdir(target) and _exchange(temporary, target):
+        _step("exchanged")  # the old set is at the temporary name now
+        shutil.rmtree(temporary, ignore_errors=True)
     else:
-        _swap_directory(
-            temporary,
-            target,
-            exists=os.path.exists,
-            rename=os.rename,
-            remove=lambda path: shutil.rmtree(path, ignore_errors=True),
-        )
+        with _held(target):  # set aside, the old set stays locked: not a dead writer's
+            _swap_local(temporary, target)
     _sync_directory(os.path.dirname(target))
+
+
+def _swap_local(temporary: str, target: str) -> None:
+    _swap_directory(
+        temporary,
+        target,
+        exists=os.path.exists,
+        rename=os.rename,
+        remove=lambda path: shutil.rmtree(path, ignore_errors=True),
+    )
+
+
+@contextlib.contextmanager
+def _held(path: str) -> Iterator[None]:
+    """Hold a lock on local directory ``path`` (if it exists) for the body."""
+    if os.name != "posix" or not os.path.isdir(path):
+        yield
+        return
+    import fcntl
+
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
 
 
 def _swap_directory(
@@ -111,8 +235,9 @@ def _swap_directory(
     if not exists(target):
         rename(temporary, target)
         return
-    backup = f"{target}.old-{uuid.uuid4().hex[:12]}"
+    backup = f"{target}{BACKUP_MARK}{uuid.uuid4().hex[:12]}"
     rename(target, backup)
+    _step("set aside")
     try:
         rename(temporary, target)
     except BaseException:
@@ -120,7 +245,31 @@ def _swap_directory(
             remove(target)
         rename(backup, target)
         raise
+    _step("moved in")
     remove(backup)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(first: str, second: str) -> bool:
+    """Swap two local paths in one step (Linux renameat2); False where that cannot be done."""
+    if os.environ.get("REFZARR_NO_EXCHANGE"):  # tests of the fallback
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes += [ctypes.c_uint]
+    paths = os.fsencode(first), os.fsencode(second)
+    if renameat2(_AT_FDCWD, paths[0], _AT_FDCWD, paths[1], _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(code, os.strerror(code), second)
 
 
 def _move_tree(fs: Any, source: str, destination: str) -> None:

@@ -1,10 +1,19 @@
 """Byte access: many (url, offset, length) ranges read at once, merged, concurrent, retried."""
 
 from refzarr.io.allow import URLPolicy, normalize_url
-from refzarr.io.fetch import LOCAL_POLICY, REMOTE_POLICY, FetchedBlock, FetchPolicy, RangeReader
+from refzarr.io.fetch import (
+    DEFAULT_DEADLINE,
+    LOCAL_POLICY,
+    REMOTE_POLICY,
+    FetchedBlock,
+    FetchPolicy,
+    RangeReader,
+    set_read_deadline,
+)
 from refzarr.io.plan import Block, ReadPlan, plan_reads
 
 __all__ = [
+    "DEFAULT_DEADLINE",
     "LOCAL_POLICY",
     "REMOTE_POLICY",
     "Block",
@@ -15,4 +24,5 @@ __all__ = [
     "URLPolicy",
     "normalize_url",
     "plan_reads",
+    "set_read_deadline",
 ]

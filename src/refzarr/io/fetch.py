@@ -11,6 +11,12 @@ any other fsspec URL through its filesystem's ``cat_file``. A failed block is re
 exponential backoff a bounded number of times, then raises `ChunkFetchError` naming the URL, the
 range and the keys that needed it. A range that comes back short (past the end of the object) is
 an error at once: missing bytes are never padded or read as fill values.
+
+Remote blocks have an overall deadline (`DEFAULT_DEADLINE`, 60 s, from the first try; the
+policy's ``deadline`` or `set_read_deadline` change it): a server that accepts connections and
+never answers, or keeps failing, raises `ChunkFetchError` naming the URL and what was tried
+when the deadline passes, however the filesystem's own timeouts and retries are set. A request
+stuck in the filesystem is left to finish in its thread; the read does not wait for it.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -35,6 +41,7 @@ from refzarr.io.allow import URLPolicy
 from refzarr.io.plan import Block, ReadPlan, plan_reads
 
 __all__ = [
+    "DEFAULT_DEADLINE",
     "LOCAL_POLICY",
     "MAX_OPEN_FILES",
     "REMOTE_POLICY",
@@ -42,7 +49,27 @@ __all__ = [
     "FetchPolicy",
     "FetchedBlock",
     "RangeReader",
+    "set_read_deadline",
 ]
+
+DEFAULT_DEADLINE = 60.0
+"""Seconds a remote block may take, all tries included, unless a policy says otherwise."""
+
+_deadline = {"default": DEFAULT_DEADLINE}
+
+
+def set_read_deadline(seconds: float) -> None:
+    """Set the process-wide deadline of remote reads whose policy gives none (seconds > 0).
+
+    Raises
+    ------
+    ValueError
+        When ``seconds`` is not a positive number.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise ValueError(f"the deadline must be a positive number of seconds, got {seconds!r}")
+    _deadline["default"] = float(seconds)
+
 
 SMALL_LOCAL_BLOCK = 64 * 2**10
 """Local blocks up to this size are read in the calling thread: a pread from the page cache
@@ -84,6 +111,10 @@ class FetchPolicy:
         Seconds to wait before the first retry; doubled each time, at most ``max_backoff``.
     max_backoff
         Longest wait between two tries, in seconds.
+    deadline
+        Seconds a block may take from its first try, all tries included, before the read
+        fails with `ChunkFetchError`; None: the process-wide default (`set_read_deadline`,
+        `DEFAULT_DEADLINE` unless changed). Local reads are not timed.
     """
 
     max_gap: int
@@ -92,10 +123,17 @@ class FetchPolicy:
     attempts: int = 4
     backoff: float = 0.1
     max_backoff: float = 2.0
+    deadline: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_gap < 0 or self.max_block < 1 or self.concurrency < 1 or self.attempts < 1:
             raise ValueError(f"invalid fetch policy {self}")
+        if self.deadline is not None and not self.deadline > 0:
+            raise ValueError(f"invalid fetch policy {self}: the deadline must be positive")
+
+    def seconds(self) -> float:
+        """The deadline in force for this policy."""
+        return self.deadline if self.deadline is not None else _deadline["default"]
 
 
 LOCAL_POLICY = FetchPolicy(max_gap=64 * 2**10, max_block=16 * 2**20, concurrency=8, attempts=1)
@@ -234,6 +272,7 @@ class RangeReader:
         """
         distinct = list(dict.fromkeys(urls))
         URLPolicy(self.allowed).check(distinct)
+        _check_ends(urls, offsets, lengths, keys)
         is_local_url = {url: self._filesystem(url)[1] for url in distinct}
         local = [is_local_url[url] for url in urls]
         for is_local in (True, False):
@@ -250,9 +289,15 @@ class RangeReader:
             When the file cannot be found or asked.
         """
         URLPolicy(self.allowed).check([url])
-        fs, _ = self._filesystem(url)
+        fs, is_local = self._filesystem(url)
+        seconds = None if is_local else self.remote_policy.seconds()
         try:
-            return int(fs.size(_remote_path(fs, url)))
+            return int(_within(seconds, lambda: fs.size(_remote_path(fs, url))))
+        except TimeoutError:
+            raise ChunkFetchError(
+                f"{url}: cannot get its size: no answer within the read deadline of "
+                f"{seconds:g} s; raise it with refzarr.io.set_read_deadline"
+            ) from None
         except Exception as exc:
             raise ChunkFetchError(
                 f"{url}: cannot get its size: {type(exc).__name__}: {exc}"
@@ -280,7 +325,9 @@ class RangeReader:
         names = _Names(keys, chosen)
         with ExitStack() as stack:
             files = stack.enter_context(_LocalFiles()) if is_local else None
-            pool = stack.enter_context(ThreadPoolExecutor(policy.concurrency))
+            pool = ThreadPoolExecutor(policy.concurrency, thread_name_prefix="refzarr-fetch")
+            # a request stuck past its deadline is not waited for
+            stack.callback(lambda: pool.shutdown(wait=is_local, cancel_futures=True))
             for block_index, data in self._fetch_blocks(plan, pool, policy, files, names, members):
                 held = members[block_index]
                 yield FetchedBlock(
@@ -300,42 +347,55 @@ class RangeReader:
         members: list[np.ndarray[Any, np.dtype[np.int64]]],
     ) -> Iterator[tuple[int, bytes]]:
         """Fetched blocks as they complete, with at most ``concurrency`` in flight."""
-        pending: dict[Future[bytes], int] = {}
+        pending: dict[Future[bytes], tuple[int, _Tries]] = {}
         queue = iter(range(len(plan.blocks)))
+        timed = files is None
         try:
             while True:
                 for block_index in queue:
                     block = plan.blocks[block_index]
                     where = names.of(members[block_index])
+                    tries = _Tries(policy.seconds() if timed else None)
                     if files is not None and block.length <= SMALL_LOCAL_BLOCK:
-                        yield block_index, self._fetch_block(block, policy, files, where)
+                        yield block_index, self._fetch_block(block, policy, files, where, tries)
                         continue
-                    future = pool.submit(self._fetch_block, block, policy, files, where)
-                    pending[future] = block_index
+                    future = pool.submit(self._fetch_block, block, policy, files, where, tries)
+                    pending[future] = (block_index, tries)
                     if len(pending) >= policy.concurrency:
                         break
                 if not pending:
                     return
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                timeout = min(t.left() for _, t in pending.values()) if timed else None
+                done, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
                 for future in done:
-                    yield pending.pop(future), future.result()
+                    yield pending.pop(future)[0], future.result()
+                if not done:
+                    _raise_overdue(pending, plan, names, members)
         finally:
             for future in pending:
                 future.cancel()
 
     def _fetch_block(
-        self, block: Block, policy: FetchPolicy, files: _LocalFiles | None, where: str
+        self,
+        block: Block,
+        policy: FetchPolicy,
+        files: _LocalFiles | None,
+        where: str,
+        tries: _Tries,
     ) -> bytes:
         """One block, retried on transient failures; ChunkFetchError when it cannot be had."""
         delay = policy.backoff
         for attempt in range(1, policy.attempts + 1):
+            tries.count = attempt
             try:
                 data = self._get(block, files)
             except _NOT_TRANSIENT as exc:
                 raise _fetch_error(block, where, f"{type(exc).__name__}: {exc}") from exc
             except Exception as exc:  # timeouts, connection resets, 5xx: worth another try
-                if attempt == policy.attempts:
-                    reason = f"{type(exc).__name__}: {exc} (after {attempt} attempts)"
+                tries.last = f"{type(exc).__name__}: {exc}"
+                late = tries.left() < delay
+                if attempt == policy.attempts or late:
+                    reason = f"{tries.last} (after {attempt} attempts{tries.past(late)})"
                     raise _fetch_error(block, where, reason) from exc
                 time.sleep(delay)
                 delay = min(2 * delay, policy.max_backoff)
@@ -436,6 +496,51 @@ class _LocalFiles:
                 os.close(self._fds.pop(path))
 
 
+@dataclass(slots=True)
+class _Tries:
+    """What was tried for one block (the watchdog reads it from another thread)."""
+
+    deadline: float | None
+    started: float = field(default_factory=time.monotonic)
+    count: int = 0
+    last: str = ""
+
+    def left(self) -> float:
+        """Seconds until the deadline (infinite without one)."""
+        if self.deadline is None:
+            return float("inf")
+        return self.started + self.deadline - time.monotonic()
+
+    def past(self, late: bool) -> str:
+        """Why no more tries: the policy's count, or (``late``) the deadline."""
+        if not late or self.deadline is None:
+            return ""
+        return f"; another would end past the read deadline of {self.deadline:g} s"
+
+    def report(self) -> str:
+        """Why a block is given up when its deadline passed."""
+        failed = f"; the last failed with {self.last}" if self.last else ""
+        return (
+            f"no answer within the read deadline of {self.deadline:g} s "
+            f"({self.count} attempt(s) started{failed}); raise it with "
+            "refzarr.io.set_read_deadline or FetchPolicy(deadline=...)"
+        )
+
+
+def _raise_overdue(
+    pending: Mapping[Future[bytes], tuple[int, _Tries]],
+    plan: ReadPlan,
+    names: _Names,
+    members: list[np.ndarray[Any, np.dtype[np.int64]]],
+) -> None:
+    """Raise ChunkFetchError for the first pending block past its deadline, if any."""
+    for block_index, tries in pending.values():
+        if tries.left() <= 0:
+            block = plan.blocks[block_index]
+            where = names.of(members[block_index])
+            raise _fetch_error(block, where, tries.report())
+
+
 @dataclass(frozen=True, slots=True)
 class _Names:
     """The keys of requests, for messages (request numbers when no keys were given)."""
@@ -457,6 +562,46 @@ def _members_by_block(plan: ReadPlan) -> list[np.ndarray[Any, np.dtype[np.int64]
     order = np.argsort(plan.block_of, kind="stable")
     bounds = np.searchsorted(plan.block_of[order], np.arange(len(plan.blocks) + 1))
     return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
+
+
+def _within(seconds: float | None, call: Callable[[], Any]) -> Any:
+    """``call()``, or TimeoutError when it has not returned after ``seconds`` (it is left to
+    finish in its own thread)."""
+    if seconds is None:
+        return call()
+    pool = ThreadPoolExecutor(1, thread_name_prefix="refzarr-fetch")
+    try:
+        return pool.submit(call).result(timeout=seconds)
+    finally:
+        pool.shutdown(wait=False)
+
+
+_LAST_BYTE = 2**63 - 1
+"""The largest byte position a file can have (int64 offsets everywhere)."""
+
+
+def _check_ends(
+    urls: Sequence[str],
+    offsets: Sequence[int] | np.ndarray[Any, Any],
+    lengths: Sequence[int] | np.ndarray[Any, Any],
+    keys: Sequence[str] | None,
+) -> None:
+    """Raise ChunkFetchError for a range that ends past any possible file end (a corrupt
+    reference whose end would overflow); checked before anything is planned or read."""
+    starts = np.asarray(offsets, dtype=np.int64).reshape(-1)
+    sizes = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    if starts.shape != sizes.shape or not starts.size or (sizes < 0).any():
+        return  # the planner says what is wrong
+    beyond = np.flatnonzero(starts > _LAST_BYTE - np.maximum(sizes, 0))
+    if beyond.size:
+        k = int(beyond[0])
+        name = keys[k] if keys is not None else f"#{k}"
+        start, size = int(starts[k]), int(sizes[k])
+        raise ChunkFetchError(
+            f"{urls[k]}: cannot read bytes {start}-{start + size} (offset {start}, length "
+            f"{size}) for {name}: the range ends past the largest offset a file can have "
+            f"({_LAST_BYTE}); the reference is corrupt"
+        )
 
 
 def _fetch_error(block: Block, where: str, reason: str) -> ChunkFetchError:

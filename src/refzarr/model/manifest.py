@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from refzarr.errors import RefFormatError
+from refzarr.model.sparse import SparseEntries, check_dense, wants_sparse
 
 __all__ = [
     "INLINED",
@@ -36,6 +37,7 @@ __all__ = [
     "ChunkRef",
     "ManifestBlock",
     "ManifestSource",
+    "WrittenEntries",
     "share_bytes",
 ]
 
@@ -50,6 +52,16 @@ MAX_OFFSET = 2**63 - 1
 
 IntArray = npt.NDArray[np.int32]
 UIntArray = npt.NDArray[np.uint64]
+
+
+class WrittenEntries(NamedTuple):
+    """The written (referenced or inlined) chunks of a manifest, by C-order chunk number."""
+
+    numbers: npt.NDArray[np.int64]
+    paths: tuple[str, ...]
+    path_id: IntArray
+    offset: UIntArray
+    length: UIntArray
 
 
 class ChunkRef(NamedTuple):
@@ -334,6 +346,9 @@ class ChunkManifest:
         _reject_duplicates(grid, flat, np.fromiter(inline_flat, np.int64), where)
         n = math.prod(grid)
         used, local_ids = np.unique(ids, return_inverse=True)
+        paths = [urls[int(i)] for i in used]
+        if wants_sparse(n, flat.shape[0] + len(inline_flat)):
+            return cls._sparse(grid, flat, paths, local_ids, offsets, lengths, inline_flat)
         path_id = np.full(n, MISSING, dtype=np.int32)
         offset = np.zeros(n, dtype=np.uint64)
         length = np.zeros(n, dtype=np.uint64)
@@ -341,15 +356,76 @@ class ChunkManifest:
         offset[flat] = offsets
         length[flat] = lengths
         path_id[list(inline_flat)] = INLINED
-        paths = [urls[int(i)] for i in used]
         block = ManifestBlock(0, tuple(paths), path_id, offset, length, inline_flat)
         return cls(grid, _InMemory(block))
+
+    @classmethod
+    def from_written(
+        cls,
+        grid_shape: Sequence[int],
+        numbers: npt.NDArray[np.int64],
+        paths: Sequence[str],
+        path_id: npt.ArrayLike,
+        offsets: npt.ArrayLike,
+        lengths: npt.ArrayLike,
+        inlined: Mapping[int, bytes],
+    ) -> ChunkManifest:
+        """A manifest from the written chunks only: references to ``paths[path_id[k]]`` at
+        C-order chunk numbers ``numbers`` (each in the grid, none twice), and ``inlined``
+        (chunk number -> bytes). Held sparse when the grid is large and mostly unwritten."""
+        grid = _parse_grid(grid_shape)
+        n = math.prod(grid)
+        if wants_sparse(n, numbers.shape[0] + len(inlined)):
+            return cls._sparse(grid, numbers, paths, path_id, offsets, lengths, inlined)
+        ids = np.full(n, MISSING, np.int32)
+        offset = np.zeros(n, np.uint64)
+        length = np.zeros(n, np.uint64)
+        ids[numbers] = np.asarray(path_id, np.int64)
+        offset[numbers] = offsets
+        length[numbers] = lengths
+        ids[list(inlined)] = INLINED
+        return cls(grid, _InMemory(ManifestBlock(0, tuple(paths), ids, offset, length, inlined)))
+
+    @classmethod
+    def _sparse(
+        cls,
+        grid: tuple[int, ...],
+        flat: npt.NDArray[np.int64],
+        paths: Sequence[str],
+        local_ids: npt.ArrayLike,
+        offsets: npt.ArrayLike,
+        lengths: npt.ArrayLike,
+        inline_flat: Mapping[int, bytes],
+    ) -> ChunkManifest:
+        """A manifest holding only its written entries (`refzarr.model.sparse`)."""
+        inline = np.fromiter(inline_flat, np.int64, len(inline_flat))
+        count = flat.shape[0]
+        columns = [
+            np.concatenate(
+                [np.asarray(local_ids, np.int64).ravel(), np.full(inline.size, INLINED)]
+            ),
+            np.concatenate([_column(offsets, count, "offset"), np.zeros(inline.size, np.uint64)]),
+            np.concatenate([_column(lengths, count, "length"), np.zeros(inline.size, np.uint64)]),
+        ]
+        source = SparseEntries(
+            math.prod(grid),
+            np.concatenate([flat, inline]),
+            tuple(paths),
+            columns[0].astype(np.int32),
+            columns[1],
+            columns[2],
+            inline_flat,
+        )
+        return cls(grid, source)
 
     @classmethod
     def missing(cls, grid_shape: Sequence[int]) -> ChunkManifest:
         """A manifest in which no chunk was ever written."""
         grid = _parse_grid(grid_shape)
         n = math.prod(grid)
+        if wants_sparse(n, 0):
+            empty = np.zeros(0, np.int64)
+            return cls._sparse(grid, empty, (), empty, empty, empty, {})
         zeros = np.zeros(n, dtype=np.uint64)
         block = ManifestBlock(0, (), np.full(n, MISSING, np.int32), zeros, zeros.copy(), {})
         return cls(grid, _InMemory(block))
@@ -404,19 +480,13 @@ class ChunkManifest:
     def __getitem__(self, index: Sequence[int] | int) -> ChunkRef | bytes | None:
         """The entry of one chunk: a `ChunkRef`, inlined bytes, or None when missing."""
         number = self._number(index)
+        if isinstance(self._source, SparseEntries):
+            found = self._source.entry(number)
+            if found is None:
+                return None
+            return _entry(self._source.entries, found, found)  # its inlined: by row
         block = self.block(number // self._block_size)
-        row = number - block.start
-        pid = int(block.path_id[row])
-        if pid == MISSING:
-            return None
-        if pid == INLINED:
-            return block.inlined[number]
-        length = block.length[row]
-        return ChunkRef(
-            block.paths[pid],
-            int(block.offset[row]),
-            None if length == WHOLE_FILE else int(length),
-        )
+        return _entry(block, number - block.start, number)
 
     def block(self, number: int) -> ManifestBlock:
         """Block ``number`` (loaded and validated on first use, then cached)."""
@@ -427,8 +497,9 @@ class ChunkManifest:
             raise IndexError(f"block {number} outside 0..{self.nblocks - 1}")
         loaded = self._source.load_block(number)
         self._check_block(number, loaded)
-        with self._lock:
-            self._blocks[number] = loaded
+        if not isinstance(self._source, SparseEntries):  # built again when asked: cheap
+            with self._lock:
+                self._blocks[number] = loaded
         return loaded
 
     def _check_block(self, number: int, block: ManifestBlock) -> None:
@@ -452,6 +523,8 @@ class ChunkManifest:
 
     def _all(self) -> ManifestBlock:
         if self._full is None:
+            if isinstance(self._source, SparseEntries):
+                check_dense(self.nchunks, f"a chunk grid of {self._grid_shape} (whole columns)")
             blocks = [self.block(k) for k in range(self.nblocks)]
             full = blocks[0] if len(blocks) == 1 else _concat_blocks(blocks)
             with self._lock:
@@ -461,6 +534,8 @@ class ChunkManifest:
     @property
     def paths(self) -> tuple[str, ...]:
         """The table of unique URLs that ``path_id`` indexes (loads every block)."""
+        if isinstance(self._source, SparseEntries):  # the URLs of written chunks: the same
+            return self._source.entries.paths
         return self._all().paths
 
     @property
@@ -482,9 +557,12 @@ class ChunkManifest:
     def inlined(self) -> dict[tuple[int, ...], bytes]:
         """Chunk index -> inlined bytes (loads every block)."""
         grid = self._grid_shape
+        numbers = (
+            self._source.inlined if isinstance(self._source, SparseEntries) else self._all().inlined
+        )
         return {
             tuple(int(i) for i in np.unravel_index(n, grid)) if grid else (): data
-            for n, data in sorted(self._all().inlined.items())
+            for n, data in sorted(numbers.items())
         }
 
     def iter_blocks(self) -> Iterator[ManifestBlock]:
@@ -492,20 +570,46 @@ class ChunkManifest:
         for k in range(self.nblocks):
             yield self.block(k)
 
+    def iter_written_blocks(self) -> Iterator[ManifestBlock]:
+        """The blocks that may hold written chunks, in order: every block, except that a
+        sparse manifest (a mostly unwritten grid) skips blocks in which nothing was written."""
+        if isinstance(self._source, SparseEntries):
+            for k in self._source.written_blocks():
+                yield self.block(k)
+        else:
+            yield from self.iter_blocks()
+
+    def written_entries(self) -> WrittenEntries:
+        """The written chunks' columns (bounded by what is written for a sparse manifest)."""
+        if isinstance(self._source, SparseEntries):
+            e = self._source.entries
+            return WrittenEntries(self._source.numbers, e.paths, e.path_id, e.offset, e.length)
+        full = self._all()
+        rows = np.flatnonzero(full.path_id != MISSING)
+        columns = (full.path_id[rows], full.offset[rows], full.length[rows])
+        return WrittenEntries(rows.astype(np.int64), full.paths, *columns)
+
+    def count_written(self) -> int:
+        """Number of chunks written (referenced or inlined), without whole-grid columns."""
+        if isinstance(self._source, SparseEntries):
+            return self._source.written
+        return sum(int((b.path_id != MISSING).sum()) for b in self.iter_blocks())
+
+    @property
+    def sparse(self) -> bool:
+        """Whether only the written entries are held (a grid of mostly unwritten chunks)."""
+        return isinstance(self._source, SparseEntries)
+
     # -- comparison -------------------------------------------------------------------------
 
     def _canonical(self) -> tuple[Any, ...]:
-        full = self._all()
-        urls = np.array([*full.paths, ""], dtype=object)
-        resolved = urls[np.where(full.path_id >= 0, full.path_id, len(full.paths))]
-        return (
-            self._grid_shape,
-            full.path_id.clip(max=0),
-            resolved,
-            full.offset,
-            full.length,
-            dict(full.inlined),
-        )
+        """Grid, then the written entries: numbers, kinds, URLs, offsets, lengths, inlined."""
+        parts = [_written(block) for block in self.iter_written_blocks()]
+        inlined: dict[int, bytes] = {}
+        for block in self.iter_written_blocks():
+            inlined.update(block.inlined)
+        columns = [np.concatenate([p[k] for p in parts]) for k in range(5)] if parts else []
+        return (self._grid_shape, *columns, inlined)
 
     def __eq__(self, other: object) -> bool:
         """Equal when every chunk resolves to the same URL, range or bytes."""
@@ -516,11 +620,9 @@ class ChunkManifest:
         a, b = self._canonical(), other._canonical()
         return (
             a[0] == b[0]
-            and bool(np.array_equal(a[1], b[1]))
-            and bool(np.array_equal(a[2], b[2]))
-            and bool(np.array_equal(a[3], b[3]))
-            and bool(np.array_equal(a[4], b[4]))
-            and a[5] == b[5]
+            and len(a) == len(b)
+            and all(bool(np.array_equal(x, y)) for x, y in zip(a[1:-1], b[1:-1], strict=True))
+            and a[-1] == b[-1]
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -534,11 +636,50 @@ class ChunkManifest:
         return f"ChunkManifest(grid_shape={self._grid_shape}, {loaded})"
 
 
+def _entry(block: ManifestBlock, row: int, number: int) -> ChunkRef | bytes | None:
+    """Row ``row`` of ``block`` (chunk ``number``) as `ChunkManifest.__getitem__` gives it."""
+    pid = int(block.path_id[row])
+    if pid == MISSING:
+        return None
+    if pid == INLINED:
+        return block.inlined[number]
+    length = block.length[row]
+    return ChunkRef(
+        block.paths[pid], int(block.offset[row]), None if length == WHOLE_FILE else int(length)
+    )
+
+
+def _written(block: ManifestBlock) -> tuple[Any, ...]:
+    """The written rows of ``block``: chunk numbers, kinds (0 or INLINED), URLs, ranges."""
+    rows = np.flatnonzero(block.path_id != MISSING)
+    ids = block.path_id[rows]
+    urls = np.array([*block.paths, ""], dtype=object)[np.where(ids >= 0, ids, len(block.paths))]
+    return (rows + block.start, ids.clip(max=0), urls, block.offset[rows], block.length[rows])
+
+
+MAX_CHUNKS = 2**62
+"""Most chunks a grid may declare (chunk numbers are int64)."""
+
+
 def _parse_grid(grid_shape: Sequence[int]) -> tuple[int, ...]:
     grid = tuple(int(s) for s in grid_shape)
     if any(s < 0 for s in grid):
         raise RefFormatError(f"chunk grid shape must be non-negative, got {grid}")
+    if math.prod(grid) > MAX_CHUNKS:
+        raise RefFormatError(
+            f"chunk grid {grid} declares {math.prod(grid):,} chunks, more than any reference "
+            f"format can number ({MAX_CHUNKS:,})"
+        )
     return grid
+
+
+def _column(values: npt.ArrayLike, count: int, name: str) -> npt.NDArray[np.uint64]:
+    column = np.asarray(values)
+    if column.size and not np.issubdtype(column.dtype, np.integer):
+        raise RefFormatError(f"{name} must be integers, got {column.dtype}")
+    if column.size and np.issubdtype(column.dtype, np.signedinteger) and (column < 0).any():
+        raise RefFormatError(f"{name} must be non-negative, got {column.min()}")
+    return np.broadcast_to(column.astype(np.uint64).ravel(), (count,)).copy()
 
 
 def _as_column(values: npt.NDArray[Any], dtype: type[np.generic], name: str) -> Any:
@@ -577,9 +718,10 @@ def _reject_duplicates(
     every = np.concatenate([flat, inline_flat])
     if every.size == 0:
         return
-    counts = np.bincount(every, minlength=1)
-    if counts.max() > 1:
-        number = int(np.argmax(counts))
+    ordered = np.sort(every)  # not bincount: its cost is the largest chunk number's
+    repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if repeated.size:
+        number = int(ordered[repeated[0]])
         index = np.unravel_index(number, grid) if grid else ()
         key = ".".join(str(int(i)) for i in index) or "0"
         raise RefFormatError(f"{where}: chunk {key} is given more than once")

@@ -3,7 +3,10 @@
 Metadata keys (``.zgroup``, ``.zattrs``, ``.zarray``, ``.zmetadata``) are rendered from the model
 as Zarr v2 documents; chunk keys resolve through the manifests: a missing chunk is absent (zarr
 reads the fill value), an inlined one is served from memory, a referenced one is fetched through
-the io layer (batched in `get_partial_values`). A chunk that cannot be fetched raises.
+the io layer (batched in `get_partial_values`). A chunk that cannot be fetched raises
+`ChunkFetchError`; a whole chunk is decoded once before it is served (``check_chunks``), so
+bytes that do not decode raise `ChunkDecodeError` naming the key and where the bytes came
+from, as `refzarr.open_dataset` does, rather than a codec's own error from inside zarr.
 
 An array whose chunk grid is irregular (rectilinear, as combining files of uneven lengths makes
 it) has no Zarr v2 metadata: asking for its ``.zarray`` / ``.zattrs`` raises
@@ -28,6 +31,7 @@ from zarr.abc.store import (
 )
 from zarr.core.buffer import Buffer, BufferPrototype
 
+from refzarr.codecs.chunk import ChunkDecoder
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.formats.api import Source, read
 from refzarr.io import RangeReader
@@ -60,6 +64,11 @@ class ReferenceStore(Store):
     reader
         A `RangeReader` to share (it carries the fetch policies); built from the options above
         when not given.
+    check_chunks
+        Decode every whole chunk served once, raising `ChunkDecodeError` (naming the key and
+        the URL and range) for bytes that do not decode (default). False serves the bytes
+        unchecked: zarr then decodes them and a corrupt chunk raises the codec's own error
+        (``zlib.error``, ...), which saves decoding each chunk twice.
 
     Notes
     -----
@@ -85,8 +94,11 @@ class ReferenceStore(Store):
         storage_options: Mapping[str, Any] | None = None,
         allowed_protocols: Sequence[str] | None = None,
         reader: RangeReader | None = None,
+        check_chunks: bool = True,
     ) -> None:
         super().__init__(read_only=True)
+        self.check_chunks = check_chunks
+        self._decoders: dict[int, ChunkDecoder] = {}
         self.group = refs if isinstance(refs, RefGroup) else read(refs, storage_options)
         self.reader = reader or RangeReader(
             storage_options=storage_options, allowed=allowed_protocols
@@ -123,12 +135,17 @@ class ReferenceStore(Store):
         requests = list(key_ranges)
         out: list[Buffer | None] = [None] * len(requests)
         fetch: list[tuple[int, str, int, int, str]] = []  # (slot, url, offset, length, key)
+        checks: list[
+            tuple[str, bytes | memoryview, str]
+        ] = []  # (key, whole chunk, where it came from)
         for slot, (key, byte_range) in enumerate(requests):
             value = self._resolve(key)
             if value is None:
                 continue
             if isinstance(value, bytes):
                 out[slot] = prototype.buffer.from_bytes(_slice(value, byte_range))
+                if byte_range is None and key not in self._metadata:
+                    checks.append((key, value, "inlined in the reference set"))
                 continue
             url, offset, length = await self._range(value, byte_range)
             fetch.append((slot, url, offset, length, key))
@@ -140,9 +157,26 @@ class ReferenceStore(Store):
                 [f[3] for f in fetch],
                 [f[4] for f in fetch],
             )
-            for (slot, *_), data in zip(fetch, datas, strict=True):
+            for (slot, url, offset, length, key), data in zip(fetch, datas, strict=True):
                 out[slot] = prototype.buffer.from_bytes(bytes(data))
+                if requests[slot][1] is None:
+                    checks.append((key, data, f"bytes {offset}-{offset + length} of {url}"))
+        if checks and self.check_chunks:
+            await asyncio.to_thread(self._check, checks)
         return out
+
+    def _check(self, checks: Sequence[tuple[str, bytes | memoryview, str]]) -> None:
+        """Decode whole chunks once; ChunkDecodeError names the key and the bytes' origin."""
+        for key, data, origin in checks:
+            located = self._locate(key)
+            if located is None or located[0].meta.rectilinear:
+                continue  # zarr reads no chunk of an array without Zarr v2 metadata
+            array = located[0]
+            decoder = self._decoders.get(id(array))
+            if decoder is None:
+                name = key.rpartition("/")[0] or "/"
+                decoder = self._decoders.setdefault(id(array), ChunkDecoder(array.meta, name))
+            decoder.decode(data, f"{key} ({origin})")
 
     async def exists(self, key: str) -> bool:
         """True for metadata keys and chunks that hold data."""
@@ -283,7 +317,7 @@ def _chunk_keys(path: str, array: RefArray) -> Iterator[str]:
     manifest = array.manifest
     grid = manifest.grid_shape
     separator = array.meta.dimension_separator
-    for block in manifest.iter_blocks():
+    for block in manifest.iter_written_blocks():
         numbers = np.flatnonzero(block.path_id != MISSING) + block.start
         if not grid:
             yield from (chunk_key(path, (), separator) for _ in numbers.tolist())

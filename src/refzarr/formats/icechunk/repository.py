@@ -24,7 +24,7 @@ def source_prefixes(group: RefGroup) -> list[str]:
     """
     folders: set[str] = set()
     for _, array in group.arrays():
-        for url in _urls(array.manifest.iter_blocks()):
+        for url in _urls(array.manifest.iter_written_blocks()):
             if "://" in url and not url.startswith("file://"):
                 raise UnsupportedFeatureError(
                     f"{url}: the command writes Icechunk repositories for local sources only; "

@@ -248,7 +248,7 @@ def _write_chunks(
     specs = []
     inlined: dict[tuple[int, ...], bytes] = {}
     index: list[int]
-    for block in manifest.iter_blocks():
+    for block in manifest.iter_written_blocks():
         inlined.update(
             (_shifted(np.unravel_index(number, grid), shift) if grid else (), data)
             for number, data in block.inlined.items()

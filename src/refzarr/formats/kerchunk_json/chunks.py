@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 from refzarr.formats.kerchunk_json.byte_words import I64, U64, Unhandled
 from refzarr.model.manifest import INLINED, MISSING, ChunkManifest, ManifestBlock
+from refzarr.model.sparse import SPARSE_FROM, wants_sparse
 
 __all__ = ["ArrayColumns"]
 
@@ -20,6 +21,10 @@ class ArrayColumns:
 
     A chunk given twice is never resolved here: it raises `Unhandled`, so that the per-key
     reader reports it exactly as it does.
+
+    A grid of more than `SPARSE_FROM` chunks is not given one entry per chunk while reading:
+    its references are collected as given and the manifest holds only them when few are
+    written (a few hundred bytes can declare 2**40 chunks).
     """
 
     def __init__(self, grid: tuple[int, ...]) -> None:
@@ -30,6 +35,9 @@ class ArrayColumns:
         self.length: U64 = np.zeros(0, np.uint64)
         self.inlined: dict[int, bytes] = {}
         self._used = np.zeros(0, np.bool_)
+        self.large = self.size > SPARSE_FROM
+        self._given: list[tuple[I64, I64, U64, U64]] = []
+        self._count = 0
 
     def _columns(self) -> I32:
         if self.path_id is None:
@@ -40,6 +48,13 @@ class ArrayColumns:
 
     def put(self, flat: I64, ids: I64, offset: U64, length: U64) -> None:
         """Add references: chunk numbers ``flat`` (each in the grid), URL ids, byte ranges."""
+        self._mark_used(ids)
+        if self.large:
+            columns = (flat, ids, offset, length)
+            self._given.append(tuple(np.array(c, copy=True) for c in columns))  # type: ignore[arg-type]
+            self._count += flat.shape[0]
+            self._densify_if_full()
+            return
         path_id = self._columns()
         if (path_id[flat] != MISSING).any():
             raise Unhandled("a chunk is given more than once")
@@ -51,6 +66,19 @@ class ArrayColumns:
         path_id[flat] = ids
         self.offset[flat] = offset
         self.length[flat] = length
+
+    def _densify_if_full(self) -> None:
+        """Switch a large grid to one entry per chunk once 1/16 of it is given (a large set
+        that is mostly written, as scans make them): bounded by what was read."""
+        if not wants_sparse(self.size, self._count):
+            self.large = False
+            path_id = self._columns()
+            path_id[np.fromiter(self.inlined, np.int64, len(self.inlined))] = INLINED
+            given, self._given = self._given, []
+            for flat, ids, offset, length in given:
+                self.put(flat, ids, offset, length)
+
+    def _mark_used(self, ids: I64) -> None:
         if ids.shape[0]:
             counts = np.bincount(ids)
             if counts.shape[0] > self._used.shape[0]:
@@ -61,6 +89,13 @@ class ArrayColumns:
 
     def put_inline(self, flat: int, data: bytes) -> None:
         """Add one inlined chunk."""
+        if self.large:
+            if flat in self.inlined:
+                raise Unhandled("a chunk is given more than once")
+            self.inlined[flat] = data
+            self._count += 1
+            self._densify_if_full()
+            return
         path_id = self._columns()
         if path_id[flat] != MISSING:
             raise Unhandled("a chunk is given more than once")
@@ -72,14 +107,12 @@ class ArrayColumns:
 
         ``final_id`` maps URL-table ids to indices of ``urls``.
         """
+        if self.large:
+            return self._large_manifest(urls, final_id)
         path_id = self.path_id
         if path_id is None:
             return None
-        used = np.flatnonzero(self._used)
-        finals, local = np.unique(final_id[used], return_inverse=True)
-        table = np.empty(self._used.shape[0] + 2, np.int32)
-        table[:2] = (INLINED, MISSING)
-        table[used + 2] = local
+        finals, table = self._url_table(final_id)
         path_id = table[path_id + 2]  # path_id + 2 >= 0: MISSING and INLINED map to themselves
         block = ManifestBlock(
             start=0,
@@ -94,6 +127,39 @@ class ArrayColumns:
         manifest = ChunkManifest.lazy(self.grid, _Loaded(block))
         manifest.block(0)  # check the block against the grid now, as an in-memory manifest is
         return manifest
+
+    def _url_table(self, final_id: npt.NDArray[np.int64]) -> tuple[I64, I32]:
+        """The URLs used (indices of the final table) and a map of URL-table id + 2 to the
+        manifest's path id (``MISSING`` and ``INLINED`` map to themselves)."""
+        used = np.flatnonzero(self._used)
+        finals, local = np.unique(final_id[used], return_inverse=True)
+        table = np.empty(self._used.shape[0] + 2, np.int32)
+        table[:2] = (INLINED, MISSING)
+        table[used + 2] = local
+        return finals, table
+
+    def _large_manifest(
+        self, urls: list[str], final_id: npt.NDArray[np.int64]
+    ) -> ChunkManifest | None:
+        """The manifest of a large grid from the references collected as given."""
+        if not self._given and not self.inlined:
+            return None
+        given = self._given or [(np.zeros(0, np.int64),) * 2 + (np.zeros(0, np.uint64),) * 2]
+        flat, ids, offset, length = (np.concatenate(c) for c in zip(*given, strict=True))
+        every = np.concatenate([flat, np.fromiter(self.inlined, np.int64, len(self.inlined))])
+        if np.unique(every).shape[0] != every.shape[0]:
+            raise Unhandled("a chunk is given more than once")
+        finals, table = self._url_table(final_id)
+        self._given = []
+        return ChunkManifest.from_written(
+            self.grid,
+            flat.astype(np.int64),
+            tuple(urls[int(i)] for i in finals),
+            table[ids + 2],
+            offset,
+            length,
+            self.inlined,
+        )
 
 
 class _Loaded:

@@ -114,7 +114,7 @@ def _array_pieces(path: str, array: RefArray, plan: TemplatePlan | None) -> Iter
     for key, document in array_metadata(path, array):
         yield _line(key, metadata_text(document))
     keys = ChunkKeys(path, array.manifest.grid_shape, array.meta.dimension_separator)
-    for block in array.manifest.iter_blocks():
+    for block in array.manifest.iter_written_blocks():
         urls = block.paths if plan is None else plan.url_forms(block.paths)
         lines = BlockLines.build(keys, block, quote_all(urls))
         for start, stop in lines.slices():
@@ -123,7 +123,7 @@ def _array_pieces(path: str, array: RefArray, plan: TemplatePlan | None) -> Iter
 
 def _all_blocks(group: RefGroup) -> Iterator[ManifestBlock]:
     for _, array in group.arrays():
-        yield from array.manifest.iter_blocks()
+        yield from array.manifest.iter_written_blocks()
 
 
 def _materialise(pieces: Sequence[Piece]) -> list[Part]:

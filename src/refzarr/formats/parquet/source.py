@@ -19,6 +19,7 @@ import numpy.typing as npt
 from refzarr.errors import RefFormatError
 from refzarr.formats.parquet.records import RecordColumns, decode_record
 from refzarr.model.manifest import INLINED, MISSING, WHOLE_FILE, ManifestBlock
+from refzarr.model.sparse import check_dense
 
 __all__ = [
     "COMPLETE_KEY",
@@ -78,6 +79,8 @@ class ParquetManifestSource:
         overrides: Mapping[int, bytes] | None = None,
         every_record_written: bool = False,
     ) -> None:
+        # a record's block holds record_size entries however few rows its file has
+        check_dense(min(record_size, nchunks), f"{shown}: record_size {record_size:,}")
         self._fs = fs
         self._directory = directory
         self._shown = shown

@@ -22,6 +22,7 @@ from refzarr.formats.parquet.source import COMPLETE_KEY, record_file_name
 from refzarr.formats.parquet.tables import entry_slices, record_table
 from refzarr.model.group import RefArray, RefGroup
 from refzarr.model.hierarchy import metadata_documents, require_regular_grids
+from refzarr.model.sparse import check_dense
 
 __all__ = ["encode_record", "write_parquet", "zmetadata_document"]
 
@@ -47,8 +48,15 @@ def write_parquet(group: RefGroup, fs: Any, root: str, *, record_size: int) -> N
     ------
     UnsupportedFeatureError
         When an array's chunk grid is irregular; raised before anything is written.
+    RefFormatError
+        When a mostly unwritten grid has more chunks than
+        `refzarr.model.sparse.max_dense_entries` (one record file per ``record_size``
+        chunks would be written, written or not); raised before anything is written.
     """
     require_regular_grids(group)
+    for path, array in group.arrays():
+        if array.manifest.sparse:  # every record file is written, whether chunks are or not
+            check_dense(array.manifest.nchunks, f"array {path!r} written as Parquet")
     fs.makedirs(root, exist_ok=True)
     with ThreadPoolExecutor(_THREADS) as pool:
         for path, array in group.arrays():

@@ -14,7 +14,7 @@ import numpy as np
 
 from refzarr.codecs.chunk import decode_whole
 from refzarr.errors import ScanError, UnsupportedFeatureError
-from refzarr.model import INLINED, MISSING, ArrayMeta, RefArray, RefGroup
+from refzarr.model import INLINED, ArrayMeta, RefArray, RefGroup
 from refzarr.scan.hdf4.elements import Chunked, resolve
 from refzarr.scan.hdf4.numtypes import nt_record_dtype
 from refzarr.scan.hdf4.sd import attribute_value
@@ -117,7 +117,7 @@ def _image(ctx: Context, image: VGroup, name: str, used: set[int]) -> RefArray:
         layout = _chunked_image(ctx, storage, shape, dtype, ncomps, where)
     else:
         layout = layout_of(ctx, storage, shape, dtype, what)
-    complete = not bool((layout.manifest.path_id == MISSING).any())
+    complete = layout.manifest.count_written() == layout.manifest.nchunks
     fill_value = None if complete else _missing_fill(storage, attrs.get("FillValue"), dtype)
     attrs["hdf4_interlace"] = INTERLACES.get(interlace, str(interlace))
     meta = ArrayMeta(

@@ -16,7 +16,7 @@ import numpy as np
 
 import refzarr.codecs.hdf4  # noqa: F401  # registers the codecs the references name
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
-from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
+from refzarr.model import ArrayMeta, RefArray, RefGroup
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
 from refzarr.scan.hdf4.dd import read_dd_table
@@ -152,7 +152,7 @@ class _Walk:
             storage = resolve(ctx.table, ctx.source, dd, f"{what}: data")
         shape = _shape(var, storage)
         layout = layout_of(ctx, storage, shape, dtype, what)
-        complete = not bool((layout.manifest.path_id == MISSING).any())
+        complete = layout.manifest.count_written() == layout.manifest.nchunks
         attrs = dict(var.attributes)
         meta = ArrayMeta(
             shape=shape,

@@ -16,7 +16,7 @@ from h5py import h5i, h5l, h5o
 
 from refzarr.codecs.hdf5.filters import filters_to_codecs
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
-from refzarr.model import MISSING, ArrayMeta, RefArray, RefGroup
+from refzarr.model import ArrayMeta, RefArray, RefGroup
 from refzarr.model.attr_types import with_types
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
@@ -270,7 +270,7 @@ class _Walk:
             )
         shape = self.netcdf.shape(ds, table)  # unlimited dimensions at their netCDF length
         manifest = extend_to(ds, shape, chunks, manifest, where)
-        complete = not bool((manifest.path_id == MISSING).any())
+        complete = manifest.count_written() == manifest.nchunks
         fill = fill_value(ds, dtype, all_chunks_written=complete, attrs=table)
         attributes = self.array_attributes(ds, path, where, table, tid)
         dims = dimension_names(ds, self.phony, table, self.scale_names)

@@ -23,7 +23,7 @@ from fsspec.implementations.local import LocalFileSystem
 from h5py import h5f, h5p
 
 from refzarr.errors import ScanError, SourceNotFoundError
-from refzarr.model import WHOLE_FILE, ChunkManifest
+from refzarr.model import WHOLE_FILE, ChunkManifest, ChunkRef
 from refzarr.scan.detect import describe_head
 from refzarr.scan.hdf5.signature import hdf5_signature_offset
 from refzarr.scan.paths import plain_local_path
@@ -164,18 +164,21 @@ def check_within_file(
     ``overlaps=True`` allows chunks to share bytes (a contiguous dataset cut into chunks whose
     ranges run on past the visible region into the next rows).
     """
-    ids = [k for k, path in enumerate(manifest.paths) if path == url]
+    if manifest.nchunks <= SMALL_MANIFEST:
+        ids = [k for k, path in enumerate(manifest.paths) if path == url]
+        if ids:
+            _check_small(manifest, set(ids), file_size, where, overlaps=overlaps)
+        return
+    entries = manifest.written_entries()  # a sparse manifest holds only these
+    ids = [k for k, path in enumerate(entries.paths) if path == url]
     if not ids:
         return
-    if manifest.nchunks <= SMALL_MANIFEST:
-        _check_small(manifest, set(ids), file_size, where, overlaps=overlaps)
-        return
-    path_id = manifest.path_id.reshape(-1)
-    lengths = manifest.length.reshape(-1)
+    path_id, lengths = entries.path_id, entries.length
     in_file = path_id == ids[0] if len(ids) == 1 else np.isin(path_id, ids)
-    chunks = np.flatnonzero(in_file & (lengths != WHOLE_FILE))
-    offsets = manifest.offset.reshape(-1)[chunks]
-    ends = offsets + lengths[chunks]  # wraps below the offset when it overflows: beyond too
+    rows = np.flatnonzero(in_file & (lengths != WHOLE_FILE))
+    chunks = entries.numbers[rows]
+    offsets = entries.offset[rows]
+    ends = offsets + lengths[rows]  # wraps below the offset when it overflows: beyond too
     beyond = np.flatnonzero((ends > np.uint64(file_size)) | (ends < offsets))
     if beyond.size:
         raise ScanError(
@@ -240,8 +243,9 @@ def _check_small(
 def _chunk_at(manifest: ChunkManifest, flat: np.integer[Any] | int) -> str:
     """``chunk (i, j) at bytes a..b`` for chunk number ``flat`` (C order)."""
     coords = tuple(int(i) for i in np.unravel_index(int(flat), manifest.grid_shape))
-    offset = int(manifest.offset.reshape(-1)[flat])
-    return f"chunk {coords} at bytes {offset}..{offset + int(manifest.length.reshape(-1)[flat])}"
+    entry = manifest[coords]
+    assert isinstance(entry, ChunkRef), entry  # only referenced chunks are checked
+    return f"chunk {coords} at bytes {entry.offset}..{entry.offset + (entry.length or 0)}"
 
 
 def _check_hdf5(raw: BinaryIO, size: int, url: str) -> None:

@@ -13,7 +13,7 @@ import zarr
 
 from refzarr.codecs.chunk import decode_whole
 from refzarr.errors import RefFormatError, ScanError, UnsupportedFeatureError
-from refzarr.model import INLINED, MISSING, ArrayMeta, ChunkManifest, RefArray
+from refzarr.model import INLINED, ArrayMeta, ChunkManifest, RefArray
 from refzarr.model.meta import DIMENSIONS_ATTR
 from refzarr.scan.zarr.chunks import ChunkKeys, chunk_manifest
 from refzarr.scan.zarr.listing import StoreListing
@@ -54,7 +54,7 @@ def scan_array(
     )
     grid = tuple(math.ceil(s / c) for s, c in zip(metadata.shape, chunks, strict=True))
     manifest = chunk_manifest(listing, path, grid, keys, pipe.size_rule(), inline_threshold, where)
-    complete = not bool((manifest.path_id == MISSING).any())
+    complete = manifest.count_written() == manifest.nchunks
     attributes = dict(array.attrs.asdict())
     declared = _declared_fill(metadata, fill, complete, attributes, dtype)
     meta = _meta(array, attributes, dtype, chunks, pipe, declared, where)

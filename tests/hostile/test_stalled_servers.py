@@ -1,0 +1,158 @@
+"""Servers that never answer or always fail: reads end within their deadline with a
+`ChunkFetchError` naming the URL and what was tried (servers on 127.0.0.1, no network)."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import refzarr
+from refzarr.errors import ChunkFetchError
+from refzarr.io import REMOTE_POLICY, FetchPolicy, RangeReader, set_read_deadline
+from refzarr.io import fetch as fetch_module
+from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
+
+DEADLINE = 1.5
+HARD_TIMEOUT = 60.0  # a hang fails the test instead of holding the suite
+
+
+def finish_within(seconds: float, call: Callable[[], Any]) -> BaseException | None:
+    """Run ``call`` in a thread; fail when it has not returned after ``seconds``."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"still running after {seconds} s"
+    return outcome[0]
+
+
+@pytest.fixture
+def stalled_url() -> Iterator[str]:
+    """A server that accepts connections and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/data.bin"
+    stop.set()
+    thread.join()
+    for connection in held:
+        connection.close()
+    server.close()
+
+
+class _Unavailable(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_HEAD = do_GET
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def failing_url() -> Iterator[str]:
+    """A server that answers every request with 503 Service Unavailable."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/data.bin"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def patient_policy() -> FetchPolicy:
+    """Retries that alone would take minutes: only the deadline ends them."""
+    return FetchPolicy(
+        max_gap=0, max_block=2**20, concurrency=2, attempts=1000, backoff=0.2, deadline=DEADLINE
+    )
+
+
+def test_a_stalled_server_fails_at_the_deadline(stalled_url: str) -> None:
+    reader = RangeReader(remote_policy=patient_policy())
+    started = time.monotonic()
+    error = finish_within(HARD_TIMEOUT, lambda: reader.read([stalled_url], [0], [8], ["v/0"]))
+    assert isinstance(error, ChunkFetchError), error
+    message = str(error)
+    assert stalled_url in message
+    assert "v/0" in message
+    assert f"read deadline of {DEADLINE:g} s" in message
+    assert "attempt(s) started" in message
+    assert "set_read_deadline" in message
+    assert time.monotonic() - started < 10 * DEADLINE + 5
+
+
+def test_a_failing_server_fails_at_the_deadline(failing_url: str) -> None:
+    reader = RangeReader(remote_policy=patient_policy())
+    started = time.monotonic()
+    error = finish_within(HARD_TIMEOUT, lambda: reader.read([failing_url], [0], [8], ["v/0"]))
+    assert isinstance(error, ChunkFetchError), error
+    message = str(error)
+    assert failing_url in message
+    assert "v/0" in message
+    # given up between two tries, or (on a loaded machine) by the watchdog during one
+    assert "read deadline of 1.5 s" in message
+    assert "503" in message
+    assert time.monotonic() - started < 10 * DEADLINE + 5
+
+
+def test_the_process_wide_deadline_applies_through_open_dataset(stalled_url: str) -> None:
+    manifest = ChunkManifest.from_arrays([stalled_url], np.zeros(2, np.int32), [0, 8], [8, 8])
+    meta = ArrayMeta(shape=(2,), chunks=(1,), dtype=np.dtype("<i8"), dimension_names=("x",))
+    group = RefGroup(members={"v": RefArray(meta, manifest)})
+    set_read_deadline(DEADLINE)
+    try:
+        ds = refzarr.open_dataset(group)
+        error = finish_within(HARD_TIMEOUT, lambda: ds["v"].values)
+    finally:
+        set_read_deadline(fetch_module.DEFAULT_DEADLINE)
+    assert isinstance(error, ChunkFetchError), error
+    assert stalled_url in str(error)
+    assert "read deadline" in str(error)
+
+
+def test_deadline_settings_are_checked() -> None:
+    assert REMOTE_POLICY.seconds() == fetch_module.DEFAULT_DEADLINE == 60.0
+    with pytest.raises(ValueError, match="positive"):
+        set_read_deadline(0)
+    with pytest.raises(ValueError, match="deadline must be positive"):
+        FetchPolicy(max_gap=0, max_block=1, concurrency=1, deadline=-1.0)
+
+
+def test_the_size_of_a_whole_file_on_a_stalled_server(stalled_url: str) -> None:
+    reader = RangeReader(remote_policy=patient_policy())
+    error = finish_within(HARD_TIMEOUT, lambda: reader.size(stalled_url))
+    assert isinstance(error, ChunkFetchError), error
+    assert f"{stalled_url}: cannot get its size: no answer within the read deadline" in str(error)
