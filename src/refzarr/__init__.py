@@ -33,6 +33,9 @@ _LAZY = {
     "open_dataset": "refzarr.reader.xarray_backend",
     "open_datatree": "refzarr.reader.xarray_backend",
     "to_icechunk": "refzarr.formats.icechunk.write",
+    "SourceChange": "refzarr.sources.check",
+    "check_sources": "refzarr.sources.check",
+    "refresh": "refzarr.sources.refresh",
 }
 """Public names whose modules import zarr's Store API or xarray: loaded on first use."""
 
@@ -63,9 +66,11 @@ __all__ = [
     "ReferenceStore",
     "RefzarrError",
     "ScanError",
+    "SourceChange",
     "SourceNotFoundError",
     "UnsupportedFeatureError",
     "__version__",
+    "check_sources",
     "combine",
     "expand_references",
     "from_kerchunk",
@@ -73,6 +78,7 @@ __all__ = [
     "open_dataset",
     "open_datatree",
     "read",
+    "refresh",
     "scan",
     "scan_formats",
     "scan_many",

@@ -204,7 +204,10 @@ def group_to_kerchunk(group: RefGroup) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for path, node in hierarchy_metadata(group):  # each group's members right after it
         if isinstance(node, RefGroup):
-            out.update((key, metadata_text(doc)) for key, doc in group_documents(path, node))
+            out.update(
+                (key, metadata_text(doc))
+                for key, doc in group_documents(path, node, with_sources=True)
+            )
             continue
         array = node
         out.update((key, metadata_text(doc)) for key, doc in array_metadata(path, array))
