@@ -85,9 +85,8 @@ def record_scan(
     if before is not None:
         files[_spelling(shown, referenced)] = before
     others = [u for u in referenced if u not in files]
-    for other, state in source_states(others, storage_options).items():
-        if isinstance(state, SourceState):
-            files[other] = state
+    states = source_states(others, storage_options)
+    files.update((u, state) for u, state in states.items() if isinstance(state, SourceState))
     record = ScanRecord(shown, format_name, _options(scanner), files)
     document = {"version": RECORD_VERSION, "scans": [record.to_json()]}
     return dataclasses.replace(group, sources=document)
