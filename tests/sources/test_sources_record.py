@@ -65,9 +65,11 @@ def test_a_scan_records_its_file(days: list[Path]) -> None:
     assert group.sources is not None
     (scan,) = group.sources["scans"]
     stat = os.stat(days[0])
-    assert scan["url"] == str(days[0].resolve()) and scan["format"] == "hdf5"
+    assert scan["url"] == str(days[0].resolve())
+    assert scan["format"] == "hdf5"
     state = scan["files"][str(days[0].resolve())]
-    assert state["size"] == stat.st_size and state["mtime"].endswith("Z")
+    assert state["size"] == stat.st_size
+    assert state["mtime"].endswith("Z")
     assert "etag" not in state  # local files have none
     assert SOURCES_ATTR not in group.attributes
     assert refzarr.check_sources(group) == []
@@ -90,7 +92,8 @@ def test_the_record_survives_writers_and_readers(
     target = tmp_path / name
     refzarr.write(group, target, version=version)  # type: ignore[arg-type]
     back = refzarr.read(target)
-    assert back.sources == group.sources and back == group
+    assert back.sources == group.sources
+    assert back == group
     assert len(back.sources["scans"]) == 3
     assert SOURCES_ATTR not in back.attributes
 
@@ -144,7 +147,8 @@ def test_same_size_rewrite_is_seen_by_its_time(tmp_path: Path, days: list[Path])
     days[0].write_bytes(bytes(data))
     touch_later(days[0])
     (change,) = refzarr.check_sources(group)
-    assert change.kind == "changed" and "size" not in change.detail
+    assert change.kind == "changed"
+    assert "size" not in change.detail
 
 
 def test_a_set_without_record_is_named(tmp_path: Path, days: list[Path]) -> None:
@@ -227,7 +231,8 @@ def test_cli_validate_sources_and_refresh(
     touch_later(days[2])
     assert main(["validate", str(target), "--sources"]) == 1
     out, err = capsys.readouterr()
-    assert f"CHANGED {days[2].resolve()}" in out and "1 of 3 source files changed" in err
+    assert f"CHANGED {days[2].resolve()}" in out
+    assert "1 of 3 source files changed" in err
     assert main(["refresh", str(target)]) == 0
     assert "1 changed source scanned again" in capsys.readouterr().out
     assert main(["validate", str(target), "--sources"]) == 0
@@ -245,10 +250,12 @@ def test_zarr_store_records_its_chunk_files(tmp_path: Path) -> None:
     array[:] = np.arange(8)
     group = refzarr.scan(store)
     files = group.sources["scans"][0]["files"]
-    assert len(files) == 4 and all(Path(f).parent == store for f in files)
+    assert len(files) == 4
+    assert all(Path(f).parent == store for f in files)
     (store / "2").unlink()  # a chunk file deleted: that chunk reads as fill now
     (change,) = refzarr.check_sources(group)
-    assert change.kind == "vanished" and change.scan == str(store.resolve())
+    assert change.kind == "vanished"
+    assert change.scan == str(store.resolve())
     target = tmp_path / "refs.json"
     refzarr.write(group, target)
     refzarr.refresh(target)
@@ -267,11 +274,13 @@ def test_s3_sources_record_etags(s3: tuple[str, dict[str, Any]], tmp_path: Path)
     url = f"s3://{bucket}/a.nc"
     group = refzarr.scan(url, storage_options=options)
     state = group.sources["scans"][0]["files"][url]
-    assert state["etag"] and state["size"] == local.stat().st_size
+    assert state["etag"]
+    assert state["size"] == local.stat().st_size
     assert refzarr.check_sources(group, options) == []
     fs.put(str(write_day(tmp_path / "b.nc", 1, scale=2.0)), f"{bucket}/a.nc")
     (change,) = refzarr.check_sources(group, options)
-    assert change.kind == "changed" and "ETag" in change.detail
+    assert change.kind == "changed"
+    assert "ETag" in change.detail
     target = f"s3://{bucket}/refs.json"
     refzarr.write(group, target, storage_options=options)
     assert len(refzarr.refresh(target, options, refs_options=options)) == 1

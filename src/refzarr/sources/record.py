@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from refzarr.errors import RefFormatError
 from refzarr.model import RefGroup
 from refzarr.model.frozen import thaw_json
@@ -64,8 +66,10 @@ def referenced_urls(group: RefGroup) -> list[str]:
     urls: dict[str, None] = {}
     for _, array in group.arrays():
         for block in array.manifest.iter_blocks():
-            used = {int(i) for i in set(block.path_id.tolist()) if i >= 0}
-            urls.update((block.paths[i], None) for i in sorted(used))
+            if len(block.paths) == 1 and block.paths[0] in urls:
+                continue  # the usual case: one file, seen in an earlier array
+            used = np.unique(block.path_id)
+            urls.update((block.paths[int(i)], None) for i in used[used >= 0])
     return list(urls)
 
 
