@@ -11,6 +11,7 @@ The document (written as the hidden root attribute ``_nc_refzarr_sources``)::
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import numpy as np
 
 from refzarr.errors import RefFormatError
 from refzarr.model import RefGroup
-from refzarr.model.frozen import thaw_json
+from refzarr.model.frozen import freeze_json, thaw_json
 from refzarr.sources.state import SourceState, is_local, local_path, source_states
 
 __all__ = [
@@ -66,10 +67,16 @@ def referenced_urls(group: RefGroup) -> list[str]:
     urls: dict[str, None] = {}
     for _, array in group.arrays():
         for block in array.manifest.iter_blocks():
-            if len(block.paths) == 1 and block.paths[0] in urls:
+            paths = block.paths
+            if all(p in urls for p in paths):
                 continue  # the usual case: one file, seen in an earlier array
-            used = np.unique(block.path_id)
-            urls.update((block.paths[int(i)], None) for i in used[used >= 0])
+            ids = block.path_id
+            if len(paths) == 1:
+                if ids.size and ids.max() >= 0:
+                    urls[paths[0]] = None
+                continue
+            counts = np.bincount(ids[ids >= 0], minlength=len(paths))
+            urls.update((paths[int(i)], None) for i in np.flatnonzero(counts))
     return list(urls)
 
 
@@ -92,8 +99,10 @@ def record_scan(
     states = source_states(others, storage_options)
     files.update((u, state) for u, state in states.items() if isinstance(state, SourceState))
     record = ScanRecord(shown, format_name, _options(scanner), files)
-    document = {"version": RECORD_VERSION, "scans": [record.to_json()]}
-    return dataclasses.replace(group, sources=document)
+    document = freeze_json({"version": RECORD_VERSION, "scans": [record.to_json()]})
+    recorded = copy.copy(group)  # a shallow copy: no validation of the members again
+    object.__setattr__(recorded, "sources", document)
+    return recorded
 
 
 def _spelling(url: str, referenced: Sequence[str]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from stat import S_ISDIR
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -123,6 +124,10 @@ def _local_state(url: str) -> SourceState | Unreachable | None:
         return None
     except OSError as exc:
         return Unreachable(f"{type(exc).__name__}: {exc.strerror or exc}")
+    return _stat_state(stat)
+
+
+def _stat_state(stat: os.stat_result) -> SourceState:
     mtime = _EPOCH + timedelta(microseconds=stat.st_mtime_ns // 1000)
     return SourceState(int(stat.st_size), _iso(mtime))
 
@@ -203,7 +208,11 @@ def scanned_state(url: str, storage_options: Mapping[str, Any] | None = None) ->
     """The state of a file about to be scanned; None for a directory (a Zarr store: its
     chunk files are recorded instead), a missing file (the scan names it) or an unreachable
     one."""
-    if is_local(url) and os.path.isdir(local_path(url)):
-        return None
+    if is_local(url):
+        try:
+            stat = os.stat(local_path(url))
+        except OSError:
+            return None
+        return None if S_ISDIR(stat.st_mode) else _stat_state(stat)
     state = source_states([url], storage_options)[url]
     return state if isinstance(state, SourceState) else None
