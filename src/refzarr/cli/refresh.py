@@ -27,7 +27,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--storage-options",
         type=json_object,
         metavar="JSON",
-        help="fsspec options for the source files, as JSON or @FILE",
+        help="fsspec options for the source files, as JSON or @FILE; also for REFS when it "
+        "is a URL",
     )
     parser.set_defaults(run=run)
 
@@ -36,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     """Refresh; one line per file scanned again and a summary on stdout."""
     from refzarr.sources.refresh import refresh
 
-    changes = refresh(args.refs, args.storage_options)
+    options = args.storage_options
+    changes = refresh(args.refs, options, refs_options=options if "://" in args.refs else None)
     for change in changes:
         print(f"refreshed {change}")
     if not changes:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import os
 import posixpath
-from stat import S_ISDIR
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from stat import S_ISDIR
 from typing import Any
 
 from refzarr.errors import RefFormatError
