@@ -204,10 +204,7 @@ def group_to_kerchunk(group: RefGroup) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for path, node in hierarchy_metadata(group):  # each group's members right after it
         if isinstance(node, RefGroup):
-            out.update(
-                (key, metadata_text(doc))
-                for key, doc in group_documents(path, node, with_sources=True)
-            )
+            out.update((key, metadata_text(doc)) for key, doc in group_documents(path, node))
             continue
         array = node
         out.update((key, metadata_text(doc)) for key, doc in array_metadata(path, array))
@@ -260,6 +257,9 @@ def from_kerchunk(refs: Mapping[str, Any], *, target: str | None = None) -> RefG
 
 def to_kerchunk(group: RefGroup) -> dict[str, Any]:
     """A Version 0 reference dict with Zarr v2 metadata (text values, lists for refs).
+
+    The group's record of its sources (``group.sources``) is left out: `refzarr.write`
+    stores it.
 
     Raises
     ------
