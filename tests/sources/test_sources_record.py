@@ -286,3 +286,33 @@ def test_s3_sources_record_etags(s3: tuple[str, dict[str, Any]], tmp_path: Path)
     assert main(["refresh", target, "--storage-options", json.dumps(options)]) == 0
     assert refzarr.check_sources(target, options, refs_options=options) == []
     assert refzarr.refresh(target, options, refs_options=options) == []
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (5, "attribute '_nc_refzarr_sources' is no object"),
+        ({"version": 2, "scans": []}, "record of sources has version 2"),
+        ({"version": 1, "scans": [{"url": 1}]}, "malformed scan entry"),
+        (
+            {"version": 1, "scans": [{"url": "a", "format": "hdf5", "files": {"a": {}}}]},
+            "source a: a source record must be",
+        ),
+    ],
+)
+def test_malformed_records_are_named(tmp_path: Path, record: Any, message: str) -> None:
+    target = tmp_path / "refs.json"
+    refs = {".zgroup": '{"zarr_format":2}', ".zattrs": json.dumps({SOURCES_ATTR: record})}
+    target.write_text(json.dumps(refs))
+    with pytest.raises(RefFormatError, match=message):
+        refzarr.check_sources(target)
+
+
+def test_cli_names_a_set_without_record(
+    tmp_path: Path, days: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "refs.json"
+    target.write_text(json.dumps(refzarr.to_kerchunk(refzarr.scan(days[0]))))  # no record
+    assert main(["validate", str(target), "--sources"]) == 1
+    assert "records no sources" in capsys.readouterr().err
+    assert main(["validate", str(target)]) == 0  # the byte ranges are fine
