@@ -87,11 +87,11 @@ def per_file(tool: Callable[[Path], Any], path: Path, count: int, rounds: int = 
     return statistics.median(times)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=1000, help="corpus sidecars per round")
     parser.add_argument("--repeat", type=int, default=10, help="big sidecars per round")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # zarr's "numcodecs codecs are not in the v3 spec"
     tools = {"refzarr": refzarr_tool(), "virtualizarr": virtualizarr_tool()}
     with tempfile.TemporaryDirectory() as folder:

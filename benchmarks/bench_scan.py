@@ -28,9 +28,17 @@ wall time on a busy machine. The files are read once before measuring, so every 
 them from the page cache. Test files are generated once and kept in ``benchmarks/.cache/scan/``
 (``--cache DIR`` to put them elsewhere; delete them to regenerate).
 
+The other input formats have their own workloads and rivals, one script each
+(``bench_<format>.py``: netcdf3, tiff, grib, fits, hdf4, dmrpp); ``--format NAME`` runs one of
+them in a fresh process with the options that follow, ``--format all`` runs this HDF5 run and
+every format's with their defaults, one after the other.
+
 Usage::
 
     python benchmarks/bench_scan.py                               # the issue's full run
+    python benchmarks/bench_scan.py --format grib                 # GRIB: ERA5, GEFS + .idx
+    python benchmarks/bench_scan.py --format fits --repeat 5      # options go to bench_fits.py
+    python benchmarks/bench_scan.py --format all                  # every format in turn
     python benchmarks/bench_scan.py --sizes 10k --small 50 --repeat 1     # a quick run
     python benchmarks/bench_scan.py --tools refzarr,h5py --sizes 100k
 """
@@ -605,8 +613,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+FORMAT_BENCHES = ("netcdf3", "tiff", "grib", "fits", "hdf4", "dmrpp")
+"""Formats with their own benchmark script, ``bench_<format>.py`` beside this one."""
+
+
+def run_formats(name: str, argv: list[str]) -> int:
+    """Run one format's benchmark script (or all: HDF5 here, then each script) in a fresh
+    process each: ecCodes, GDAL and PROJ stay out of each other's way."""
+    if name not in (*FORMAT_BENCHES, "hdf5", "all"):
+        choices = ", ".join(("hdf5", *FORMAT_BENCHES, "all"))
+        print(f"bench_scan.py: unknown format {name!r}; choose from {choices}", file=sys.stderr)
+        return 2
+    names = ("hdf5", *FORMAT_BENCHES) if name == "all" else (name,)
+    here = Path(__file__).resolve().parent
+    status = 0
+    for each in names:
+        script = here / ("bench_scan.py" if each == "hdf5" else f"bench_{each}.py")
+        print(f"\n== {each}: {script.name} {' '.join(argv)}".rstrip(), flush=True)
+        done = subprocess.run([sys.executable, str(script), *argv], check=False)
+        status = status or done.returncode
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark (or, internally, one measurement or one generation)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--format"] and len(argv) > 1:
+        return run_formats(argv[1], argv[2:])
     args = parse_args(argv)
     if args.worker:
         paths = [Path(line) for line in args.paths.read_text().splitlines()]

@@ -148,3 +148,16 @@ def test_no_progress_bar_off_a_terminal(
 def test_empty_list() -> None:
     results = scan_many([], progress=False)
     assert (list(results), results.errors) == ([], ())
+
+
+def test_one_file_shows_its_arrays_as_they_are_scanned(
+    daily: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A long scan of one file shows a count of arrays and groups, not a bar of one file."""
+    results = scan_many(daily[:1], progress=True)
+    shown = capsys.readouterr().err
+    count = len(list(results[0].arrays()))
+    assert f"scanning {daily[0].name}" in shown
+    assert " arrays" in shown and f"{count}" in shown
+    scan_many(daily[:2], progress=True, executor="serial")
+    assert "2/2" in capsys.readouterr().err  # many files: the bar of files

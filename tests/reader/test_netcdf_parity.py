@@ -19,7 +19,7 @@ import zarr
 import refzarr
 from corpus import corpus_files
 from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
-from roundtrip import open_zarr_group
+from roundtrip import open_zarr_group, reference_options
 
 FORMATS = ["json", "parquet"]
 
@@ -325,6 +325,48 @@ def test_encoding_like_netcdf4(packed: Path, tmp_path: Path) -> None:
         assert got["v"].encoding["preferred_chunks"] == {"t": 2, "y": 3}
     with xr.open_dataset(_refs(packed, tmp_path, "parquet"), engine="refzarr") as ds:
         assert ds.encoding["unlimited_dims"] == {"time"}
+
+
+@pytest.mark.filterwarnings("ignore:The 'fastparquet' engine is deprecated")
+@pytest.mark.parametrize("kind", ["json", "parquet"])
+def test_loaded_coordinate_keeps_source_encoding(tmp_path: Path, kind: str) -> None:
+    """A coordinate loaded at scan time (one raw chunk in the references) still shows the
+    source's chunking and filters, so ``to_netcdf`` writes them again; ``source`` names the
+    data file of a referenced variable as the netCDF4 backend names the file."""
+    path = tmp_path / "coord.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", None)
+        time = ds.createVariable("time", "f8", ("time",), zlib=True, chunksizes=(4,))
+        time.units = "days since 2000-01-01"
+        time[:] = np.arange(10.0)
+        ds.createVariable("v", "f4", ("time",), zlib=True, chunksizes=(5,))[:] = 1.0
+    group = refzarr.scan(str(path))
+    assert group["time"].manifest.inlined  # loaded: the check below is about that case
+    keys = ["zlib", "complevel", "shuffle", "chunksizes", "contiguous", "original_shape"]
+    out = tmp_path / ("refs.json" if kind == "json" else "refs.parq")
+    refzarr.write(group, out)
+    with (
+        xr.open_dataset(out, engine="refzarr") as got,
+        xr.open_dataset(path, engine="netcdf4") as expected,
+    ):
+        for name in ("time", "v"):
+            assert {k: got[name].encoding[k] for k in keys} == {
+                k: expected[name].encoding[k] for k in keys
+            }, name
+        assert got["time"].encoding["preferred_chunks"] == {"time": 4}
+        assert "_nc_source_layout" not in got["time"].attrs
+        assert got["v"].encoding["source"] == str(path)
+        rewritten = tmp_path / "again.nc"
+        got.to_netcdf(rewritten)
+    with netCDF4.Dataset(rewritten) as again:
+        assert again["time"].chunking() == [4]
+        assert again["time"].filters()["zlib"]
+    options = {"consolidated": False, "storage_options": reference_options(out)}
+    with xr.open_dataset(
+        "reference://", engine="zarr", backend_kwargs=options, decode_times=False
+    ) as via_fsspec:
+        assert "_nc_source_layout" not in via_fsspec["time"].attrs
+        assert via_fsspec["time"].values.tolist() == list(range(10))
 
 
 def test_auto_complex_like_netcdf4(tmp_path: Path) -> None:

@@ -27,16 +27,7 @@ from xarray.tests.conftest import time_unit, use_dask  # noqa: E402, F401  (thei
 
 pytestmark = pytest.mark.slow  # ~390 tests, about 2-4 minutes on 2 busy cores
 
-_LOADED = (
-    "dimension coordinates are loaded at scan time (inline_coordinates) into one raw chunk, "
-    "so their encoding no longer tells the source's filters and chunking (chunksizes, "
-    "preferred_chunks, zlib, ...); scan with inline_coordinates=0 to keep them"
-)
-
 KNOWN: dict[str, str] = {
-    "test_encoding_kwarg_compression": _LOADED,
-    "test_keep_chunksizes_if_no_original_shape": _LOADED,
-    "test_preferred_chunks_is_present": _LOADED,
     "test_encoding_kwarg_vlen_string": (
         "encoding['dtype'] of a variable-length string variable: engine='netcdf4' reports "
         "the decoded fixed width ('<U3'), which a lazy array of references cannot know "

@@ -19,6 +19,7 @@ from refzarr.errors import RefzarrError
 from refzarr.io import RangeReader
 from refzarr.model import INLINED, WHOLE_FILE, ManifestBlock, RefArray
 from refzarr.model.hierarchy import chunk_key
+from refzarr.parallel.progress import progress_bar
 
 __all__ = ["Failure", "Report", "check_decode", "check_ranges", "file_sizes"]
 
@@ -56,7 +57,8 @@ class Report:
 
 
 def file_sizes(reader: RangeReader, urls: list[str], threads: int = 16) -> dict[str, int | str]:
-    """The size of every file, or why it could not be had (one request per file, concurrent)."""
+    """The size of every file, or why it could not be had (one request per file, concurrent;
+    a progress bar on a terminal when there are many)."""
 
     def size(url: str) -> int | str:
         try:
@@ -66,8 +68,17 @@ def file_sizes(reader: RangeReader, urls: list[str], threads: int = 16) -> dict[
                 return "no such file"
             return str(exc)
 
-    with ThreadPoolExecutor(threads) as pool:
-        return dict(zip(urls, pool.map(size, urls), strict=True))
+    shown = None if len(urls) >= _BAR_FROM else False
+    with ThreadPoolExecutor(threads) as pool, progress_bar(shown, len(urls), "sizes") as bar:
+        sizes: dict[str, int | str] = {}
+        for url, found in zip(urls, pool.map(size, urls), strict=True):
+            sizes[url] = found
+            bar.update(1)
+        return sizes
+
+
+_BAR_FROM = 100
+"""Files from which looking up their sizes shows a progress bar (on a terminal)."""
 
 
 def referenced_urls(arrays: list[tuple[str, RefArray]]) -> list[str]:

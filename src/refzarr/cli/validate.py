@@ -26,6 +26,7 @@ from refzarr.cli.common import (
 from refzarr.cli.table import plural
 from refzarr.io import RangeReader
 from refzarr.model import RefGroup
+from refzarr.parallel.progress import progress_bar
 
 __all__ = ["register", "run"]
 
@@ -79,8 +80,11 @@ def run(args: argparse.Namespace) -> int:
         check_ranges(path, array, sizes, report)
     decoded = 0
     if args.decode:
-        for path, array in arrays:
-            decoded += check_decode(path, array, reader, sizes, report)
+        total = sum(array.manifest.nchunks for _, array in arrays)
+        with progress_bar(None, total, "decoding", unit="chunk") as bar:
+            for path, array in arrays:
+                decoded += check_decode(path, array, reader, sizes, report)
+                bar.update(array.manifest.nchunks)
     checked = f"{plural(len(arrays), 'array')}, {plural(len(urls), 'file')}"
     if args.decode:
         checked += f", {plural(decoded, 'chunk')} decoded"

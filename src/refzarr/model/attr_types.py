@@ -21,9 +21,12 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "LAYOUT_ATTR",
     "TYPES_ATTR",
     "attribute_type",
     "netcdf_masking",
+    "original_bytes",
+    "source_layout",
     "typed_attributes",
     "unlimited_dimensions",
     "with_types",
@@ -31,6 +34,12 @@ __all__ = [
 
 TYPES_ATTR = "_nczarr_attr"
 """The attribute holding ``{"types": {attribute name: numpy dtype string}}``."""
+
+LAYOUT_ATTR = "_nc_source_layout"
+"""The attribute holding a loaded coordinate's stored layout in its source file,
+``{"chunks": [...], "codecs": [...]}``: its values are held in one raw chunk, and refzarr's
+engine shows the source's chunking and filters in ``encoding`` (so that ``to_netcdf`` writes
+them again). Named ``_nc...`` so that xarray's Zarr backend hides it, as it hides NCZarr's."""
 
 _JSON_NATIVE = frozenset({np.dtype("int64"), np.dtype("float64"), np.dtype("bool")})
 """Types a JSON value reads back as anyway: not recorded."""
@@ -52,17 +61,35 @@ def with_types(
     *,
     mark: bool,
     unlimited: Sequence[str] = (),
+    raw_bytes: Mapping[str, Any] | None = None,
 ) -> None:
     """Add ``types`` to ``attributes`` under `TYPES_ATTR` (also when empty if ``mark``: the
-    array follows netCDF's masking rules), and the names of its unlimited dimensions."""
-    if not (types or mark or unlimited):
+    array follows netCDF's masking rules), the names of its unlimited dimensions, and
+    ``raw_bytes``: the original bytes (lists of ints) of text attributes that are not UTF-8,
+    shown with U+FFFD as netCDF4-python shows them but kept, never re-encoded."""
+    if not (types or mark or unlimited or raw_bytes):
         return
     entry = attributes.get(TYPES_ATTR)
-    known = dict(entry.get("types", {})) if isinstance(entry, Mapping) else {}
-    value: dict[str, Any] = {"types": {**known, **types}}
+    known = dict(entry) if isinstance(entry, Mapping) else {}
+    value: dict[str, Any] = {**known, "types": {**known.get("types", {}), **types}}
     if unlimited:
         value["unlimited"] = list(unlimited)
+    if raw_bytes:
+        value["bytes"] = {**known.get("bytes", {}), **raw_bytes}
     attributes[TYPES_ATTR] = value
+
+
+def original_bytes(attributes: Mapping[str, Any], name: str) -> Any:
+    """The original bytes of a text attribute that was not UTF-8 (``bytes``, or a list of
+    them for a list attribute), as `with_types` kept them; None when it was UTF-8 text."""
+    entry = attributes.get(TYPES_ATTR)
+    kept = entry.get("bytes") if isinstance(entry, Mapping) else None
+    value = kept.get(name) if isinstance(kept, Mapping) else None
+    if not isinstance(value, list | tuple):
+        return None
+    if value and all(isinstance(item, list | tuple) for item in value):
+        return [bytes(item) for item in value]
+    return bytes(value)
 
 
 def unlimited_dimensions(attributes: Mapping[str, Any]) -> tuple[str, ...]:
@@ -81,8 +108,8 @@ def netcdf_masking(attributes: Mapping[str, Any]) -> bool:
 
 def typed_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """Plain attributes with the recorded types applied (numpy scalars or arrays) and
-    `TYPES_ATTR` left out; values that do not convert exactly stay as they are."""
-    out = {k: v for k, v in attributes.items() if k != TYPES_ATTR}
+    `TYPES_ATTR` and `LAYOUT_ATTR` left out; values that do not convert exactly stay as they are."""
+    out = {k: v for k, v in attributes.items() if k not in (TYPES_ATTR, LAYOUT_ATTR)}
     entry = attributes.get(TYPES_ATTR)
     types = entry.get("types") if isinstance(entry, Mapping) else None
     if not isinstance(types, Mapping):
@@ -102,3 +129,19 @@ def _typed(value: Any, text: Any) -> Any:
     if dtype.kind not in "iuf" or not np.array_equal(converted, np.asarray(value), equal_nan=True):
         return value
     return converted[()] if converted.ndim == 0 else converted
+
+
+def source_layout(attributes: Mapping[str, Any]) -> tuple[tuple[int, ...], tuple[Any, ...]] | None:
+    """The chunk shape and codec configurations `LAYOUT_ATTR` records (None: not recorded
+    or not understood)."""
+    entry = attributes.get(LAYOUT_ATTR)
+    if not isinstance(entry, Mapping):
+        return None
+    chunks, codecs = entry.get("chunks"), entry.get("codecs")
+    if not isinstance(chunks, list | tuple) or not isinstance(codecs, list | tuple):
+        return None
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in chunks):
+        return None
+    if not all(isinstance(codec, Mapping) for codec in codecs):
+        return None
+    return tuple(chunks), tuple(codecs)

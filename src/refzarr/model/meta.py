@@ -148,17 +148,24 @@ class ArrayMeta:
             for c, rect, i in zip(self.chunks, self.rectilinear, index, strict=True)
         )
 
-    def as_one_raw_chunk(self) -> ArrayMeta:
+    def as_one_raw_chunk(self, attributes: Mapping[str, Any] | None = None) -> ArrayMeta:
         """A copy stored as one chunk of the whole array without codecs (values as raw
-        bytes in ``dtype``'s byte order), as a loaded coordinate is. Every other field was
-        validated when this one was made and is kept, so nothing is checked again."""
+        bytes in ``dtype``'s byte order), as a loaded coordinate is; ``attributes`` replace
+        the attributes. Every other field was validated when this one was made and is kept,
+        so nothing else is checked again."""
+        frozen = None if attributes is None else freeze_json(attributes, where="attributes")
         if self.rectilinear is not None:
-            return self.replace(chunks=tuple(max(s, 1) for s in self.shape), codecs=())
+            changes: dict[str, Any] = {"chunks": tuple(max(s, 1) for s in self.shape)}
+            if frozen is not None:
+                changes["attributes"] = frozen
+            return self.replace(codecs=(), **changes)
         copy = object.__new__(ArrayMeta)
         for name in self.__dataclass_fields__:
             object.__setattr__(copy, name, getattr(self, name))
         object.__setattr__(copy, "chunks", tuple(max(s, 1) for s in self.shape))
         object.__setattr__(copy, "codecs", ())
+        if frozen is not None:
+            object.__setattr__(copy, "attributes", frozen)
         return copy
 
     def replace(self, **changes: Any) -> ArrayMeta:

@@ -16,7 +16,7 @@ from refzarr.parallel.batches import (
     check_options,
     split,
 )
-from refzarr.parallel.progress import progress_bar
+from refzarr.parallel.progress import scan_progress
 from refzarr.parallel.results import ScanFailure, ScanResults
 from refzarr.parallel.runners import open_runner
 
@@ -94,7 +94,7 @@ def scan_many(
         size = batch_size or (1 if runner.workers == 1 else _default_size(names, runner.workers))
         batches = split(names, size)
         outcomes = [None] * len(batches)
-        with progress_bar(progress, len(names), "scanning") as bar:
+        with scan_progress(progress, names) as bar:
             for index, done in runner.run(scanner, batches):
                 if on_error == "raise" and done and isinstance(done[-1], Failed):
                     raise done[-1].exception()

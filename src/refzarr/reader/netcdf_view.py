@@ -15,12 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.model import ArrayMeta
+from refzarr.errors import RefzarrError
+from refzarr.model import ArrayMeta, ChunkManifest
 
 __all__ = [
     "ENUM_ATTRS",
+    "as_stored",
     "netcdf_encoding",
     "presented_dtype",
+    "single_source",
     "vlen_dtype",
     "vlen_element",
 ]
@@ -115,3 +118,23 @@ def _filters(codecs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         elif ident == "fletcher32":
             found["fletcher32"] = True
     return found
+
+
+def as_stored(meta: ArrayMeta, layout: tuple[tuple[int, ...], tuple[Any, ...]] | None) -> ArrayMeta:
+    """``meta`` with the chunking and codecs its source file had (``layout``, recorded when a
+    coordinate was loaded at scan time), for the encoding shown; ``meta`` itself without one."""
+    if layout is None:
+        return meta
+    try:
+        return meta.replace(chunks=layout[0], codecs=layout[1])
+    except (RefzarrError, TypeError, ValueError):  # a record we do not understand: ignored
+        return meta
+
+
+def single_source(manifest: ChunkManifest) -> str | None:
+    """The one file an array's chunks are in (``encoding["source"]``, as the netCDF4 backend
+    names the file), or None: inlined, several files, or more than one block to load."""
+    if manifest.nblocks != 1:
+        return None
+    paths = manifest.block(0).paths
+    return paths[0] if len(paths) == 1 else None

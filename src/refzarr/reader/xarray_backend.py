@@ -24,12 +24,19 @@ from refzarr.errors import RefFormatError, SourceNotFoundError
 from refzarr.formats.api import read
 from refzarr.io import RangeReader
 from refzarr.model import ArrayMeta, RefArray, RefGroup
-from refzarr.model.attr_types import netcdf_masking, typed_attributes, unlimited_dimensions
+from refzarr.model.attr_types import (
+    netcdf_masking,
+    source_layout,
+    typed_attributes,
+    unlimited_dimensions,
+)
 from refzarr.model.frozen import thaw_json
 from refzarr.reader.array import ArrayReader, read_many
 from refzarr.reader.netcdf_view import (
+    as_stored,
     netcdf_encoding,
     presented_dtype,
+    single_source,
     vlen_element,
 )
 
@@ -139,9 +146,13 @@ class RefzarrDataStore(AbstractDataStore):
         masking = self.use_zarr_fill_value_as_mask and not netcdf_masking(raw)
         if masking and meta.fill_value is not None:
             attrs["_FillValue"] = _python_scalar(meta.fill_value)
-        encoding = netcdf_encoding(meta, name, attrs, dims)
-        encoding.update(_chunk_encoding(meta, dims))
+        stored = as_stored(meta, source_layout(raw))  # a loaded coordinate: as in its file
+        encoding = netcdf_encoding(stored, name, attrs, dims)
+        encoding.update(_chunk_encoding(stored, dims))
         encoding["filters"] = [dict(codec) for codec in meta.codecs]
+        data_file = single_source(array.manifest)
+        if data_file is not None:
+            encoding["source"] = data_file
         return xr.Variable(dims, data, attrs, encoding)
 
     def get_attrs(self) -> dict[str, Any]:

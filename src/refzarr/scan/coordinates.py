@@ -15,10 +15,13 @@ loading is an optimisation, never a reason to fail or to change values.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from refzarr.codecs.chunk import decode_whole
 from refzarr.errors import RefzarrError
-from refzarr.model import INLINED, WHOLE_FILE, ChunkManifest, RefArray
+from refzarr.model import INLINED, WHOLE_FILE, ArrayMeta, ChunkManifest, RefArray
+from refzarr.model.attr_types import LAYOUT_ATTR
+from refzarr.model.frozen import thaw_json
 from refzarr.model.manifest import share_bytes
 
 __all__ = ["DEFAULT_COORDINATE_BYTES", "check_coordinate_bytes", "load_coordinate"]
@@ -77,7 +80,16 @@ def load_coordinate(
     except (RefzarrError, ValueError):  # left for the reader to report, as before
         return array
     manifest = ChunkManifest.one_inlined(share_bytes(values.tobytes()))
-    return RefArray(meta.as_one_raw_chunk(), manifest)
+    return RefArray(meta.as_one_raw_chunk(_with_layout(meta)), manifest)
+
+
+def _with_layout(meta: ArrayMeta) -> dict[str, Any] | None:
+    """The attributes plus the source's chunking and codecs (`LAYOUT_ATTR`), or None when the
+    source stored the values as they are now held (one raw chunk)."""
+    if not meta.codecs and meta.chunks == tuple(max(s, 1) for s in meta.shape):
+        return None
+    layout = {"chunks": list(meta.chunks), "codecs": [thaw_json(c) for c in meta.codecs]}
+    return {**thaw_json(meta.attributes), LAYOUT_ATTR: layout}
 
 
 def _stored_chunks(

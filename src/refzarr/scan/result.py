@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -10,9 +12,25 @@ from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import RefGroup
 from refzarr.model.pickling import tuple_state
 
-__all__ = ["ScannedGroup", "Skipped", "build_or_skip"]
+__all__ = ["ScannedGroup", "Skipped", "build_or_skip", "reporting_members"]
 
 T = TypeVar("T")
+
+_ON_MEMBER: ContextVar[Callable[[str], None] | None] = ContextVar(
+    "refzarr_scan_on_member", default=None
+)
+"""Called with each array or group a scanner has built or skipped (a progress bar's count)."""
+
+
+@contextmanager
+def reporting_members(callback: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, scanners in this thread (or task) call ``callback(path)`` after each
+    array or group they build or skip: the progress of a long single-file scan."""
+    token = _ON_MEMBER.set(callback)
+    try:
+        yield
+    finally:
+        _ON_MEMBER.reset(token)
 
 
 @tuple_state
@@ -64,3 +82,7 @@ def build_or_skip(
             raise
         skipped.append(Skipped(path, str(exc)))
         return None
+    finally:
+        report = _ON_MEMBER.get()
+        if report is not None:
+            report(path)

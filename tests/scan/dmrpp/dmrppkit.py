@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import zarr
 import refzarr
 from corpus import corpus_files
 from refzarr import RefArray, RefGroup
+from refzarr.model.attr_types import TYPES_ATTR
 from roundtrip import open_zarr_group
 
 __all__ = [
@@ -59,14 +60,21 @@ def _sets(out: list[str], what: str, dmrpp: set[str], hdf5: set[str]) -> None:
         out.append(f"{what}: only dmrpp={sorted(dmrpp - hdf5)} only hdf5={sorted(hdf5 - dmrpp)}")
 
 
-NOT_YET_RECORDED = frozenset({"_nczarr_attr", "_hdf5_enum_name"})
-"""What the HDF5 scanner records for refzarr's engine (attribute types, netCDF's masking rule,
-enum type names) and the DMR++ scanner does not record yet: left out of the comparison."""
+def _without_unlimited(value: Any) -> Any:
+    """``_nczarr_attr`` without its ``unlimited`` entry: a sidecar does not say which
+    dimensions are unlimited (HDF5's maximum shape is not in it). Holding nothing else, it
+    reads as absent: without types, the masking rules agree when no fill value is default."""
+    if not isinstance(value, Mapping):
+        return value
+    rest = {k: v for k, v in value.items() if k != "unlimited"}
+    return "<absent>" if rest == {"types": {}} and "unlimited" in value else rest
 
 
 def _attrs(out: list[str], path: str, dmrpp: Any, hdf5: Any) -> None:
-    for name in sorted((set(dmrpp) | set(hdf5)) - NOT_YET_RECORDED):
+    for name in sorted(set(dmrpp) | set(hdf5)):
         a, b = dmrpp.get(name, "<absent>"), hdf5.get(name, "<absent>")
+        if name == TYPES_ATTR:
+            a, b = _without_unlimited(a), _without_unlimited(b)
         if a != b or _types(a) != _types(b):
             out.append(f"{path}: attribute {name!r}: dmrpp={a!r} hdf5={b!r}")
 

@@ -22,6 +22,7 @@ import refzarr
 from refzarr import UnsupportedFeatureError
 from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec
 from refzarr.model import INLINED, MISSING
+from refzarr.model.attr_types import original_bytes
 from refzarr.scan.hdf5 import Hdf5Scanner
 from refzarr.scan.hdf5.types import ENUM_ATTR
 from roundtrip import assert_xarray_matches_netcdf
@@ -316,9 +317,13 @@ def test_attributes_keep_their_types(tmp_path: Path) -> None:
         "matrix": ((0, 1), (2, 3)),
         # the types JSON loses, as NCZarr records them (issue 13)
         "_nczarr_attr": {
-            "types": {"_FillValue": "<i2", "scale_factor": "<f4", "valid_range": "<i2"}
+            "types": {"_FillValue": "<i2", "scale_factor": "<f4", "valid_range": "<i2"},
+            # and the bytes that were not UTF-8, kept as ints: never re-encoded in silence
+            "bytes": {"binary": [0xFF, 0x00, 0x01]},
         },
     }
+    assert original_bytes(attrs, "binary") == b"\xff\x00\x01"
+    assert original_bytes(attrs, "text") is None
     assert array(group, "v").meta.fill_value == -1
     assert dict(group.attributes) == {"title": "root"}
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import WHOLE_FILE, ChunkManifest, RefArray, RefGroup
-from refzarr.model.attr_types import TYPES_ATTR
+from refzarr.model.attr_types import LAYOUT_ATTR, TYPES_ATTR
 from refzarr.model.frozen import thaw_json
 from refzarr.model.hierarchy import require_regular_grids
 
@@ -230,12 +230,13 @@ def _attributes(
 
     The Zarr v2 ``fill_value`` of the kerchunk outputs is xarray's ``_FillValue``, unless the
     scan marked the array as following netCDF's rule (`TYPES_ATTR`: only a ``_FillValue``
-    attribute masks). refzarr's attribute-type record itself is left out: Zarr v3 readers would
-    show it.
+    attribute masks). refzarr's attribute-type and source-layout records themselves are left
+    out: Zarr v3 readers would show them.
     """
     netcdf_rule = TYPES_ATTR in attributes
     out = thaw_json(attributes)
     out.pop(TYPES_ATTR, None)
+    out.pop(LAYOUT_ATTR, None)
     value = out.pop(FILL_VALUE_ATTR, None if netcdf_rule else fill_value)
     out = _finite(out, path)
     if value is None:

@@ -27,6 +27,7 @@ from refzarr.errors import (
     UnsupportedFeatureError,
 )
 from refzarr.model import ArrayMeta, RefArray, RefGroup
+from refzarr.model.attr_types import TYPES_ATTR, attribute_type, with_types
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
 from refzarr.scan.dmrpp.locate import DataFiles, data_file_url
@@ -50,7 +51,7 @@ from refzarr.scan.dmrpp.xmldoc import DMRPP, Names, parse_document
 from refzarr.scan.hdf5.attrs import INTERNAL_ATTRS
 from refzarr.scan.hdf5.dims import NETCDF_DIMENSION_ONLY, PhonyDimensions
 from refzarr.scan.hdf5.source import check_within_file
-from refzarr.scan.hdf5.types import ENUM_ATTR
+from refzarr.scan.hdf5.types import ENUM_ATTR, ENUM_NAME_ATTR
 from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip
 
 __all__ = ["DmrppScanner"]
@@ -255,11 +256,14 @@ class _Walk:
         dtype = self.dtype(element, kind, chunks, shown, where, scalar=not shape)
         codecs, stages = codecs_for(chunks, dtype, where, old=self.old)
         storage = self.storage(element, chunks, Layout(where, shape, dtype, codecs, stages))
+        fill = _fill(storage, fill_text, attrs.get("_FillValue"), dtype, where)
+        # a fill value that is no _FillValue (netCDF's default fill) reads, masks nothing
+        with_types(shown, {}, mark=fill is not None and "_FillValue" not in shown)
         meta = ArrayMeta(
             shape=shape,
             chunks=storage.chunks,
             dtype=dtype,
-            fill_value=_fill(storage, fill_text, attrs.get("_FillValue"), dtype, where),
+            fill_value=fill,
             codecs=codecs,
             attributes=shown,
             dimension_names=names,
@@ -282,6 +286,7 @@ class _Walk:
         if kind == "Enum":
             base, mapping = self.enumeration(element, where)
             shown[ENUM_ATTR] = mapping
+            shown[ENUM_NAME_ATTR] = element.get("enum", "").rpartition("/")[2]
             return numeric_dtype(base, byte_order, where)
         if kind == "String":
             return string_dtype(element, chunks, scalar, where)
@@ -379,10 +384,12 @@ class _Walk:
         return tuple(names)
 
     def attributes(
-        self, element: ET.Element, path: str, *, hide_provenance: bool = False
+        self, element: ET.Element, path: str, *, hide_provenance: bool = False, typed: bool = True
     ) -> dict[str, Any]:
-        """The DAP4 attributes of an element (containers as objects), in document order."""
+        """The DAP4 attributes of an element (containers as objects), in document order;
+        ``typed``: the numeric types JSON loses recorded as the HDF5 scanner records them."""
         out: dict[str, Any] = {}
+        types: dict[str, str] = {}
         owner = "group" if self.names.local(element.tag) in ("Dataset", "Group") else "variable"
         for child in element.findall(self.names("Attribute")):
             name, kind = child.get("name"), child.get("type")
@@ -396,11 +403,15 @@ class _Walk:
             )
             if value is not None:
                 out[name] = value
+                recorded = _recorded_type(kind, value)
+                if recorded is not None and typed:
+                    types[name] = recorded
+        with_types(out, types, mark=False)
         return out
 
     def value(self, element: ET.Element, kind: str, where: str, path: str) -> Any:
         if kind == "Container":
-            return self.attributes(element, f"{path}@{element.get('name')}")
+            return self.attributes(element, f"{path}@{element.get('name')}", typed=False)
         if kind == "OtherXML":
             raise UnsupportedFeatureError(f"{where}: OtherXML attributes are not supported")
         texts = [v.text for v in element.findall(self.names("Value"))]
@@ -420,12 +431,25 @@ def _check_fill_marker(text: str | None, element: ET.Element, array: bool, where
     raise UnsupportedFeatureError(f"{where}: build_dmrpp could not describe it ({reason})")
 
 
+def _recorded_type(kind: str, value: Any) -> str | None:
+    """The numpy type to record for a numeric attribute JSON would not keep (as the HDF5
+    scanner records it), None for text, containers and int64/float64."""
+    code = NUMERIC_TYPES.get(kind)
+    if code is None or isinstance(value, dict):
+        return None
+    return attribute_type(np.zeros(0, dtype=code))
+
+
 def _shown(attrs: dict[str, Any]) -> dict[str, Any]:
     """The attributes the HDF5 scanner shows: netCDF and dimension-scale bookkeeping hidden."""
     hidden = set(INTERNAL_ATTRS)
     if attrs.get("CLASS") == "DIMENSION_SCALE":
         hidden |= {"CLASS", "NAME"}
-    return {k: v for k, v in attrs.items() if k not in hidden}
+    shown = {k: v for k, v in attrs.items() if k not in hidden and k != TYPES_ATTR}
+    entry = attrs.get(TYPES_ATTR)
+    types = {k: v for k, v in entry["types"].items() if k in shown} if entry else {}
+    with_types(shown, types, mark=False)
+    return shown
 
 
 def _fill(

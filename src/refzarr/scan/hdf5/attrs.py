@@ -235,6 +235,7 @@ def read_attributes(
     hidden = INTERNAL_ATTRS | (_SCALE_ATTRS if is_scale(attrs) else frozenset())
     out: dict[str, Any] = {}
     types: dict[str, str] = {}
+    raw: dict[str, Any] = {}
     for name in attrs.names:
         if name in hidden:
             continue
@@ -247,8 +248,37 @@ def read_attributes(
             continue
         if kind is not None:
             types[name] = kind
-    with_types(out, types, mark=False)
+        if _replaced_text(out[name]):
+            raw[name] = _original_bytes(attrs[name])
+    with_types(out, types, mark=False, raw_bytes={k: v for k, v in raw.items() if v})
     return out
+
+
+def _replaced_text(value: Any) -> bool:
+    """Whether a JSON value holds U+FFFD (text that may not have been UTF-8)."""
+    if isinstance(value, str):
+        return "\ufffd" in value
+    return isinstance(value, list) and any(_replaced_text(item) for item in value)
+
+
+def _original_bytes(value: Any) -> Any:
+    """The bytes (as lists of ints) of a text attribute that is not UTF-8, None when it is."""
+    items = value.reshape(-1).tolist() if isinstance(value, np.ndarray) else value
+    if isinstance(items, bytes | np.bytes_):
+        return None if _utf8(bytes(items)) else list(bytes(items))
+    if isinstance(items, list) and all(isinstance(v, bytes | np.bytes_) for v in items):
+        if all(_utf8(bytes(v)) for v in items):
+            return None
+        return [list(bytes(v)) for v in items]
+    return None
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def is_scale(attrs: AttributeTable) -> bool:
