@@ -10,13 +10,13 @@ import traceback
 from collections.abc import Sequence
 
 from refzarr import __version__
-from refzarr.cli import cat, convert, expand, info, scan, validate
+from refzarr.cli import cat, convert, expand, info, refresh, scan, validate
 from refzarr.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 from refzarr.errors import RefzarrError
 
 __all__ = ["main"]
 
-_COMMANDS = (scan, info, validate, cat, convert, expand)
+_COMMANDS = (scan, info, validate, refresh, cat, convert, expand)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -49,8 +49,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         choices=["json", "parquet", "icechunk"],
-        help="override OUT's suffix; icechunk: OUT is a local Icechunk repository (created "
-        "or opened; one commit on branch main)",
+        help="override OUT's suffix; icechunk: OUT is an Icechunk repository, a local path "
+        "or s3://bucket/prefix (created or opened; one commit on branch main)",
     )
     parser.add_argument(
         "--message", default=None, metavar="TEXT", help="the Icechunk commit message"
@@ -175,10 +175,17 @@ def run(args: argparse.Namespace) -> int:
         group = _combine(results, concat_dims, _names(args.identical_dim), coords, storage)
     same = storage is not None and _protocol(str(args.output)) == _protocol(urls[0])
     if chosen == "icechunk":
-        from refzarr.formats.icechunk.repository import commit_group
+        from refzarr.formats.icechunk.repository import commit_icechunk
 
         message = args.message or f"refzarr scan of {plural(len(results), 'file')}"
-        commit_group(group, args.output, message, append_dim=args.append_dim)
+        commit_icechunk(
+            group,
+            args.output,
+            message=message,
+            append_dim=args.append_dim,
+            storage_options=storage if same else None,
+            source_options=storage,
+        )
     else:
         write(
             group,

@@ -1,4 +1,5 @@
-"""``refzarr validate REFS [--decode]``: every referenced byte range exists (and decodes)."""
+"""``refzarr validate REFS [--decode | --sources]``: every referenced byte range exists (and
+decodes), or every source file is as its scan found it."""
 
 from __future__ import annotations
 
@@ -13,9 +14,18 @@ from refzarr.cli.checks import (
     file_sizes,
     referenced_urls,
 )
-from refzarr.cli.common import EXIT_FAILURE, EXIT_OK, REFS_HELP, positive_int, read_refs
+from refzarr.cli.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    REFS_HELP,
+    UsageError,
+    json_object,
+    positive_int,
+    read_refs,
+)
 from refzarr.cli.table import plural
 from refzarr.io import RangeReader
+from refzarr.model import RefGroup
 from refzarr.parallel.progress import progress_bar
 
 __all__ = ["register", "run"]
@@ -33,6 +43,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--decode", action="store_true", help="also fetch and decode every chunk (reads it all)"
     )
     parser.add_argument(
+        "--sources",
+        action="store_true",
+        help="instead, check that every source file is as scanned (size, modification time, "
+        "ETag): lists those that changed or vanished (refresh them with `refzarr refresh`)",
+    )
+    parser.add_argument(
+        "--storage-options",
+        type=json_object,
+        metavar="JSON",
+        help="fsspec options for the source files, as JSON or @FILE",
+    )
+    parser.add_argument(
         "--max-failures",
         type=positive_int,
         default=20,
@@ -45,6 +67,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Check; list the first failures on stdout; exit status 1 when there is any."""
     group = read_refs(args.refs)
+    if args.sources:
+        if args.decode:
+            raise UsageError("--sources and --decode check different things: give one")
+        return _run_sources(args, group)
     arrays = list(group.arrays())
     reader = RangeReader()
     urls = referenced_urls(arrays)
@@ -71,5 +97,30 @@ def run(args: argparse.Namespace) -> int:
     suffix = f" ({more:,} more not shown; --max-failures N)" if more else ""
     print(
         f"refzarr: error: {args.refs}: {plural(report.count, 'failure')}{suffix}", file=sys.stderr
+    )
+    return EXIT_FAILURE
+
+
+def _run_sources(args: argparse.Namespace, group: RefGroup) -> int:
+    """``--sources``: one line per source file that changed, vanished or is unreachable."""
+    from refzarr.sources.check import changes_of, require_record
+
+    scans = require_record(group, args.refs)
+    changes = changes_of(scans, args.storage_options)
+    files = len({url for scan in scans for url in scan.files})
+    if not changes:
+        print(f"{args.refs}: OK ({plural(files, 'source file')} as scanned)")
+        return EXIT_OK
+    for change in changes[: args.max_failures]:
+        print(
+            f"CHANGED {change}" if change.kind == "changed" else f"{change.kind.upper()} {change}"
+        )
+    more = len(changes) - args.max_failures
+    suffix = f" ({more:,} more not shown; --max-failures N)" if more > 0 else ""
+    print(
+        f"refzarr: error: {args.refs}: {len(changes):,} of {plural(files, 'source file')} "
+        f"changed or vanished since scanned{suffix}; `refzarr refresh {args.refs}` scans them "
+        "again",
+        file=sys.stderr,
     )
     return EXIT_FAILURE

@@ -10,6 +10,7 @@ build every variable group by group, concatenated (`concat`) or checked identica
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -116,9 +117,20 @@ def combine(
     if urls is not None and len(urls) != len(chosen):
         raise ValueError(f"urls has {len(urls)} entries for {len(chosen)} groups")
     specs = parse_coord_specs(dims, coords)
-    identical = frozenset(identical_dims or ())
     inputs = Inputs(chosen, None if urls is None else tuple(urls), storage_options)
-    check = compat == "equals"
+    result = _combined(inputs, dims, specs, frozenset(identical_dims or ()), compat == "equals")
+    return _with_sources(result, chosen)
+
+
+def _combined(
+    inputs: Inputs,
+    dims: tuple[str, ...],
+    specs: Mapping[str, Any],
+    identical: frozenset[str],
+    check: bool,
+) -> RefGroup:
+    chosen = inputs.groups
+    storage_options = inputs.storage_options
     if not dims:
         return merge_inputs(inputs, check=check)
     parts = _partitions(inputs)
@@ -131,6 +143,13 @@ def combine(
     ]
     names = tuple(f"the {len(ix)} files starting with {inputs.label(ix[0])}" for ix in parts)
     return merge_inputs(Inputs(tuple(combined), None, storage_options, names=names), check=check)
+
+
+def _with_sources(result: RefGroup, groups: Sequence[RefGroup]) -> RefGroup:
+    """The combined group with the records of every input's sources merged."""
+    from refzarr.sources.record import merged_sources
+
+    return replace(result, sources=merged_sources(groups))
 
 
 def merge(

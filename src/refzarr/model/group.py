@@ -60,6 +60,9 @@ class RefGroup:
 
     attributes: Mapping[str, Any] = field(default_factory=FrozenDict)
     members: Mapping[str, Node] = field(default_factory=dict)
+    sources: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    """What the sources were like when scanned (`refzarr.sources`): a JSON document written
+    as a hidden root attribute, not part of the hierarchy (equality ignores it)."""
 
     def __post_init__(self) -> None:
         members = dict(self.members)
@@ -72,6 +75,8 @@ class RefGroup:
                 raise TypeError(f"member {name!r} must be a RefArray or RefGroup")
         object.__setattr__(self, "members", FrozenDict(members))
         object.__setattr__(self, "attributes", freeze_json(self.attributes, where="attributes"))
+        if self.sources is not None:
+            object.__setattr__(self, "sources", freeze_json(self.sources, where="sources"))
 
     def __getitem__(self, path: str) -> Node:
         """The member at ``path`` (``"a/b"`` reaches into subgroups)."""

@@ -23,8 +23,14 @@ from refzarr.model.group import Node, RefArray, RefGroup
 from refzarr.model.manifest import ChunkManifest
 from refzarr.model.meta import ArrayMeta
 
+SOURCES_ATTR = "_nc_refzarr_sources"
+"""The root attribute holding `RefGroup.sources` in written reference sets. Its ``_nc``
+prefix makes xarray's Zarr backend hide it (as it hides NCZarr's keys); zarr-python and
+fsspec show it as an attribute but never act on it."""
+
 __all__ = [
     "METADATA_NAMES",
+    "SOURCES_ATTR",
     "Hierarchy",
     "array_metadata",
     "assemble_group",
@@ -240,9 +246,15 @@ def _make_group(
     def position(name: str) -> tuple[int, str]:
         return rank.get(prefix + name, last), name
 
+    sources = None
+    if not path and SOURCES_ATTR in attrs:
+        attrs = dict(attrs)
+        sources = attrs.pop(SOURCES_ATTR)
+    if sources is not None and not isinstance(sources, Mapping):
+        raise RefFormatError(f"{_where(where, '/')}: attribute {SOURCES_ATTR!r} is no object")
     try:
         ordered = {name: members[name] for name in sorted(members, key=position)}
-        return RefGroup(attributes=freeze_json(attrs), members=ordered)
+        return RefGroup(attributes=freeze_json(attrs), members=ordered, sources=sources)
     except (RefFormatError, TypeError) as exc:
         raise RefFormatError(f"{_where(where, path or '/')}: {exc}") from exc
 
@@ -275,18 +287,22 @@ def metadata_documents(group: RefGroup) -> Iterator[tuple[str, dict[str, Any]]]:
     """
     for path, node in hierarchy_metadata(group):
         if isinstance(node, RefGroup):
-            yield from group_documents(path, node)
+            yield from group_documents(path, node, with_sources=True)
         else:
             yield from array_metadata(path, node)
 
 
-def group_documents(path: str, group: RefGroup) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """``(key, document)`` of one group's ``.zgroup`` and ``.zattrs`` (``path``: its path)."""
+def group_documents(
+    path: str, group: RefGroup, *, with_sources: bool = False
+) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """``(key, document)`` of one group's ``.zgroup`` and ``.zattrs`` (``path``: its path);
+    ``with_sources``: the root's ``sources`` record as the `SOURCES_ATTR` attribute (what
+    reference set writers store)."""
     prefix = f"{path}/" if path else ""
-    return (f"{prefix}.zgroup", {"zarr_format": 2}), (
-        f"{prefix}.zattrs",
-        thaw_json(group.attributes),
-    )
+    attributes = thaw_json(group.attributes)
+    if with_sources and not path and group.sources is not None:
+        attributes[SOURCES_ATTR] = thaw_json(group.sources)
+    return (f"{prefix}.zgroup", {"zarr_format": 2}), (f"{prefix}.zattrs", attributes)
 
 
 def group_metadata(group: RefGroup) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -258,6 +258,9 @@ def from_kerchunk(refs: Mapping[str, Any], *, target: str | None = None) -> RefG
 def to_kerchunk(group: RefGroup) -> dict[str, Any]:
     """A Version 0 reference dict with Zarr v2 metadata (text values, lists for refs).
 
+    The group's record of its sources (``group.sources``) is left out: `refzarr.write`
+    stores it.
+
     Raises
     ------
     UnsupportedFeatureError

@@ -53,6 +53,8 @@ def scan(url: str | os.PathLike[str], *, format: str | None = None, **options: A
     -------
     RefGroup
         A `ScannedGroup`: also lists, in ``skipped``, what ``on_unsupported="skip"`` left out.
+        Its ``sources`` record the size, modification time and ETag of every file it refers
+        to, taken as the scan began (written with the references; see `check_sources`).
 
     Raises
     ------
@@ -68,7 +70,13 @@ def scan(url: str | os.PathLike[str], *, format: str | None = None, **options: A
     TypeError
         When an option is not one of the format's.
     """
-    return make_scanner(url, format=format, **options)(os.fspath(url))
+    from refzarr.sources.record import record_scan
+    from refzarr.sources.state import scanned_state
+
+    name = os.fspath(url)
+    scan_format, scanner = _configured(name, format, options)
+    before = scanned_state(name, options.get("storage_options"))
+    return record_scan(scanner(name), name, scan_format.name, scanner, before)
 
 
 def make_scanner(
@@ -80,6 +88,12 @@ def make_scanner(
     that one set of options serves a folder of files in several formats; an option no
     format takes raises TypeError.
     """
+    return _configured(url, format, options)[1]
+
+
+def _configured(
+    url: str | os.PathLike[str] | None, format: str | None, options: dict[str, Any]
+) -> tuple[ScanFormat, Scanner]:
     from refzarr.scan.base import all_option_names
 
     if format is not None:
@@ -100,4 +114,4 @@ def make_scanner(
             )
         options = {k: v for k, v in options.items() if k in own}
     scanner: Scanner = scanner_for(scan_format, options)  # type: ignore[assignment]
-    return scanner
+    return scan_format, scanner

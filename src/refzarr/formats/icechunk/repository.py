@@ -1,39 +1,53 @@
-"""Local Icechunk repositories for the command line: created or opened at a path, with a
-virtual chunk container (and read access) for every source folder the references point into."""
+"""Icechunk repositories made or opened from a URL (a local path or ``s3://bucket/prefix``),
+with a virtual chunk container (and read access) for every place the references point into
+(local folders, S3 buckets), and one commit per write (`commit_icechunk`)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from refzarr.errors import UnsupportedFeatureError
+from refzarr.errors import RefzarrError, UnsupportedFeatureError
 from refzarr.model import RefGroup
 
-__all__ = ["commit_group", "source_prefixes"]
+__all__ = ["CommitConflictError", "commit_icechunk", "source_prefixes"]
+
+
+class CommitConflictError(RefzarrError, RuntimeError):
+    """Another writer committed to the branch while this write was under way: nothing of
+    this write was committed (run it again on the new state)."""
 
 
 def source_prefixes(group: RefGroup) -> list[str]:
-    """The ``file:///folder/`` prefix of every local file ``group`` refers to, sorted.
+    """The container prefix of every place ``group`` refers to, sorted: ``file:///folder/``
+    for local files, ``s3://bucket/`` for S3 objects.
 
     Raises
     ------
     UnsupportedFeatureError
-        For references to anything but local files (give the repository yourself, with
-        containers for your object store, and call `refzarr.to_icechunk`).
+        For references to other protocols (make the repository, with its virtual chunk
+        containers, yourself and call `refzarr.to_icechunk`).
     """
-    folders: set[str] = set()
+    prefixes: set[str] = set()
     for _, array in group.arrays():
         for url in _urls(array.manifest.iter_written_blocks()):
-            if "://" in url and not url.startswith("file://"):
-                raise UnsupportedFeatureError(
-                    f"{url}: the command writes Icechunk repositories for local sources only; "
-                    "for object stores, make the repository (with its virtual chunk "
-                    "containers) in Python and call refzarr.to_icechunk"
-                )
-            path = url.removeprefix("file://")
-            folders.add(os.path.dirname(os.path.abspath(path)))
-    return sorted(f"file://{folder.rstrip('/')}/" for folder in folders)
+            prefixes.add(_prefix(url))
+    return sorted(prefixes)
+
+
+def _prefix(url: str) -> str:
+    if "://" not in url or url.startswith("file://"):
+        folder = os.path.dirname(os.path.abspath(url.removeprefix("file://")))
+        return f"file://{folder.rstrip('/')}/"
+    protocol, _, rest = url.partition("://")
+    if protocol in ("s3", "s3a"):
+        return f"s3://{rest.split('/', 1)[0]}/"
+    raise UnsupportedFeatureError(
+        f"{url}: refzarr makes Icechunk virtual chunk containers for local files and S3 only; "
+        "for other stores, make the repository (with its containers) in Python and call "
+        "refzarr.to_icechunk"
+    )
 
 
 def _urls(blocks: Iterable[Any]) -> set[str]:
@@ -44,30 +58,166 @@ def _urls(blocks: Iterable[Any]) -> set[str]:
     return urls
 
 
-def commit_group(
-    group: RefGroup, repository: str, message: str, append_dim: str | None = None
+def commit_icechunk(
+    group: RefGroup,
+    repository: str | os.PathLike[str],
+    *,
+    message: str = "refzarr",
+    append_dim: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    source_options: Mapping[str, Any] | None = None,
+    branch: str = "main",
 ) -> str:
-    """Write ``group`` into the local repository at ``repository`` (created when absent) on
-    branch ``main`` and commit it; the snapshot id."""
+    """Write ``group`` into an Icechunk repository and commit it; the new snapshot's id.
+
+    The repository (a local path or ``s3://bucket/prefix``) is created when absent. It gets
+    (and saves in its config) a virtual chunk container for every local folder and S3
+    bucket the references point into, and read access to them. Every chunk carries its
+    source's checksum as scanned (see `refzarr.to_icechunk`).
+
+    Parameters
+    ----------
+    group
+        What to write (a scan, a combination, a reference set read back).
+    repository
+        Local path, or ``s3://bucket/prefix``.
+    message
+        The commit message.
+    append_dim
+        Append along this dimension to what the branch holds (`refzarr.to_icechunk`).
+    storage_options
+        s3fs-style options for an S3 repository: ``key``, ``secret``, ``token``, ``anon``,
+        ``endpoint_url`` (or ``client_kwargs={"endpoint_url": ..., "region_name": ...}``).
+        A ``http://`` endpoint allows plain HTTP and uses path-style addressing.
+    source_options
+        The same for the sources on S3 (default: ``storage_options``).
+    branch
+        The branch to commit to.
+
+    Raises
+    ------
+    CommitConflictError
+        When another writer committed to ``branch`` meanwhile (nothing was committed).
+    UnsupportedFeatureError, IncompatibleError
+        As `refzarr.to_icechunk`; when a reference points where no container can be made.
+    """
     import icechunk
 
     from refzarr.formats.icechunk.write import to_icechunk
 
+    shown = os.fspath(repository)
+    sources = source_options if source_options is not None else storage_options
     prefixes = source_prefixes(group)
     config = icechunk.RepositoryConfig.default()
     for prefix in prefixes:
-        folder = prefix.removeprefix("file://")
-        store = icechunk.local_filesystem_store(folder)
-        config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, store))
-    credentials = icechunk.containers_credentials(dict.fromkeys(prefixes))
-    storage = icechunk.local_filesystem_storage(os.path.abspath(repository))
+        config.set_virtual_chunk_container(
+            icechunk.VirtualChunkContainer(prefix, _container_store(prefix, sources))
+        )
+    credentials = icechunk.containers_credentials(
+        {prefix: _credentials(prefix, sources) for prefix in prefixes}
+    )
+    storage = _storage(shown, storage_options)
     repo = icechunk.Repository.open_or_create(
         storage, config, authorize_virtual_chunk_access=credentials
     )
-    if prefixes:  # an existing repository learns the containers of new source folders
+    if prefixes:  # an existing repository learns the containers of new source places
         repo = icechunk.Repository.open(storage, config, authorize_virtual_chunk_access=credentials)
         repo.save_config()
-    session = repo.writable_session("main")
-    to_icechunk(group, session.store, append_dim=append_dim)
-    snapshot: str = session.commit(message)
+    session = repo.writable_session(branch)
+    to_icechunk(group, session.store, append_dim=append_dim, storage_options=sources)
+    return _commit(session, message, shown, branch)
+
+
+def _commit(session: Any, message: str, shown: str, branch: str) -> str:
+    import icechunk
+
+    try:
+        snapshot: str = session.commit(message)
+    except icechunk.ConflictError as exc:
+        raise CommitConflictError(
+            f"{shown}: another writer committed to branch {branch!r} while this write was "
+            f"under way (now at snapshot {exc.actual_parent}); nothing of this write was "
+            "committed: run it again"
+        ) from exc
     return snapshot
+
+
+def _storage(repository: str, options: Mapping[str, Any] | None) -> Any:
+    import icechunk
+
+    if "://" not in repository or repository.startswith("file://"):
+        return icechunk.local_filesystem_storage(
+            os.path.abspath(repository.removeprefix("file://"))
+        )
+    protocol, _, rest = repository.partition("://")
+    if protocol not in ("s3", "s3a"):
+        raise UnsupportedFeatureError(
+            f"{repository}: refzarr writes Icechunk repositories on local disks and S3; for "
+            "others, open the repository with icechunk and call refzarr.to_icechunk"
+        )
+    bucket, _, prefix = rest.partition("/")
+    settings = _s3_settings(options)
+    return icechunk.s3_storage(
+        bucket=bucket,
+        prefix=prefix.strip("/") or None,
+        region=settings["region"],
+        endpoint_url=settings["endpoint_url"],
+        allow_http=settings["allow_http"],
+        force_path_style=settings["force_path_style"],
+        access_key_id=settings["key"],
+        secret_access_key=settings["secret"],
+        session_token=settings["token"],
+        anonymous=settings["anon"] or None,
+        from_env=None if settings["key"] or settings["anon"] else True,
+    )
+
+
+def _container_store(prefix: str, options: Mapping[str, Any] | None) -> Any:
+    import icechunk
+
+    if prefix.startswith("file://"):
+        return icechunk.local_filesystem_store(prefix.removeprefix("file://"))
+    settings = _s3_settings(options)
+    return icechunk.s3_store(
+        region=settings["region"],
+        endpoint_url=settings["endpoint_url"],
+        allow_http=settings["allow_http"],
+        anonymous=settings["anon"],
+        s3_compatible=settings["endpoint_url"] is not None,
+        force_path_style=settings["force_path_style"],
+    )
+
+
+def _credentials(prefix: str, options: Mapping[str, Any] | None) -> Any:
+    import icechunk
+
+    if prefix.startswith("file://"):
+        return None
+    settings = _s3_settings(options)
+    if settings["anon"]:
+        return icechunk.s3_anonymous_credentials()
+    if settings["key"]:
+        return icechunk.s3_static_credentials(
+            access_key_id=settings["key"],
+            secret_access_key=settings["secret"],
+            session_token=settings["token"],
+        )
+    return icechunk.s3_from_env_credentials()
+
+
+def _s3_settings(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Icechunk's S3 settings from s3fs-style storage options."""
+    given = dict(options or {})
+    client = dict(given.get("client_kwargs") or {})
+    endpoint = given.get("endpoint_url") or client.get("endpoint_url")
+    style = ((given.get("config_kwargs") or {}).get("s3") or {}).get("addressing_style")
+    return {
+        "region": client.get("region_name") or given.get("region"),
+        "endpoint_url": endpoint,
+        "allow_http": bool(endpoint and str(endpoint).startswith("http://")),
+        "force_path_style": style == "path" or (endpoint is not None and style != "virtual"),
+        "key": given.get("key") or given.get("aws_access_key_id"),
+        "secret": given.get("secret") or given.get("aws_secret_access_key"),
+        "token": given.get("token") or given.get("aws_session_token"),
+        "anon": bool(given.get("anon", False)),
+    }

@@ -13,6 +13,7 @@ import math
 import os
 import struct
 from collections.abc import Iterator, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,14 @@ def to_icechunk(
     storage_options
         fsspec options for the group's sources (read to compare values when appending).
 
+    Notes
+    -----
+    Every virtual chunk carries its source file's checksum as the scan recorded it
+    (``group.sources``): the object's ETag where the storage gave one, else its modification
+    time rounded up to the second. Icechunk then refuses to read a chunk whose file changed
+    since the scan (not merely since this write). A group without a record (read from a set
+    written by another tool) is written without checksums.
+
     Raises
     ------
     UnsupportedFeatureError
@@ -69,8 +78,9 @@ def to_icechunk(
     import zarr
 
     require_regular_grids(group)
+    checksums = source_checksums(group)
     if append_dim is not None:
-        _append(group, store, path, append_dim, storage_options)
+        _append(group, store, path, append_dim, storage_options, checksums)
         return
     zarr.create_group(
         store, path=path, attributes=_group_attributes(group, path or "/"), overwrite=True
@@ -81,7 +91,7 @@ def to_icechunk(
                 store, path=member_path, attributes=_group_attributes(node, member_path)
             )
         else:
-            _write_array(store, member_path, node)
+            _write_array(store, member_path, node, checksums)
 
 
 def _append(
@@ -90,6 +100,7 @@ def _append(
     path: str,
     append_dim: str,
     storage_options: Mapping[str, Any] | None,
+    checksums: Checksums,
 ) -> None:
     import zarr
 
@@ -106,7 +117,7 @@ def _append(
             continue
         shift = [0] * growth.array.meta.ndim
         shift[growth.axis] = growth.chunk_offset
-        _write_chunks(store, growth.path, growth.array.manifest, tuple(shift))
+        _write_chunks(store, growth.path, growth.array.manifest, checksums, tuple(shift))
 
 
 def _walk(group: RefGroup, prefix: str) -> Iterator[tuple[str, RefArray | RefGroup]]:
@@ -117,7 +128,7 @@ def _walk(group: RefGroup, prefix: str) -> Iterator[tuple[str, RefArray | RefGro
             yield from _walk(member, member_path)
 
 
-def _write_array(store: Any, path: str, array: RefArray) -> None:
+def _write_array(store: Any, path: str, array: RefArray, checksums: Checksums) -> None:
     import zarr
 
     meta = array.meta
@@ -149,7 +160,7 @@ def _write_array(store: Any, path: str, array: RefArray) -> None:
             f"array {path!r}: Zarr v3 (Icechunk) cannot hold it as refzarr describes it "
             f"(dtype {meta.dtype}): {exc}"
         ) from exc
-    _write_chunks(store, path, array.manifest)
+    _write_chunks(store, path, array.manifest, checksums)
 
 
 def _serializer(dtype: np.dtype[Any]) -> Any:
@@ -238,9 +249,14 @@ def _attributes(
 
 
 def _write_chunks(
-    store: Any, path: str, manifest: ChunkManifest, shift: tuple[int, ...] = ()
+    store: Any,
+    path: str,
+    manifest: ChunkManifest,
+    checksums: Checksums,
+    shift: tuple[int, ...] = (),
 ) -> None:
-    """Every chunk of ``manifest`` into the store, at its index plus ``shift``."""
+    """Every chunk of ``manifest`` into the store, at its index plus ``shift``, each with its
+    source's checksum when the scan recorded one."""
     from icechunk import VirtualChunkSpec
 
     grid = manifest.grid_shape
@@ -261,16 +277,62 @@ def _write_chunks(
         offsets = block.offset[referenced].tolist()
         lengths = block.length[referenced].tolist()
         for k in range(len(referenced)):
-            url = _absolute_url(block.paths[ids[k]], path)
+            source = block.paths[ids[k]]
+            url = _absolute_url(source, path)
             length = lengths[k]
             if length == int(WHOLE_FILE):
                 length = sizes.get(url) or sizes.setdefault(url, _size(url))
             index = list(_shifted([axis[k] for axis in indices], shift))
-            specs.append(VirtualChunkSpec(index, url, int(offsets[k]), int(length)))
+            etag, modified = checksums.get(source, _NO_CHECKSUM)
+            specs.append(
+                VirtualChunkSpec(
+                    index,
+                    url,
+                    int(offsets[k]),
+                    int(length),
+                    etag_checksum=etag,
+                    last_updated_at_checksum=modified,
+                )
+            )
     if specs:
-        store.set_virtual_refs(path, specs, validate_containers=True)
+        failed = store.set_virtual_refs(path, specs, validate_containers=True)
+        if failed:
+            raise UnsupportedFeatureError(
+                f"array {path!r}: the Icechunk repository has no virtual chunk container for "
+                f"{_location_of(specs, failed[0])} ({len(failed)} chunks): add one for its "
+                "URL prefix (icechunk.VirtualChunkContainer) and save the config"
+            )
     for where, data in inlined.items():
         _set_native(store, path, where, data)
+
+
+Checksums = Mapping[str, tuple[str | None, datetime | None]]
+"""Source URL -> (ETag, last-modified time) to give Icechunk with each of its chunks."""
+
+_NO_CHECKSUM: tuple[str | None, datetime | None] = (None, None)
+
+
+def source_checksums(group: RefGroup) -> dict[str, tuple[str | None, datetime | None]]:
+    """The checksum of every source file the group's record holds: its ETag where the storage
+    gave one, else its modification time as the scan found it, rounded up to the second
+    (Icechunk compares whole seconds: it refuses chunks of a file modified after it)."""
+    from refzarr.sources.record import read_record
+
+    out: dict[str, tuple[str | None, datetime | None]] = {}
+    for scan in read_record(group):
+        for url, state in scan.files.items():
+            modified = state.modified_at()
+            if state.etag is not None:
+                out[url] = (state.etag, None)
+            elif modified is not None:
+                whole = modified.replace(microsecond=0)
+                out[url] = (None, whole + timedelta(seconds=1) if whole != modified else whole)
+    return out
+
+
+def _location_of(specs: list[Any], index: Any) -> str:
+    wanted = list(index)
+    return next((str(s.location) for s in specs if list(s.index) == wanted), "a source")
 
 
 def _shifted(index: Any, shift: tuple[int, ...]) -> tuple[int, ...]:

@@ -106,7 +106,7 @@ def _line(key: str, text: str) -> bytes:
 
 
 def _group_lines(path: str, group: RefGroup) -> Iterator[bytes]:
-    for key, document in group_documents(path, group):
+    for key, document in group_documents(path, group, with_sources=True):
         yield _line(key, metadata_text(document))
 
 

@@ -1,0 +1,48 @@
+"""``refzarr refresh REFS``: scan again the source files that changed since their scan and
+rewrite the reference set atomically (the old set stays as it was on any failure)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from refzarr.cli.common import EXIT_OK, REFS_HELP, json_object
+from refzarr.cli.table import plural
+
+__all__ = ["register", "run"]
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the subcommand to ``commands`` (argparse subparsers)."""
+    parser = commands.add_parser(
+        "refresh",
+        parents=[common],
+        help="scan again the sources that changed since their scan; rewrite the set",
+        description="Compare every source file with what its scan recorded (size, "
+        "modification time, ETag), scan again those that changed, and replace the reference "
+        "set atomically. Sources that vanished are named and nothing is written.",
+    )
+    parser.add_argument("refs", metavar="REFS", help=REFS_HELP)
+    parser.add_argument(
+        "--storage-options",
+        type=json_object,
+        metavar="JSON",
+        help="fsspec options for the source files, as JSON or @FILE; also for REFS when it "
+        "is a URL",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Refresh; one line per file scanned again and a summary on stdout."""
+    from refzarr.sources.refresh import refresh
+
+    options = args.storage_options
+    changes = refresh(args.refs, options, refs_options=options if "://" in args.refs else None)
+    for change in changes:
+        print(f"refreshed {change}")
+    if not changes:
+        print(f"{args.refs}: every source as scanned, nothing to do")
+    else:
+        print(f"{args.refs}: rewritten ({plural(len(changes), 'changed source')} scanned again)")
+    return EXIT_OK

@@ -1,0 +1,187 @@
+"""The record of a reference set's sources (`RefGroup.sources`): for every scan, the URL
+scanned, its format and options, and the size / modification time / ETag of every file its
+references point into, as they were when the scan began.
+
+The document (written as the hidden root attribute ``_nc_refzarr_sources``)::
+
+    {"version": 1,
+     "scans": [{"url": "/data/a.nc", "format": "hdf5", "options": {},
+                "files": {"/data/a.nc": {"size": 1024, "mtime": "2026-...Z"}}}]}
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from refzarr.errors import RefFormatError
+from refzarr.model import RefGroup
+from refzarr.model.frozen import freeze_json, thaw_json
+from refzarr.sources.state import SourceState, is_local, local_path, source_states
+
+__all__ = [
+    "RECORD_VERSION",
+    "ScanRecord",
+    "merged_sources",
+    "read_record",
+    "record_scan",
+    "referenced_urls",
+    "scanned_url",
+    "sources_document",
+]
+
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ScanRecord:
+    """One scan: the URL scanned, its format, options, and its files' states then."""
+
+    url: str
+    format: str
+    options: Mapping[str, Any]
+    files: Mapping[str, SourceState]
+
+    def to_json(self) -> dict[str, Any]:
+        """The scan's entry in the record."""
+        return {
+            "url": self.url,
+            "format": self.format,
+            "options": thaw_json(self.options),
+            "files": {url: state.to_json() for url, state in self.files.items()},
+        }
+
+
+def scanned_url(url: str) -> str:
+    """``url`` as recorded: local paths made absolute (a refresh may run elsewhere)."""
+    return local_path(url) if is_local(url) and not url.startswith("file://") else url
+
+
+def referenced_urls(group: RefGroup) -> list[str]:
+    """Every URL the group's chunk references point to (each once, first seen first)."""
+    urls: dict[str, None] = {}
+    for _, array in group.arrays():
+        for block in array.manifest.iter_written_blocks():
+            paths = block.paths
+            if all(p in urls for p in paths):
+                continue  # the usual case: one file, seen in an earlier array
+            ids = block.path_id
+            if len(paths) == 1:
+                if ids.size and ids.max() >= 0:
+                    urls[paths[0]] = None
+                continue
+            counts = np.bincount(ids[ids >= 0], minlength=len(paths))
+            urls.update((paths[int(i)], None) for i in np.flatnonzero(counts))
+    return list(urls)
+
+
+def record_scan(
+    group: RefGroup,
+    url: str,
+    format_name: str,
+    scanner: Any,
+    before: SourceState | None,
+) -> RefGroup:
+    """``group`` (a scan of ``url``) with its record: ``before`` is the scanned file's state
+    taken before scanning (None for a directory); the other referenced files are asked now."""
+    storage_options = getattr(scanner, "storage_options", None)
+    shown = scanned_url(url)
+    files: dict[str, SourceState] = {}
+    referenced = referenced_urls(group)
+    if before is not None:
+        files[_spelling(shown, referenced)] = before
+    others = [u for u in referenced if u not in files]
+    states = source_states(others, storage_options)
+    files.update((u, state) for u, state in states.items() if isinstance(state, SourceState))
+    record = ScanRecord(shown, format_name, _options(scanner), files)
+    document = freeze_json({"version": RECORD_VERSION, "scans": [record.to_json()]})
+    recorded = copy.copy(group)  # a shallow copy: no validation of the members again
+    object.__setattr__(recorded, "sources", document)
+    return recorded
+
+
+def _spelling(url: str, referenced: Sequence[str]) -> str:
+    """How the references spell the scanned file (``/abs/a.nc`` for ``a.nc``), else ``url``."""
+    if url in referenced or not is_local(url):
+        return url
+    for candidate in referenced:
+        if is_local(candidate) and local_path(candidate) == local_path(url):
+            return candidate
+    return url
+
+
+def _options(scanner: Any) -> dict[str, Any]:
+    """The scanner's options that differ from their defaults (storage options left out: they
+    may hold credentials), as JSON: a refresh scans with them again."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(scanner):
+        value = getattr(scanner, f.name)
+        if f.name == "storage_options" or value == _default(f):
+            continue
+        if isinstance(value, str | int | float | bool) or value is None:
+            out[f.name] = value
+        elif isinstance(value, list | tuple) and all(isinstance(v, str | int) for v in value):
+            out[f.name] = list(value)
+    return out
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def read_record(group: RefGroup, where: str = "reference set") -> list[ScanRecord]:
+    """The scans ``group.sources`` records (empty when it has none).
+
+    Raises
+    ------
+    RefFormatError
+        When the record is malformed or of a newer version (names ``where``).
+    """
+    doc = group.sources
+    if doc is None:
+        return []
+    if doc.get("version") != RECORD_VERSION or not isinstance(doc.get("scans"), Sequence):
+        raise RefFormatError(
+            f"{where}: its record of sources has version {doc.get('version')!r}; this refzarr "
+            f"reads version {RECORD_VERSION} (upgrade refzarr)"
+        )
+    return [_scan_record(entry, where) for entry in doc["scans"]]
+
+
+def _scan_record(entry: Any, where: str) -> ScanRecord:
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("files"), Mapping):
+        raise RefFormatError(f"{where}: malformed scan entry in its record of sources: {entry!r}")
+    url, name = entry.get("url"), entry.get("format")
+    options = entry.get("options") or {}
+    if not isinstance(url, str) or not isinstance(name, str) or not isinstance(options, Mapping):
+        raise RefFormatError(f"{where}: malformed scan entry in its record of sources: {entry!r}")
+    files = {
+        str(file): SourceState.from_json(state, f"{where}: source {file}")
+        for file, state in entry["files"].items()
+    }
+    return ScanRecord(url, name, options, files)
+
+
+def sources_document(scans: Iterable[ScanRecord]) -> dict[str, Any] | None:
+    """The record of ``scans`` (each scanned URL once, the last entry winning); None if none."""
+    by_url = {scan.url: scan for scan in scans}
+    if not by_url:
+        return None
+    return {"version": RECORD_VERSION, "scans": [s.to_json() for s in by_url.values()]}
+
+
+def merged_sources(groups: Iterable[RefGroup]) -> dict[str, Any] | None:
+    """The records of every group merged (what `refzarr.combine` gives its result)."""
+    scans: list[ScanRecord] = []
+    for group in groups:
+        scans.extend(read_record(group))
+    return sources_document(scans)

@@ -1,0 +1,226 @@
+"""`refresh`: scan again only the sources that changed since their scan, and put their new
+references where the old ones were.
+
+A set made from one scan is replaced by the new scan. In a combined set, each array's chunks
+that referenced a changed file form one block of its chunk grid; the new scan's chunks take
+that block's place (the file must keep its arrays, dtypes, codecs and chunk grid: a file
+whose layout changed is named, with the advice to combine again). Coordinates that combine
+loaded into the set are not read again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from refzarr.errors import IncompatibleError, SourceNotFoundError
+from refzarr.model import INLINED, RefArray, RefGroup
+from refzarr.model.manifest import ChunkManifest
+from refzarr.sources.check import SourceChange, changes_of, require_record
+from refzarr.sources.record import ScanRecord, read_record, sources_document
+
+__all__ = ["refresh", "refresh_group"]
+
+
+def refresh(
+    refs: str | os.PathLike[str],
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    refs_options: Mapping[str, Any] | None = None,
+) -> list[SourceChange]:
+    """Scan again the sources of a reference set that changed since their scan, and rewrite
+    the set atomically with their new references (nothing is written when none changed).
+
+    Parameters
+    ----------
+    refs
+        Path or URL of a JSON or Parquet reference set made by refzarr (which records its
+        sources). JSON is rewritten as Version 0, compressed as its suffix says.
+    storage_options
+        fsspec options for the source files.
+    refs_options
+        fsspec options for the reference set's own filesystem.
+
+    Returns
+    -------
+    list of SourceChange
+        The changes found, whose files were scanned again.
+
+    Raises
+    ------
+    SourceNotFoundError
+        When a scanned source vanished or cannot be reached (all are named; the set is left
+        as it was).
+    IncompatibleError
+        When a changed file no longer fits its place in a combined set (names file and array).
+    RefFormatError
+        When the set records no sources.
+    """
+    from refzarr.formats.api import read, write
+    from refzarr.formats.source import detect_format, locate
+
+    where = os.fspath(refs)
+    group = read(refs, refs_options)
+    fresh, changes = refresh_group(group, storage_options, where=where)
+    if changes:
+        chosen = detect_format(locate(refs, refs_options))
+        write(fresh, refs, format=chosen, storage_options=refs_options)
+    return changes
+
+
+def refresh_group(
+    group: RefGroup, storage_options: Mapping[str, Any] | None = None, *, where: str = "the group"
+) -> tuple[RefGroup, list[SourceChange]]:
+    """``group`` with the sources that changed scanned again, and the changes found (the
+    group itself when nothing changed); see `refresh`."""
+    scans = require_record(group, where)
+    changes = changes_of(scans, storage_options)
+    if not changes:
+        return group, []
+    _refuse_unscannable(changes)
+    redo = {c.scan for c in changes}
+    rescanned = {s.url: _rescan(s, storage_options) for s in scans if s.url in redo}
+    if len(scans) == 1:
+        return rescanned[scans[0].url], changes
+    for scan in scans:
+        if scan.url in rescanned:
+            group = _replace_scan(group, scan, rescanned[scan.url])
+    records = [read_record(rescanned[s.url])[0] if s.url in rescanned else s for s in scans]
+    return replace(group, sources=sources_document(records)), changes
+
+
+def _refuse_unscannable(changes: Sequence[SourceChange]) -> None:
+    lost = [c for c in changes if c.kind != "changed" and (c.url == c.scan or c.kind != "vanished")]
+    if lost:
+        named = "; ".join(str(c) for c in lost)
+        raise SourceNotFoundError(
+            f"cannot scan again {len(lost)} source(s): {named}. Restore them, or combine the "
+            "remaining files into a new reference set"
+        )
+
+
+def _rescan(scan: ScanRecord, storage_options: Mapping[str, Any] | None) -> RefGroup:
+    from refzarr.scan import scan as scan_url
+
+    options = dict(scan.options)
+    if storage_options is not None:
+        options["storage_options"] = storage_options
+    return scan_url(scan.url, format=scan.format, **options)
+
+
+def _replace_scan(group: RefGroup, scan: ScanRecord, fresh: RefGroup) -> RefGroup:
+    files = set(scan.files)
+    replaced = {}
+    for path, array in group.arrays():
+        updated = _replace_array(path, array, fresh, files, scan.url)
+        if updated is not None:
+            replaced[path] = updated
+    return _rebuilt(group, replaced, "")
+
+
+def _rebuilt(group: RefGroup, replaced: Mapping[str, RefArray], prefix: str) -> RefGroup:
+    members: dict[str, RefArray | RefGroup] = {}
+    for name, member in group.members.items():
+        path = f"{prefix}{name}"
+        if isinstance(member, RefGroup):
+            members[name] = _rebuilt(member, replaced, f"{path}/")
+        else:
+            members[name] = replaced.get(path, member)
+    return replace(group, members=members)
+
+
+def _replace_array(
+    path: str, array: RefArray, fresh: RefGroup, files: set[str], url: str
+) -> RefArray | None:
+    """``array`` with the block of chunks from ``files`` replaced by ``fresh``'s chunks of the
+    array at ``path``; None when the array holds no chunk of those files."""
+    manifest = array.manifest
+    ids = np.asarray(manifest.path_id)
+    ours = np.fromiter((p in files for p in manifest.paths), bool, len(manifest.paths))
+    mine = (ids >= 0) & ours[np.clip(ids, 0, None)] if len(ours) else np.zeros(ids.shape, bool)
+    if not mine.any():
+        return None
+    new = _fresh_array(path, array, fresh, url)
+    region = _region(path, mine, ids, new.manifest, url)
+    return RefArray(array.meta, _spliced(manifest, new.manifest, region))
+
+
+def _fresh_array(path: str, array: RefArray, fresh: RefGroup, url: str) -> RefArray:
+    try:
+        new = fresh[path]
+    except KeyError:
+        new = None
+    if not isinstance(new, RefArray):
+        raise IncompatibleError(f"{url}: array {path!r} is gone from the file; {_AGAIN}")
+    old, now = array.meta, new.meta
+    for what in ("dtype", "chunks", "codecs", "fill_value", "order"):
+        if getattr(old, what) != getattr(now, what):
+            raise IncompatibleError(
+                f"{url}: array {path!r} has {what} {getattr(now, what)} now, "
+                f"{getattr(old, what)} in the reference set; {_AGAIN}"
+            )
+    return new
+
+
+_AGAIN = "the file's layout changed: scan and combine the files again"
+
+
+def _region(path: str, mine: Any, ids: Any, new: ChunkManifest, url: str) -> tuple[slice, ...]:
+    """Where the new scan's chunk grid goes in the set's (its referenced chunks' corner on
+    the old ones'), checked to hold every old chunk of the file and no other file's."""
+    new_refs = np.asarray(new.path_id) >= 0
+    if not new_refs.any():
+        raise IncompatibleError(f"{url}: array {path!r} references no bytes now; {_AGAIN}")
+    start = np.argwhere(mine).min(axis=0) - np.argwhere(new_refs).min(axis=0)
+    stop = start + np.asarray(new.grid_shape)
+    if (start < 0).any() or (stop > np.asarray(ids.shape)).any():
+        raise IncompatibleError(f"{url}: array {path!r} has another chunk grid now; {_AGAIN}")
+    region = tuple(slice(int(a), int(b)) for a, b in zip(start, stop, strict=True))
+    outside = mine.copy()
+    outside[region] = False
+    others = (ids[region] >= 0) & ~mine[region]
+    if outside.any() or others.any():
+        raise IncompatibleError(f"{url}: array {path!r} moved in the chunk grid; {_AGAIN}")
+    return region
+
+
+def _spliced(old: ChunkManifest, new: ChunkManifest, region: tuple[slice, ...]) -> ChunkManifest:
+    """``old`` with the chunks of ``region`` taken from ``new`` (whose grid is its shape)."""
+    ids = np.array(old.path_id, dtype=np.int64)
+    offsets, lengths = np.array(old.offset), np.array(old.length)
+    table = list(old.paths)
+    known = {url: k for k, url in enumerate(table)}
+    for url in new.paths:
+        known.setdefault(url, len(known))
+        if known[url] == len(table):
+            table.append(url)
+    remap = np.asarray([known[u] for u in new.paths] or [0], dtype=np.int64)
+    new_ids = np.asarray(new.path_id, dtype=np.int64)
+    ids[region] = np.where(new_ids >= 0, remap[np.clip(new_ids, 0, None)], new_ids)
+    offsets[region], lengths[region] = new.offset, new.length
+    corner = tuple(s.start for s in region)
+    inlined = {k: v for k, v in old.inlined.items() if not _inside(k, region)}
+    for index, data in new.inlined.items():
+        inlined[tuple(i + c for i, c in zip(index, corner, strict=True))] = data
+    return _compacted(table, ids, offsets, lengths, inlined)
+
+
+def _inside(index: tuple[int, ...], region: tuple[slice, ...]) -> bool:
+    return all(s.start <= i < s.stop for i, s in zip(index, region, strict=True))
+
+
+def _compacted(
+    table: list[str], ids: Any, offsets: Any, lengths: Any, inlined: dict[tuple[int, ...], bytes]
+) -> ChunkManifest:
+    """A manifest whose URL table holds only the URLs still referenced."""
+    used = np.unique(ids[ids >= 0])
+    position = np.full(len(table) or 1, -1, dtype=np.int64)
+    position[used] = np.arange(len(used))
+    compact = np.where(ids >= 0, position[np.clip(ids, 0, None)], ids)
+    compact[ids == INLINED] = INLINED
+    paths = [table[int(k)] for k in used]
+    return ChunkManifest.from_arrays(paths, compact, offsets, lengths, inlined)
