@@ -199,8 +199,9 @@ def _manifest(
                 f"the pieces' chunk grids do not tile the combined grid {grid_shape}"
             )
     inlined = _inlined(manifests, blocks, placement, axes, grid_shape)
-    flat = [column.reshape(-1) for column in columns]
-    return ChunkManifest.from_block(grid_shape, ManifestBlock(0, paths, *flat, inlined))
+    path_ids, offsets, lengths = (column.reshape(-1) for column in columns)
+    block = ManifestBlock(0, paths, path_ids, offsets, lengths, inlined)
+    return ChunkManifest.from_block(grid_shape, block)
 
 
 def _path_ids(
