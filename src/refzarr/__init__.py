@@ -32,6 +32,7 @@ _LAZY = {
     "ReferenceStore": "refzarr.reader.store",
     "open_dataset": "refzarr.reader.xarray_backend",
     "open_datatree": "refzarr.reader.xarray_backend",
+    "open_groups": "refzarr.reader.xarray_backend",
     "to_icechunk": "refzarr.formats.icechunk.write",
 }
 """Public names whose modules import zarr's Store API or xarray: loaded on first use."""
@@ -72,6 +73,7 @@ __all__ = [
     "merge",
     "open_dataset",
     "open_datatree",
+    "open_groups",
     "read",
     "scan",
     "scan_formats",
