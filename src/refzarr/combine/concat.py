@@ -250,7 +250,9 @@ def _arrange(
     lead = (1,) * n_new
     if placement.axes == (0,):  # one axis, the outermost: C order is piece order
         tail = manifests[0].grid_shape[1 - n_new :] if manifests[0].grid_shape else ()
-        return column.reshape((-1, *tail))
+        # rows counted, not -1: a grid with no chunks along another axis has no -1 to infer
+        rows = len(manifests) if n_new else sum(m.grid_shape[0] for m in manifests)
+        return column.reshape((rows, *tail))
     parts = np.split(column, np.cumsum(counts)[:-1])
     blocks = [p.reshape(lead + m.grid_shape) for p, m in zip(parts, manifests, strict=True)]
     cells = np.empty(len(blocks), dtype=object)
