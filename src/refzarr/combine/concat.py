@@ -188,14 +188,8 @@ def _manifest(
 ) -> ChunkManifest:
     manifests = [piece.manifest for piece in pieces]
     blocks = [_flat(m) for m in manifests]
-    table: dict[str, int] = {}
-    remap = [table.setdefault(url, len(table)) for b in blocks for url in b.paths]
-    bases = _starts(np.array([len(b.paths) for b in blocks], dtype=np.int64))
-    counts = np.array([b.path_id.shape[0] for b in blocks], dtype=np.int64)
-    ids = np.concatenate([b.path_id for b in blocks]).astype(np.int64)
-    shifted = ids + np.repeat(bases[:-1], counts)
-    lookup = np.asarray([*remap, 0], dtype=np.int32)  # [0]: keeps the lookup non-empty
-    path_id = np.where(ids >= 0, lookup[np.where(ids >= 0, shifted, 0)], ids).astype(np.int32)
+    counts = np.fromiter((b.path_id.shape[0] for b in blocks), np.int64, len(blocks))
+    paths, path_id = _path_ids(blocks, counts)
     offset = np.concatenate([b.offset for b in blocks])
     length = np.concatenate([b.length for b in blocks])
     columns = [_arrange(c, manifests, placement, counts) for c in (path_id, offset, length)]
@@ -204,9 +198,31 @@ def _manifest(
             raise IncompatibleError(
                 f"the pieces' chunk grids do not tile the combined grid {grid_shape}"
             )
-    inlined = _inlined(manifests, blocks, placement, axes)
-    path_ids, offsets, lengths = columns
-    return ChunkManifest.from_arrays(list(table), path_ids, offsets, lengths, inlined=inlined)
+    inlined = _inlined(manifests, blocks, placement, axes, grid_shape)
+    path_ids, offsets, lengths = (column.reshape(-1) for column in columns)
+    block = ManifestBlock(0, paths, path_ids, offsets, lengths, inlined)
+    return ChunkManifest.from_block(grid_shape, block)
+
+
+def _path_ids(
+    blocks: Sequence[ManifestBlock], counts: np.ndarray[Any, Any]
+) -> tuple[tuple[str, ...], np.ndarray[Any, np.dtype[np.int32]]]:
+    """One URL table for every piece, and the pieces' path ids (in piece order) into it."""
+    table: dict[str, int] = {}
+    remaps = [[table.setdefault(url, len(table)) for url in b.paths] for b in blocks]
+    ids = np.concatenate([b.path_id for b in blocks])
+    if all(len(remap) <= 1 for remap in remaps):  # one file per piece: the usual case
+        # a piece's ids are then 0 (its file), MISSING or INLINED; with no file only the latter
+        files = np.array([remap[0] if remap else 0 for remap in remaps], dtype=np.int32)
+        out = np.repeat(files, counts)
+        if ids.size and ids.min() < 0:
+            np.copyto(out, ids, where=ids < 0)
+        return tuple(table), out
+    bases = _starts(np.array([len(remap) for remap in remaps], dtype=np.int64))
+    shifted = ids + np.repeat(bases[:-1], counts)
+    # shifted ids of MISSING / INLINED entries may be -1 or -2: the two padding entries
+    lookup = np.array([*(i for remap in remaps for i in remap), 0, 0], dtype=np.int32)
+    return tuple(table), np.where(ids >= 0, lookup[shifted], ids).astype(np.int32)
 
 
 def _flat(manifest: ChunkManifest) -> ManifestBlock:
@@ -234,7 +250,9 @@ def _arrange(
     lead = (1,) * n_new
     if placement.axes == (0,):  # one axis, the outermost: C order is piece order
         tail = manifests[0].grid_shape[1 - n_new :] if manifests[0].grid_shape else ()
-        return column.reshape((-1, *tail))
+        # rows counted, not -1: a grid with no chunks along another axis has no -1 to infer
+        rows = len(manifests) if n_new else sum(m.grid_shape[0] for m in manifests)
+        return column.reshape((rows, *tail))
     parts = np.split(column, np.cumsum(counts)[:-1])
     blocks = [p.reshape(lead + m.grid_shape) for p, m in zip(parts, manifests, strict=True)]
     cells = np.empty(len(blocks), dtype=object)
@@ -255,10 +273,11 @@ def _inlined(
     blocks: Sequence[ManifestBlock],
     placement: Placement,
     axes: list[_Axis],
-) -> dict[tuple[int, ...], bytes]:
-    """Every piece's inlined chunks, their indices moved to where the piece lies."""
+    grid_shape: tuple[int, ...],
+) -> dict[int, bytes]:
+    """Every piece's inlined chunks, by their chunk number (C order) in the combined grid."""
     n_new = len(placement.new_names)
-    out: dict[tuple[int, ...], bytes] = {}
+    out: dict[int, bytes] = {}
     cells = np.unravel_index(np.arange(len(manifests)), placement.grid_shape)
     for k, (manifest, block) in enumerate(zip(manifests, blocks, strict=True)):
         if not block.inlined:
@@ -271,6 +290,6 @@ def _inlined(
         index = np.zeros((numbers.size, n_new + len(grid)), dtype=np.int64)
         if grid:
             index[:, n_new:] = np.stack(np.unravel_index(numbers, grid), axis=1)
-        for row, data in zip((index + shift).tolist(), block.inlined.values(), strict=True):
-            out[tuple(row)] = data
+        at = np.ravel_multi_index(tuple((index + shift).T), grid_shape)  # never 0-d: concatenated
+        out.update(zip(at.tolist(), block.inlined.values(), strict=True))
     return out

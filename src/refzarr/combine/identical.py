@@ -96,7 +96,8 @@ def _fingerprint_classes(arrays: Sequence[RefArray]) -> dict[Any, list[int]]:
     """`_classes` by `_fingerprint`, with a fast path for arrays stored like the first
     (the usual case: every file holds the same ``lat``)."""
     first = arrays[0]
-    entries = _entries(first.manifest)
+    manifest = first.manifest
+    entries = _entries(manifest)
     alike = [0]
     others = []
     for k in range(1, len(arrays)):
@@ -104,7 +105,7 @@ def _fingerprint_classes(arrays: Sequence[RefArray]) -> dict[Any, list[int]]:
         if (
             entries is not None
             and certainly_alike(array.meta, first.meta)
-            and _entries(array.manifest) == entries
+            and (array.manifest is manifest or _entries(array.manifest) == entries)
         ):
             alike.append(k)
         else:

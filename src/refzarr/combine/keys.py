@@ -86,10 +86,20 @@ def dim_length(group: RefGroup, dim: str) -> int | None:
             names = member.meta.dimension_names
             if names is not None and dim in names:
                 return member.meta.shape[names.index(dim)]
-    for _, array in group.arrays():
-        names = array.meta.dimension_names
+    return _first_length(group, dim)
+
+
+def _first_length(group: RefGroup, dim: str) -> int | None:
+    """`dim_length` depth first in member order (plain recursion: a group per call)."""
+    for member in group.members.values():
+        if isinstance(member, RefGroup):
+            found = _first_length(member, dim)
+            if found is not None:
+                return found
+            continue
+        names = member.meta.dimension_names
         if names is not None and dim in names:
-            return array.meta.shape[names.index(dim)]
+            return member.meta.shape[names.index(dim)]
     return None
 
 

@@ -183,22 +183,39 @@ def _validate_block(block: ManifestBlock) -> None:
 
 
 def _check_entries(block: ManifestBlock) -> set[int]:
-    """Check path ids, offsets and lengths (numpy); the chunk numbers marked INLINED."""
-    n = block.path_id.shape[0]
-    if n and (block.path_id.min() < INLINED or block.path_id.max() >= len(block.paths)):
-        _bad_path_ids(block.path_id.min(), block.path_id.max(), len(block.paths))
-    present = block.path_id >= 0
-    if n and (block.offset[present] > MAX_OFFSET).any():
+    """Check path ids, offsets and lengths (numpy); the chunk numbers marked INLINED.
+
+    A few whole-column reductions prove the usual block valid (every offset and length
+    within range, no whole-file entry); the masked checks run only when they cannot.
+    """
+    ids = block.path_id
+    if not ids.shape[0]:
+        return set()
+    low, high = ids.min(), ids.max()
+    if low < INLINED or high >= len(block.paths):
+        _bad_path_ids(low, high, len(block.paths))
+    if block.offset.max() > MAX_OFFSET or block.length.max() > MAX_OFFSET:
+        _check_ranges(block, ids >= 0)
+    if low >= 0:
+        return set()
+    absent = ids < 0
+    if block.offset[absent].any() or block.length[absent].any():
+        _not_empty()
+    if low > INLINED:
+        return set()
+    return set((np.flatnonzero(ids == INLINED) + block.start).tolist())
+
+
+def _check_ranges(block: ManifestBlock, present: npt.NDArray[np.bool_]) -> None:
+    """Offsets and lengths of the present entries within range; whole files at offset 0."""
+    if (block.offset[present] > MAX_OFFSET).any():
         raise RefFormatError(f"manifest offsets must be at most {MAX_OFFSET}")
     lengths = block.length[present]
-    if n and ((lengths > MAX_OFFSET) & (lengths != WHOLE_FILE)).any():
+    if ((lengths > MAX_OFFSET) & (lengths != WHOLE_FILE)).any():
         raise RefFormatError(f"manifest lengths must be at most {MAX_OFFSET}")
     whole = present & (block.length == WHOLE_FILE)
     if whole.any() and block.offset[whole].any():
         _whole_file_offset()
-    if ((block.offset[~present] != 0) | (block.length[~present] != 0)).any():
-        _not_empty()
-    return set((np.flatnonzero(block.path_id == INLINED) + block.start).tolist())
 
 
 def _check_entries_small(block: ManifestBlock) -> set[int]:
@@ -315,6 +332,16 @@ class ChunkManifest:
             inlined=numbers,
         )
         return cls(grid, _InMemory(block))
+
+    @classmethod
+    def from_block(cls, grid_shape: Sequence[int], block: ManifestBlock) -> ChunkManifest:
+        """A manifest holding one block of every entry, its columns used as they are.
+
+        ``block`` (checked when it was built; its columns are now read-only) must start at
+        chunk 0 and hold one entry per chunk of ``grid_shape``, in C order. Unlike
+        `from_arrays`, nothing is copied: for columns the caller has just built.
+        """
+        return cls(grid_shape, _InMemory(block))
 
     @classmethod
     def from_entries(

@@ -40,7 +40,7 @@ from refzarr.reader.netcdf_view import (
     vlen_element,
 )
 
-__all__ = ["RefzarrBackendEntrypoint", "open_dataset", "open_datatree"]
+__all__ = ["RefzarrBackendEntrypoint", "open_dataset", "open_datatree", "open_groups"]
 
 _SUFFIXES = (".json", ".json.zst", ".json.gz", ".parq", ".parquet")
 
@@ -260,7 +260,23 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
         }
 
     def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> xr.DataTree:
-        return xr.DataTree.from_dict(self.open_groups_as_dict(filename_or_obj, **kwargs))
+        groups = self.open_groups_as_dict(filename_or_obj, **kwargs)
+        try:
+            return xr.DataTree.from_dict(groups)
+        except ValueError as exc:
+            if "not aligned with its parents" not in str(exc):
+                raise
+            raise ValueError(f"{exc}\n{_UNALIGNED}") from exc
+
+
+_UNALIGNED = (
+    "xarray's DataTree needs every group's dimensions and indexes to align with its "
+    "parent's, and this reference set's do not (the overviews of an image pyramid, say). "
+    "Open the groups one by one with refzarr.open_groups(refs) (or "
+    "xr.open_groups(refs, engine='refzarr')), a dict of Datasets by group path; to build a "
+    "DataTree from them, put groups that do not align side by side (siblings) rather than "
+    "below one another."
+)
 
 
 def open_dataset(
@@ -310,9 +326,48 @@ def open_dataset(
 def open_datatree(
     refs: Any, *, storage_options: Mapping[str, Any] | None = None, **xarray_kwargs: Any
 ) -> xr.DataTree:
-    """Open every group of a reference set as an `xarray.DataTree` read by refzarr."""
+    """Open every group of a reference set as an `xarray.DataTree` read by refzarr.
+
+    Raises ValueError, as `xarray.open_datatree` does, when a group does not align with its
+    parent (see `open_groups` for those reference sets).
+    """
     source = refs if isinstance(refs, RefGroup) else _load(refs, storage_options)
     return xr.open_datatree(
+        source,  # type: ignore[arg-type]
+        engine=RefzarrBackendEntrypoint,
+        storage_options=storage_options,
+        **xarray_kwargs,
+    )
+
+
+def open_groups(
+    refs: Any, *, storage_options: Mapping[str, Any] | None = None, **xarray_kwargs: Any
+) -> dict[str, xr.Dataset]:
+    """Open every group of a reference set as its own `xarray.Dataset`, read by refzarr.
+
+    xarray's way (`xarray.open_groups`) to open groups that `open_datatree` refuses because
+    they do not align with their parents: the reduced-resolution levels of a TIFF pyramid
+    (``overview_1``, ... with their own ``x`` / ``y``), groups reusing a dimension name at
+    another length.
+
+    Parameters
+    ----------
+    refs
+        A `RefGroup`, a kerchunk reference dict, or the path / URL of a JSON or Parquet
+        reference set.
+    storage_options
+        fsspec options for the referenced files (and for ``refs`` when it is a URL).
+    **xarray_kwargs
+        Passed to `xarray.open_groups` (``chunks``, ``decode_times``, ...).
+
+    Returns
+    -------
+    dict of str to xarray.Dataset
+        Every group by its path (``"/"``, ``"/overview_1"``, ``"/series_1/overview_1"``),
+        each with only its own variables.
+    """
+    source = refs if isinstance(refs, RefGroup) else _load(refs, storage_options)
+    return xr.open_groups(
         source,  # type: ignore[arg-type]
         engine=RefzarrBackendEntrypoint,
         storage_options=storage_options,

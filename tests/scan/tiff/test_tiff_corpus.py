@@ -10,6 +10,7 @@ import pytest
 from tiffkit import (
     assert_geo_matches_rioxarray,
     assert_matches_tiff,
+    assert_reader_matches_tiff,
     assert_written_matches_tiff,
 )
 
@@ -31,7 +32,8 @@ def _scan(path: Path) -> RefGroup:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_corpus_reads_back_through_refzarr(path: Path) -> None:
-    assert_matches_tiff(_scan(path), path)
+    assert_matches_tiff(_scan(path), path)  # refzarr's ReferenceStore under zarr-python
+    assert_reader_matches_tiff(_scan(path), path)  # refzarr's own reader
 
 
 # pandas 3 deprecates the fastparquet engine fsspec's LazyReferenceMapper picks first

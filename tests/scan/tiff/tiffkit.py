@@ -24,6 +24,7 @@ __all__ = [
     "array_paths",
     "assert_geo_matches_rioxarray",
     "assert_matches_tiff",
+    "assert_reader_matches_tiff",
     "assert_written_matches_tiff",
     "tiff_arrays",
 ]
@@ -70,6 +71,16 @@ def assert_matches_tiff(group: RefGroup, path: Path) -> None:
     root = _open(refzarr.ReferenceStore(group), "")
     for name, values in expected.items():
         _assert_same(np.asarray(root[name][...]), values, f"{path.name}:{name}")
+
+
+def assert_reader_matches_tiff(group: RefGroup, path: Path) -> None:
+    """Every ``band_data`` read by refzarr's own reader (`refzarr.open_groups`, undecoded)
+    equals tifffile's, every series and level."""
+    groups = refzarr.open_groups(group, mask_and_scale=False, decode_times=False)
+    for name, values in tiff_arrays(path).items():
+        folder, _, leaf = name.rpartition("/")
+        got = groups[f"/{folder}"][leaf].values
+        _assert_same(got, values, f"{path.name}:{name} (refzarr reader)")
 
 
 def assert_written_matches_tiff(group: RefGroup, path: Path, tmp_path: Path) -> None:
