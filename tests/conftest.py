@@ -35,6 +35,10 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+# plain `pytest` explores at random, but without timing checks either: helpers and benchmarks
+# share these 2 cores, and a slow draw is no bug
+settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("explore")
 
 # Asserts inside the kit report their operands like asserts in test modules do.
 pytest.register_assert_rewrite("roundtrip", "strategies")
