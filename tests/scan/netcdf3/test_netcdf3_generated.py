@@ -220,17 +220,27 @@ def test_remote_file_through_fsspec(tmp_path: Path) -> None:
         fs.rm("/nc3", recursive=True)
 
 
-def test_char_attribute_not_utf8_is_base64(tmp_path: Path) -> None:
+def test_char_attribute_not_utf8_as_netcdf4_shows_it(tmp_path: Path) -> None:
+    """Text attributes holding bytes that are not UTF-8 (Latin-1, a stray NUL) read as
+    netCDF4-python and xarray show them: U+FFFD for each bad byte, NULs removed."""
+
     def write(ds: netCDF4.Dataset) -> None:
         ds.note = "caf\u00e9"
         ds.other = "zzzzz"
+        ds.createDimension("x", 2)
+        var = ds.createVariable("v", "i2", ("x",))
+        var.comment = "ABCDEFGH"
+        var[:] = [1, 2]
 
     path = write_nc(tmp_path / "latin.nc", write)
-    data = path.read_bytes().replace(b"zzzzz", b"caf\xe9!")
+    data = path.read_bytes().replace(b"zzzzz", b"caf\xe9!").replace(b"ABCDEFGH", b"AB\xff\xfeEF\x00H")
     path.write_bytes(data)
     group = refzarr.scan(path)
-    assert group.attributes["note"] == "caf\u00e9"
-    assert group.attributes["other"] == "base64:Y2Fm6SE="
+    with netCDF4.Dataset(path) as ds:
+        assert group.attributes["note"] == ds.note == "caf\u00e9"
+        assert group.attributes["other"] == ds.other == "caf\ufffd!"
+        assert array(group, "v").meta.attributes["comment"] == ds["v"].comment == "AB\ufffd\ufffdEFH"
+    assert_decoded_matches(group, path)
 
 
 def _name(text: str) -> bytes:

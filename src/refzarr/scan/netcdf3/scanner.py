@@ -15,6 +15,8 @@ import numpy as np
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, ArrayMeta, ChunkManifest, RefArray
+from refzarr.model.attr_types import TYPES_ATTR
+from refzarr.model.frozen import FrozenDict
 from refzarr.model.manifest import share_bytes
 from refzarr.model.meta import DIMENSIONS_ATTR
 from refzarr.scan.base import ScanOptions
@@ -76,7 +78,10 @@ class NetCDF3Scanner(ScanOptions):
         """
         with open_source(str(url), self.storage_options) as source:
             header = read_header(source)
-            _, placements = place_variables(header, source.size, source.url, self.chunk_bytes)
+            records, placements = place_variables(
+                header, source.size, source.url, self.chunk_bytes
+            )
+            unlimited = None if records.dimension is None else header.dimensions[records.dimension]
             members, skipped = {}, []
             for placement in placements:
                 name = placement.variable.name
@@ -87,35 +92,43 @@ class NetCDF3Scanner(ScanOptions):
                         raise
                     skipped.append(Skipped(f"/{name}", str(exc)))
                     continue
-                members[name] = self._array(source, placement)
-        return ScannedGroup(header.attributes, members, tuple(skipped))
+                record_dim = unlimited.name if placement.is_record and unlimited else None
+                members[name] = self._array(source, placement, record_dim)
+        attributes = frozen_attributes(header.attributes, header.types)
+        return ScannedGroup(attributes, members, tuple(skipped))
 
-    def _array(self, source: Source, placement: Placement) -> RefArray:
+    def _array(self, source: Source, placement: Placement, record_dim: str | None) -> RefArray:
         var = placement.variable
-        where = f"{source.url}: variable {var.name!r}"
-        meta = ArrayMeta(
-            shape=placement.shape,
-            chunks=placement.chunks,
-            dtype=placement.dtype,
-            fill_value=fill_value(var, placement.dtype),
-            attributes=var.attributes,
-            dimension_names=placement.dimension_names,
-        )
+        attributes = frozen_attributes(var.attributes, var.types, record_dim)
+        shape, dtype = placement.shape, placement.dtype
+        fill = fill_value(var, dtype)
+        names = placement.dimension_names
         if _is_small_coordinate(placement, self.inline_coordinates):
-            values = _gather(source, placement, where)
-            return RefArray(meta.as_one_raw_chunk(), ChunkManifest.one_inlined(values))
+            values = _gather(source, placement, f"{source.url}: variable {var.name!r}")
+            meta = ArrayMeta.trusted(shape, shape, dtype, fill, attributes, names)
+            return RefArray(meta, ChunkManifest.one_inlined(values))
+        meta = ArrayMeta.trusted(shape, placement.chunks, dtype, fill, attributes, names)
         return RefArray(meta, self._manifest(source, placement))
 
     def _manifest(self, source: Source, placement: Placement) -> ChunkManifest:
         offsets = placement.offsets
         if placement.length < self.inline_threshold and offsets.size:
             return _inlined(source, placement)
-        return ChunkManifest.from_arrays(
-            [source.url],
-            np.zeros(offsets.shape, dtype=np.int32),
-            offsets,
-            np.full(offsets.shape, placement.length, dtype=np.uint64),
-        )
+        return ChunkManifest.in_one_file(source.url, offsets, placement.length)
+
+
+def frozen_attributes(
+    attributes: dict[str, Any], types: dict[str, str], record_dim: str | None = None
+) -> FrozenDict:
+    """Attributes as the model holds them (their values are frozen JSON already), with the
+    types JSON loses and the record dimension recorded in ``_nczarr_attr``
+    (`refzarr.model.attr_types`)."""
+    if not (types or record_dim):
+        return FrozenDict(attributes)
+    entry: dict[str, Any] = {"types": FrozenDict(types)}
+    if record_dim:
+        entry["unlimited"] = (record_dim,)
+    return FrozenDict({**attributes, TYPES_ATTR: FrozenDict(entry)})
 
 
 def _check_name(url: str, var: Variable) -> None:
