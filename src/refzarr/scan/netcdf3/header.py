@@ -119,7 +119,113 @@ def parse_header(data: bytes, file_size: int, where: str) -> Header:
             f"{where}: unknown netCDF3 format version {version} (first bytes {magic!r}); "
             "refzarr reads versions 1 (classic), 2 (64-bit offset) and 5 (64-bit data)"
         )
-    return _Parser(data, file_size, where, version).header()
+    try:
+        return _parse_quickly(data, version)
+    except (_Unsure, struct.error, UnicodeDecodeError, KeyError):
+        # something to report (or more bytes to read): the careful parser says what
+        return _Parser(data, file_size, where, version).header()
+
+
+class _Unsure(Exception):
+    """`_parse_quickly` met something it leaves to the careful parser."""
+
+
+_COUNT_AT = {False: struct.Struct(">I").unpack_from, True: struct.Struct(">Q").unpack_from}
+_PAIR_AT = {False: struct.Struct(">II").unpack_from, True: struct.Struct(">IQ").unpack_from}
+_TRAILERS = {1: struct.Struct(">III"), 2: struct.Struct(">IIQ"), 5: struct.Struct(">IQQ")}
+
+
+def _parse_quickly(data: bytes, version: int) -> Header:
+    """`parse_header` for a sound header held whole in ``data``: one pass, bounds checked
+    inline; anything else (damage, a header running on past ``data``, a name holding NUL,
+    a repeated name) raises `_Unsure` and `_Parser` parses again to say what it is.
+
+    Counts need no check against the file's size: every entry takes at least 8 bytes, so a
+    damaged count runs out of ``data`` within a few entries.
+    """
+    end = len(data)
+    wide = version == 5
+    cw = 8 if wide else 4
+    count_at, pair_at = _COUNT_AT[wide], _PAIR_AT[wide]
+
+    def name_at(pos: int) -> tuple[str, int]:
+        start = pos + cw
+        n = count_at(data, pos)[0]
+        stop = start + n + (-n % 4)
+        if stop > end:
+            raise _Unsure
+        text = data[start : start + n].decode("utf-8")
+        if not text or "\x00" in text:
+            raise _Unsure
+        return text, stop
+
+    def attributes_at(pos: int) -> tuple[dict[str, Any], dict[str, str], Any, int]:
+        tag, count = pair_at(data, pos)
+        pos += 4 + cw
+        attrs: dict[str, Any] = {}
+        types: dict[str, str] = {}
+        fill = None
+        if tag != _ATTRIBUTE and (tag or count):
+            raise _Unsure
+        for _ in range(count):
+            name, pos = name_at(pos)
+            code, n = pair_at(data, pos)
+            if name in attrs or (code > 6 and not wide):
+                raise _Unsure
+            start = pos + 4 + cw
+            size = n * ITEMSIZES[code]
+            pos = start + size + (-size % 4)
+            if pos > end:
+                raise _Unsure
+            raw = data[start : start + size]
+            attrs[name] = attribute_value(code, raw, n, keep_nul=name == _FILL)
+            kind = ATTRIBUTE_TYPES.get(code)
+            if kind is not None:
+                types[name] = kind
+            if name == _FILL:
+                fill = (code, raw)
+        return attrs, types, fill, pos
+
+    numrecs = count_at(data, 4)[0]
+    if numrecs == (1 << (8 * cw)) - 1:
+        numrecs = STREAMING
+    pos = 4 + cw
+    tag, count = pair_at(data, pos)
+    pos += 4 + cw
+    if tag != _DIMENSION and (tag or count):
+        raise _Unsure
+    dims = []
+    for _ in range(count):
+        name, pos = name_at(pos)
+        dims.append(Dimension(name, count_at(data, pos)[0]))
+        pos += cw
+    attrs, types, _, pos = attributes_at(pos)
+    tag, count = pair_at(data, pos)
+    pos += 4 + cw
+    if tag != _VARIABLE and (tag or count):
+        raise _Unsure
+    trailer_at, trailer_size = _TRAILERS[version].unpack_from, _TRAILERS[version].size
+    variables = []
+    dimid_code = "Q" if wide else "I"
+    for _ in range(count):
+        name, pos = name_at(pos)
+        ndims = count_at(data, pos)[0]
+        pos += cw
+        if ndims > MAX_VAR_DIMS or pos + ndims * cw > end:
+            raise _Unsure
+        dimids = struct.unpack_from(f">{ndims}{dimid_code}", data, pos)
+        pos += ndims * cw
+        var_attrs, var_types, fill, pos = attributes_at(pos)
+        code, vsize, begin = trailer_at(data, pos)
+        pos += trailer_size
+        if code not in ITEMSIZES or (code > 6 and not wide):
+            raise _Unsure
+        variables.append(Variable(name, dimids, var_attrs, code, vsize, begin, fill, var_types))
+    if len({d.name for d in dims}) != len(dims) or len({v.name for v in variables}) != len(
+        variables
+    ):
+        raise _Unsure
+    return Header(version, numrecs, tuple(dims), attrs, tuple(variables), pos, types)
 
 
 What = tuple[Any, ...]
