@@ -370,12 +370,23 @@ class ChunkManifest:
             ("inlined", MappingProxyType({0: data})),
         ):
             object.__setattr__(block, name, value)
-        return cls((1,) * ndim, _InMemory(block))
+        return cls._of_block((1,) * ndim, block)
 
     @classmethod
-    def in_one_file(
-        cls, url: str, offsets: npt.NDArray[np.uint64], length: int
-    ) -> ChunkManifest:
+    def _of_block(cls, grid: tuple[int, ...], block: ManifestBlock) -> ChunkManifest:
+        """A manifest of one block the model itself made valid for ``grid`` (a tuple of
+        ints): the constructor's checks left out, as the block's were."""
+        manifest = object.__new__(cls)
+        manifest._grid_shape = grid
+        manifest._source = source = _InMemory(block)
+        manifest._block_size = source.block_size
+        manifest._blocks = {0: block}
+        manifest._full = None
+        manifest._lock = threading.Lock()
+        return manifest
+
+    @classmethod
+    def in_one_file(cls, url: str, offsets: npt.NDArray[np.uint64], length: int) -> ChunkManifest:
         """A manifest whose every chunk is ``length`` bytes of ``url`` at ``offsets`` (uint64,
         shaped like the chunk grid), made without `from_arrays`' checks: for a scanner that
         computed the offsets itself and checked that every chunk lies inside the file."""
@@ -403,7 +414,7 @@ class ChunkManifest:
             ("inlined", _NOTHING_INLINED),
         ):
             object.__setattr__(block, name, value)
-        return cls(offsets.shape, _InMemory(block))
+        return cls._of_block(tuple(offsets.shape), block)
 
     @classmethod
     def lazy(cls, grid_shape: Sequence[int], source: ManifestSource) -> ChunkManifest:

@@ -79,7 +79,9 @@ def assert_attrs_equal(got: Any, expected: Any, where: str) -> None:
     """Equal attribute mappings: same names in the same order, numbers of the same numpy type
     once the types recorded in ``_nczarr_attr`` are applied (as refzarr's engine does)."""
     typed = typed_attributes(got)
-    assert list(typed) == list(expected), f"{where}: attribute names {list(typed)} != {list(expected)}"
+    assert list(typed) == list(expected), (
+        f"{where}: attribute names {list(typed)} != {list(expected)}"
+    )
     for key, value in expected.items():
         mine = typed[key]
         if key == "_FillValue" and isinstance(value, bytes):

@@ -233,13 +233,17 @@ def test_char_attribute_not_utf8_as_netcdf4_shows_it(tmp_path: Path) -> None:
         var[:] = [1, 2]
 
     path = write_nc(tmp_path / "latin.nc", write)
-    data = path.read_bytes().replace(b"zzzzz", b"caf\xe9!").replace(b"ABCDEFGH", b"AB\xff\xfeEF\x00H")
+    data = (
+        path.read_bytes().replace(b"zzzzz", b"caf\xe9!").replace(b"ABCDEFGH", b"AB\xff\xfeEF\x00H")
+    )
     path.write_bytes(data)
     group = refzarr.scan(path)
     with netCDF4.Dataset(path) as ds:
         assert group.attributes["note"] == ds.note == "caf\u00e9"
         assert group.attributes["other"] == ds.other == "caf\ufffd!"
-        assert array(group, "v").meta.attributes["comment"] == ds["v"].comment == "AB\ufffd\ufffdEFH"
+        assert (
+            array(group, "v").meta.attributes["comment"] == ds["v"].comment == "AB\ufffd\ufffdEFH"
+        )
     assert_decoded_matches(group, path)
 
 

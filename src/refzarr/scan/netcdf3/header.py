@@ -21,7 +21,6 @@ from refzarr.errors import ScanError
 from refzarr.scan.netcdf3.types import (
     ATTRIBUTE_TYPES,
     CDF5_TYPES,
-    CHAR,
     ITEMSIZES,
     attribute_value,
     type_name,
@@ -121,7 +120,7 @@ def parse_header(data: bytes, file_size: int, where: str) -> Header:
         )
     try:
         return _parse_quickly(data, version)
-    except (_Unsure, struct.error, UnicodeDecodeError, KeyError):
+    except (_Unsure, struct.error, ValueError, KeyError, OverflowError):
         # something to report (or more bytes to read): the careful parser says what
         return _Parser(data, file_size, where, version).header()
 
@@ -354,6 +353,7 @@ class _Parser:
         if at + self.pair_width > self.end:
             self.beyond(self.pair_width, ("the ", _LIST_NAMES[tag], " list"))
         found, n = self.pair_at(self.data, at)
+        n = int(n)
         self.pos = at + self.pair_width
         if found == 0 and n == 0:
             return 0
@@ -376,8 +376,10 @@ class _Parser:
         for k in range(self.list_start(_ATTRIBUTE)):
             name = self.name((*owner, " attribute ", k))
             if not name or name in attrs:
-                label = "global attributes" if owner == ("global",) else "attributes of "
-                self.unique([*attrs, name], label + ("" if owner == ("global",) else _text(owner)))
+                label = (
+                    "global attributes" if owner == ("global",) else f"attributes of {_text(owner)}"
+                )
+                self.unique([*attrs, name], label)
             code, raw, n = self.attribute_values(owner, name)
             attrs[name] = attribute_value(code, raw, n, keep_nul=name == _FILL)
             kind = ATTRIBUTE_TYPES.get(code)

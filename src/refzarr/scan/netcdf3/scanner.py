@@ -78,9 +78,7 @@ class NetCDF3Scanner(ScanOptions):
         """
         with open_source(str(url), self.storage_options) as source:
             header = read_header(source)
-            records, placements = place_variables(
-                header, source.size, source.url, self.chunk_bytes
-            )
+            records, placements = place_variables(header, source.size, source.url, self.chunk_bytes)
             unlimited = None if records.dimension is None else header.dimensions[records.dimension]
             members, skipped = {}, []
             for placement in placements:
@@ -206,14 +204,15 @@ def _gather(source: Source, placement: Placement, where: str) -> bytes:
     total = math.prod(placement.shape) * placement.dtype.itemsize
     offsets = placement.offsets.reshape(-1)
     length = placement.length
+    if offsets.size == 1:  # the usual case: one read, no numpy
+        first = int(offsets[0])
+        return share_bytes(source.read_range(first, min(length, source.size - first))[:total])
     first = int(offsets[0])
     end = min(int(offsets[-1]) + length, source.size)
     if end - first > INLINE_SPAN_BYTES:
         data = b"".join(source.read_range(o, length) for o in offsets.tolist())
         return share_bytes(data[:total])
     span = source.read_range(first, end - first)
-    if offsets.size == 1:
-        return share_bytes(span[:total])
     starts = (offsets - np.uint64(first)).astype(np.int64)
     index = (starts[:, None] + np.arange(length, dtype=np.int64)).reshape(-1)[:total]
     if index.size and int(index[-1]) >= len(span):
