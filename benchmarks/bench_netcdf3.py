@@ -187,6 +187,26 @@ def report(title: str, rows: dict[str, tuple[float, float]], per: int, unit: str
         print(f"| {name} | {wall * scale:.2f} | {cpu * scale:.2f} | {ratio} |")
 
 
+def print_scan_many(paths: list[Path], repeat: int, netcdf4: tuple[float, float] | None) -> None:
+    """``refzarr.scan_many(paths)`` with its default executor (a process pool of one worker
+    per CPU): wall milliseconds per file (the workers' CPU time is not this process's)."""
+    import os
+
+    import refzarr
+
+    walls = []
+    for _ in range(repeat):
+        wall = time.perf_counter()
+        refzarr.scan_many([str(p) for p in paths], progress=False)
+        walls.append(time.perf_counter() - wall)
+    per_file = statistics.median(walls) * 1000 / len(paths)
+    ratio = f", {per_file / (netcdf4[0] * 1000 / len(paths)):.2f}x" if netcdf4 else ""
+    print(
+        f"\nscan_many ({len(os.sched_getaffinity(0))} workers): {per_file:.2f} ms/file wall"
+        f"{ratio} netCDF4's serial header read (wall)"
+    )
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variables", type=int, default=200)
@@ -194,6 +214,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--small", type=int, default=1000, help="small files (0: none)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement")
     parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument(
+        "--scan-many", action="store_true", help="also time refzarr.scan_many on the small files"
+    )
     parser.add_argument(
         "--tools", nargs="+", default=list(TOOLS), choices=list(TOOLS), help="tools to run"
     )
@@ -228,6 +251,8 @@ def main(argv: list[str] | None = None) -> None:
     if small:
         rows = timed(tools, small, args.repeat)
         report(f"{len(small)} small classic files (per file)", rows, len(small), "ms")
+        if args.scan_many:
+            print_scan_many(small, args.repeat, rows.get("netCDF4"))
         for name in ("refzarr", "NetCDF3Scanner"):
             if "netCDF4" in rows and name in rows:
                 cpu = rows[name][1] / rows["netCDF4"][1]

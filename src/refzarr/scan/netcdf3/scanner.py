@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -93,7 +93,7 @@ class NetCDF3Scanner(ScanOptions):
                 record_dim = unlimited.name if placement.is_record and unlimited else None
                 members[name] = self._array(source, placement, record_dim)
         attributes = frozen_attributes(header.attributes, header.types)
-        return ScannedGroup(attributes, members, tuple(skipped))
+        return _unchecked(ScannedGroup, attributes, FrozenDict(members), tuple(skipped))
 
     def _array(self, source: Source, placement: Placement, record_dim: str | None) -> RefArray:
         var = placement.variable
@@ -104,15 +104,28 @@ class NetCDF3Scanner(ScanOptions):
         if _is_small_coordinate(placement, self.inline_coordinates):
             values = _gather(source, placement, f"{source.url}: variable {var.name!r}")
             meta = ArrayMeta.trusted(shape, shape, dtype, fill, attributes, names)
-            return RefArray(meta, ChunkManifest.one_inlined(values))
+            return _unchecked(RefArray, meta, ChunkManifest.one_inlined(values))
         meta = ArrayMeta.trusted(shape, placement.chunks, dtype, fill, attributes, names)
-        return RefArray(meta, self._manifest(source, placement))
+        return _unchecked(RefArray, meta, self._manifest(source, placement))
 
     def _manifest(self, source: Source, placement: Placement) -> ChunkManifest:
         offsets = placement.offsets
         if placement.length < self.inline_threshold and offsets.size:
             return _inlined(source, placement)
         return ChunkManifest.in_one_file(source.url, offsets, placement.length)
+
+
+T = TypeVar("T")
+
+
+def _unchecked(cls: type[T], *fields: Any) -> T:
+    """A model object of ``fields`` (all of them, in order) made as unpickling makes it,
+    without ``__post_init__``'s checks: the scanner's values pass them by construction
+    (names checked by `_check_name`, attributes frozen, grids equal), and a small file's scan
+    builds a few objects per variable, whose checks would cost a noticeable share of it."""
+    made = object.__new__(cls)
+    made.__setstate__(fields)  # type: ignore[attr-defined]  # `tuple_state` classes
+    return made
 
 
 def frozen_attributes(
