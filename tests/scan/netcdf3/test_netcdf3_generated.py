@@ -244,6 +244,10 @@ def test_char_attribute_not_utf8_as_netcdf4_shows_it(tmp_path: Path) -> None:
         assert (
             array(group, "v").meta.attributes["comment"] == ds["v"].comment == "AB\ufffd\ufffdEFH"
         )
+    # the stored bytes are kept (never re-encoded in silence), as the HDF5 scanner keeps them
+    assert group.attributes["_nczarr_attr"]["bytes"] == {"other": tuple(b"caf\xe9!")}
+    kept = array(group, "v").meta.attributes["_nczarr_attr"]["bytes"]
+    assert kept == {"comment": tuple(b"AB\xff\xfeEF\x00H")}
     assert_decoded_matches(group, path)
 
 

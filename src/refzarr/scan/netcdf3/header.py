@@ -21,6 +21,7 @@ from refzarr.errors import ScanError
 from refzarr.scan.netcdf3.types import (
     ATTRIBUTE_TYPES,
     CDF5_TYPES,
+    CHAR,
     ITEMSIZES,
     attribute_value,
     type_name,
@@ -81,6 +82,8 @@ class Variable(NamedTuple):
     fill: tuple[int, bytes] | None = None
     """The ``_FillValue`` attribute as stored: its type code and bytes (None: no such)."""
     types: dict[str, str] = {}  # noqa: RUF012 (never mutated: a NamedTuple default)
+    kept: dict[str, tuple[int, ...]] = {}  # noqa: RUF012
+    """The stored bytes of ``char`` attributes that are not UTF-8 (their values show U+FFFD)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,8 @@ class Header:
     size: int
     types: dict[str, str]
     """The numpy types of global attributes that JSON loses."""
+    kept: dict[str, tuple[int, ...]]
+    """The stored bytes of global ``char`` attributes that are not UTF-8."""
 
 
 def parse_header(data: bytes, file_size: int, where: str) -> Header:
@@ -123,6 +128,15 @@ def parse_header(data: bytes, file_size: int, where: str) -> Header:
     except (_Unsure, struct.error, ValueError, KeyError, OverflowError):
         # something to report (or more bytes to read): the careful parser says what
         return _Parser(data, file_size, where, version).header()
+
+
+def keep_bytes(name: str, raw: bytes, kept: dict[str, tuple[int, ...]]) -> None:
+    """Keep the stored bytes of a text attribute in ``kept`` when they are not UTF-8 (its value
+    shows U+FFFD, as netCDF4-python shows it; the bytes are never re-encoded in silence)."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        kept[name] = tuple(raw)
 
 
 class _Unsure(Exception):
@@ -158,11 +172,12 @@ def _parse_quickly(data: bytes, version: int) -> Header:
             raise _Unsure
         return text, stop
 
-    def attributes_at(pos: int) -> tuple[dict[str, Any], dict[str, str], Any, int]:
+    def attributes_at(pos: int) -> tuple[dict[str, Any], dict[str, str], Any, Any, int]:
         tag, count = pair_at(data, pos)
         pos += 4 + cw
         attrs: dict[str, Any] = {}
         types: dict[str, str] = {}
+        kept: dict[str, tuple[int, ...]] = {}
         fill = None
         if tag != _ATTRIBUTE and (tag or count):
             raise _Unsure
@@ -177,13 +192,15 @@ def _parse_quickly(data: bytes, version: int) -> Header:
             if pos > end:
                 raise _Unsure
             raw = data[start : start + size]
-            attrs[name] = attribute_value(code, raw, n, keep_nul=name == _FILL)
+            attrs[name] = value = attribute_value(code, raw, n, keep_nul=name == _FILL)
+            if code == CHAR and "\ufffd" in value:
+                keep_bytes(name, raw, kept)
             kind = ATTRIBUTE_TYPES.get(code)
             if kind is not None:
                 types[name] = kind
             if name == _FILL:
                 fill = (code, raw)
-        return attrs, types, fill, pos
+        return attrs, types, fill, kept, pos
 
     numrecs = count_at(data, 4)[0]
     if numrecs == (1 << (8 * cw)) - 1:
@@ -198,7 +215,7 @@ def _parse_quickly(data: bytes, version: int) -> Header:
         name, pos = name_at(pos)
         dims.append(Dimension(name, count_at(data, pos)[0]))
         pos += cw
-    attrs, types, _, pos = attributes_at(pos)
+    attrs, types, _, kept, pos = attributes_at(pos)
     tag, count = pair_at(data, pos)
     pos += 4 + cw
     if tag != _VARIABLE and (tag or count):
@@ -214,17 +231,19 @@ def _parse_quickly(data: bytes, version: int) -> Header:
             raise _Unsure
         dimids = struct.unpack_from(f">{ndims}{dimid_code}", data, pos)
         pos += ndims * cw
-        var_attrs, var_types, fill, pos = attributes_at(pos)
+        var_attrs, var_types, fill, var_kept, pos = attributes_at(pos)
         code, vsize, begin = trailer_at(data, pos)
         pos += trailer_size
         if code not in ITEMSIZES or (code > 6 and not wide):
             raise _Unsure
-        variables.append(Variable(name, dimids, var_attrs, code, vsize, begin, fill, var_types))
+        variables.append(
+            Variable(name, dimids, var_attrs, code, vsize, begin, fill, var_types, var_kept)
+        )
     if len({d.name for d in dims}) != len(dims) or len({v.name for v in variables}) != len(
         variables
     ):
         raise _Unsure
-    return Header(version, numrecs, tuple(dims), attrs, tuple(variables), pos, types)
+    return Header(version, numrecs, tuple(dims), attrs, tuple(variables), pos, types, kept)
 
 
 What = tuple[Any, ...]
@@ -279,10 +298,12 @@ class _Parser:
             for k in range(self.list_start(_DIMENSION))
         ]
         self.unique([d.name for d in dims], "dimensions")
-        attrs, types, _ = self.attributes(("global",))
+        attrs, types, _, kept = self.attributes(("global",))
         variables = [self.variable(k) for k in range(self.list_start(_VARIABLE))]
         self.unique([v.name for v in variables], "variables")
-        return Header(self.version, numrecs, tuple(dims), attrs, tuple(variables), self.pos, types)
+        return Header(
+            self.version, numrecs, tuple(dims), attrs, tuple(variables), self.pos, types, kept
+        )
 
     def unique(self, names: list[str], what: str) -> None:
         """Raise unless ``names`` are distinct and not empty (netCDF-C writes no others)."""
@@ -368,10 +389,12 @@ class _Parser:
 
     def attributes(
         self, owner: What
-    ) -> tuple[dict[str, Any], dict[str, str], tuple[int, bytes] | None]:
-        """An attribute list: values, the types JSON loses, and the ``_FillValue`` as stored."""
+    ) -> tuple[dict[str, Any], dict[str, str], tuple[int, bytes] | None, dict[str, Any]]:
+        """An attribute list: values, the types JSON loses, the ``_FillValue`` as stored and
+        the bytes of text that is not UTF-8."""
         attrs: dict[str, Any] = {}
         types: dict[str, str] = {}
+        kept: dict[str, tuple[int, ...]] = {}
         fill = None
         for k in range(self.list_start(_ATTRIBUTE)):
             name = self.name((*owner, " attribute ", k))
@@ -381,13 +404,15 @@ class _Parser:
                 )
                 self.unique([*attrs, name], label)
             code, raw, n = self.attribute_values(owner, name)
-            attrs[name] = attribute_value(code, raw, n, keep_nul=name == _FILL)
+            attrs[name] = value = attribute_value(code, raw, n, keep_nul=name == _FILL)
+            if code == CHAR and "\ufffd" in value:
+                keep_bytes(name, raw, kept)
             kind = ATTRIBUTE_TYPES.get(code)
             if kind is not None:
                 types[name] = kind
             if name == _FILL:
                 fill = (code, raw)
-        return attrs, types, fill
+        return attrs, types, fill, kept
 
     def attribute_values(self, owner: What, name: str) -> tuple[int, bytes, int]:
         at = self.pos
@@ -420,7 +445,7 @@ class _Parser:
             ("the number of dimensions of ", *owner),
         )
         dimids = struct.unpack(f">{ndims}{self.dimids_code}", raw)
-        attrs, types, fill = self.attributes(owner)
+        attrs, types, fill, kept = self.attributes(owner)
         at = self.pos
         size = self.trailer.size
         if at + size > self.end:
@@ -429,7 +454,7 @@ class _Parser:
         self.pos = at + size
         if code not in ITEMSIZES or (code in CDF5_TYPES and self.version != 5):
             self.bad_type(code, at, owner)
-        return Variable(name, dimids, attrs, code, vsize, begin, fill, types)
+        return Variable(name, dimids, attrs, code, vsize, begin, fill, types, kept)
 
     def bad_type(self, code: int, at: int, what: What) -> None:
         known = "1..11" if self.version == 5 else "1..6 (7..11 need CDF-5)"

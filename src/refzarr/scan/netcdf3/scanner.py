@@ -92,12 +92,12 @@ class NetCDF3Scanner(ScanOptions):
                     continue
                 record_dim = unlimited.name if placement.is_record and unlimited else None
                 members[name] = self._array(source, placement, record_dim)
-        attributes = frozen_attributes(header.attributes, header.types)
+        attributes = frozen_attributes(header.attributes, header.types, kept=header.kept)
         return _unchecked(ScannedGroup, attributes, FrozenDict(members), tuple(skipped))
 
     def _array(self, source: Source, placement: Placement, record_dim: str | None) -> RefArray:
         var = placement.variable
-        attributes = frozen_attributes(var.attributes, var.types, record_dim)
+        attributes = frozen_attributes(var.attributes, var.types, record_dim, var.kept)
         shape, dtype = placement.shape, placement.dtype
         fill = fill_value(var, dtype)
         names = placement.dimension_names
@@ -129,16 +129,22 @@ def _unchecked(cls: type[T], *fields: Any) -> T:
 
 
 def frozen_attributes(
-    attributes: dict[str, Any], types: dict[str, str], record_dim: str | None = None
+    attributes: dict[str, Any],
+    types: dict[str, str],
+    record_dim: str | None = None,
+    kept: dict[str, tuple[int, ...]] | None = None,
 ) -> FrozenDict:
     """Attributes as the model holds them (their values are frozen JSON already), with the
-    types JSON loses and the record dimension recorded in ``_nczarr_attr``
-    (`refzarr.model.attr_types`)."""
-    if not (types or record_dim):
+    types JSON loses, the record dimension and the stored bytes of text that is not UTF-8
+    recorded in ``_nczarr_attr`` (`refzarr.model.attr_types`: ``types``, ``unlimited``,
+    ``bytes``, as the HDF5 scanner records them)."""
+    if not (types or record_dim or kept):
         return FrozenDict(attributes)
     entry: dict[str, Any] = {"types": FrozenDict(types)}
     if record_dim:
         entry["unlimited"] = (record_dim,)
+    if kept:
+        entry["bytes"] = FrozenDict(kept)
     return FrozenDict({**attributes, TYPES_ATTR: FrozenDict(entry)})
 
 
