@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -24,7 +25,7 @@ from refzarr.scan.netcdf3.header import Header, NeedMoreBytes, Variable, parse_h
 from refzarr.scan.netcdf3.layout import CHUNK_BYTES, Placement, place_variables
 from refzarr.scan.netcdf3.source import FIRST_READ, Source, open_source
 from refzarr.scan.netcdf3.types import CHAR, NC_TYPES
-from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip
 
 __all__ = ["NetCDF3Scanner"]
 
@@ -80,20 +81,27 @@ class NetCDF3Scanner(ScanOptions):
             header = read_header(source)
             records, placements = place_variables(header, source.size, source.url, self.chunk_bytes)
             unlimited = None if records.dimension is None else header.dimensions[records.dimension]
-            members, skipped = {}, []
+            members: dict[str, RefArray] = {}
+            skipped: list[Skipped] = []
             for placement in placements:
                 name = placement.variable.name
-                try:
-                    _check_name(source.url, placement.variable)
-                except UnsupportedFeatureError as exc:
-                    if self.on_unsupported == "raise":
-                        raise
-                    skipped.append(Skipped(f"/{name}", str(exc)))
-                    continue
                 record_dim = unlimited.name if placement.is_record and unlimited else None
-                members[name] = self._array(source, placement, record_dim)
+                built = build_or_skip(
+                    partial(self._checked_array, source, placement, record_dim),
+                    f"/{name}",
+                    self.on_unsupported,
+                    skipped,
+                )
+                if built is not None:
+                    members[name] = built
         attributes = frozen_attributes(header.attributes, header.types, kept=header.kept)
         return _unchecked(ScannedGroup, attributes, FrozenDict(members), tuple(skipped))
+
+    def _checked_array(
+        self, source: Source, placement: Placement, record_dim: str | None
+    ) -> RefArray:
+        _check_name(source.url, placement.variable)
+        return self._array(source, placement, record_dim)
 
     def _array(self, source: Source, placement: Placement, record_dim: str | None) -> RefArray:
         var = placement.variable
