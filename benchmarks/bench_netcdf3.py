@@ -18,13 +18,15 @@ The tools, each called as its documentation shows:
 
 Each tool is imported and run once on a small file before the clock starts. The files are read
 once before measuring, so every tool reads them from the page cache. Medians of ``--repeat``
-runs are reported, with CPU time (steadier than wall time on a busy machine). Files are written
+runs are reported, with CPU time (steadier than wall time on a busy machine); the tools take
+turns within each run, so ratios compare times taken under the same load. Files are written
 once into ``benchmarks/.cache/netcdf3/`` (``--cache DIR`` elsewhere; delete to regenerate).
 
 Usage::
 
     python benchmarks/bench_netcdf3.py                       # the issue's full run
     python benchmarks/bench_netcdf3.py --small 100 --repeat 1 --records 500   # a quick run
+    python benchmarks/bench_netcdf3.py --records 0 --tools refzarr NetCDF3Scanner netCDF4
 """
 
 from __future__ import annotations
@@ -140,16 +142,20 @@ TOOLS: dict[str, Callable[[], Scan]] = {
 # -- measuring --------------------------------------------------------------------------------
 
 
-def timed(scan: Scan, paths: list[Path], repeat: int) -> tuple[float, float]:
-    """Median wall and CPU seconds of scanning every one of ``paths``, over ``repeat`` runs."""
-    walls, cpus = [], []
+def timed(tools: dict[str, Scan], paths: list[Path], repeat: int) -> dict[str, tuple[float, float]]:
+    """Median wall and CPU seconds of scanning every one of ``paths``, over ``repeat`` runs
+    per tool; the tools take turns within each run, so that a machine whose load changes
+    slows them alike (same-run ratios)."""
+    walls: dict[str, list[float]] = {name: [] for name in tools}
+    cpus: dict[str, list[float]] = {name: [] for name in tools}
     for _ in range(repeat):
-        wall, cpu = time.perf_counter(), time.process_time()
-        for path in paths:
-            scan(path)
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
-    return statistics.median(walls), statistics.median(cpus)
+        for name, scan in tools.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            for path in paths:
+                scan(path)
+            walls[name].append(time.perf_counter() - wall)
+            cpus[name].append(time.process_time() - cpu)
+    return {name: (statistics.median(walls[name]), statistics.median(cpus[name])) for name in tools}
 
 
 def load_tools(names: list[str], warmup: Path) -> dict[str, Scan]:
@@ -181,13 +187,40 @@ def report(title: str, rows: dict[str, tuple[float, float]], per: int, unit: str
         print(f"| {name} | {wall * scale:.2f} | {cpu * scale:.2f} | {ratio} |")
 
 
+def print_scan_many(paths: list[Path], repeat: int, netcdf4: tuple[float, float] | None) -> None:
+    """``refzarr.scan_many(paths)`` with its default executor (a process pool of one worker
+    per CPU): wall milliseconds per file (the workers' CPU time is not this process's)."""
+    import os
+
+    import refzarr
+
+    walls = []
+    for _ in range(repeat):
+        wall = time.perf_counter()
+        refzarr.scan_many([str(p) for p in paths], progress=False)
+        walls.append(time.perf_counter() - wall)
+    per_file = statistics.median(walls) * 1000 / len(paths)
+    ratio = f", {per_file / (netcdf4[0] * 1000 / len(paths)):.2f}x" if netcdf4 else ""
+    print(
+        f"\nscan_many ({len(os.sched_getaffinity(0))} workers): {per_file:.2f} ms/file wall"
+        f"{ratio} netCDF4's serial header read (wall)"
+    )
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variables", type=int, default=200)
-    parser.add_argument("--records", type=int, default=5000)
+    parser.add_argument("--records", type=int, default=5000, help="(0: no big file)")
     parser.add_argument("--small", type=int, default=1000, help="small files (0: none)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement")
     parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument(
+        "--scan-many", action="store_true", help="also time refzarr.scan_many on the small files"
+    )
+    parser.add_argument(
+        "--tools", nargs="+", default=list(TOOLS), choices=list(TOOLS), help="tools to run"
+    )
+
     return parser.parse_args(argv)
 
 
@@ -195,33 +228,39 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     big = args.cache / f"big_{args.variables}x{args.records}.nc"
-    if not big.exists():
+    if args.records and not big.exists():
         write_big(big, args.variables, args.records)
     small = write_small(args.cache / "small", args.small) if args.small else []
     warmup = write_small(args.cache / "warmup", 1)[0]
-    warm_page_cache([big, *small])
+    warm_page_cache([big, *small] if args.records else small)
     import platform
 
     print(f"# netCDF3 scan benchmark, python {platform.python_version()}, {sys.platform}")
-    tools = load_tools(list(TOOLS), warmup)
-    big_rows = {
-        name: timed(scan, [big], args.repeat) for name, scan in tools.items() if name != "netCDF4"
-    }
-    chunks = args.variables * args.records
-    report(
-        f"one CDF-2 file: {args.variables} variables x {args.records} records "
-        f"({chunks:,} chunks, {big.stat().st_size / 2**20:.0f} MiB)",
-        big_rows,
-        1000,
-        "s",
-    )
+    tools = load_tools(args.tools, warmup)
+    if args.records:
+        big_tools = {name: scan for name, scan in tools.items() if name != "netCDF4"}
+        big_rows = timed(big_tools, [big], args.repeat)
+        chunks = args.variables * args.records
+        report(
+            f"one CDF-2 file: {args.variables} variables x {args.records} records "
+            f"({chunks:,} chunks, {big.stat().st_size / 2**20:.0f} MiB)",
+            big_rows,
+            1000,
+            "s",
+        )
     if small:
-        rows = {name: timed(scan, small, args.repeat) for name, scan in tools.items()}
+        rows = timed(tools, small, args.repeat)
         report(f"{len(small)} small classic files (per file)", rows, len(small), "ms")
+        if args.scan_many:
+            print_scan_many(small, args.repeat, rows.get("netCDF4"))
         for name in ("refzarr", "NetCDF3Scanner"):
             if "netCDF4" in rows and name in rows:
-                ratio = rows[name][1] / rows["netCDF4"][1]
-                print(f"\n{name} per small file / netCDF4 header read (cpu): {ratio:.2f}")
+                cpu = rows[name][1] / rows["netCDF4"][1]
+                wall = rows[name][0] / rows["netCDF4"][0]
+                print(
+                    f"\n{name} per small file / netCDF4 header read: {cpu:.2f} (cpu), "
+                    f"{wall:.2f} (wall)"
+                )
 
 
 if __name__ == "__main__":

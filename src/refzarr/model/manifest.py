@@ -473,7 +473,51 @@ class ChunkManifest:
             ("inlined", MappingProxyType({0: data})),
         ):
             object.__setattr__(block, name, value)
-        return cls((1,) * ndim, _InMemory(block))
+        return cls._of_block((1,) * ndim, block)
+
+    @classmethod
+    def _of_block(cls, grid: tuple[int, ...], block: ManifestBlock) -> ChunkManifest:
+        """A manifest of one block the model itself made valid for ``grid`` (a tuple of
+        ints): the constructor's checks left out, as the block's were."""
+        manifest = object.__new__(cls)
+        manifest._grid_shape = grid
+        manifest._source = source = _InMemory(block)
+        manifest._block_size = source.block_size
+        manifest._blocks = {0: block}
+        manifest._full = None
+        manifest._lock = threading.Lock()
+        return manifest
+
+    @classmethod
+    def in_one_file(cls, url: str, offsets: npt.NDArray[np.uint64], length: int) -> ChunkManifest:
+        """A manifest whose every chunk is ``length`` bytes of ``url`` at ``offsets`` (uint64,
+        shaped like the chunk grid), made without `from_arrays`' checks: for a scanner that
+        computed the offsets itself and checked that every chunk lies inside the file."""
+        if offsets.dtype != np.uint64 or not 0 < length <= MAX_OFFSET or not url:
+            raise RefFormatError(
+                f"in_one_file needs uint64 offsets, a positive length and a URL, got "
+                f"{offsets.dtype}, {length}, {url!r}"
+            )
+        flat = offsets.flatten()  # a copy: the caller's array stays the caller's
+        flat.flags.writeable = False
+        n = flat.shape[0]
+        if n == 1:
+            ids, lengths = _ONE_ZERO_ID, np.full(1, length, dtype=np.uint64)
+        else:
+            ids, lengths = np.zeros(n, dtype=np.int32), np.full(n, length, dtype=np.uint64)
+            ids.flags.writeable = False
+        lengths.flags.writeable = False
+        block = object.__new__(ManifestBlock)  # valid by construction (see one_inlined)
+        for name, value in (
+            ("start", 0),
+            ("paths", (url,)),
+            ("path_id", ids),
+            ("offset", flat),
+            ("length", lengths),
+            ("inlined", _NOTHING_INLINED),
+        ):
+            object.__setattr__(block, name, value)
+        return cls._of_block(tuple(offsets.shape), block)
 
     @classmethod
     def lazy(cls, grid_shape: Sequence[int], source: ManifestSource) -> ChunkManifest:
@@ -779,3 +823,6 @@ _ONE_INLINED = np.full(1, INLINED, np.int32)
 _ONE_INLINED.flags.writeable = False
 _ONE_ZERO = np.zeros(1, dtype=np.uint64)
 _ONE_ZERO.flags.writeable = False
+_ONE_ZERO_ID = np.zeros(1, np.int32)
+_ONE_ZERO_ID.flags.writeable = False
+_NOTHING_INLINED: Mapping[int, bytes] = MappingProxyType({})

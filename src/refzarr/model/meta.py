@@ -168,6 +168,41 @@ class ArrayMeta:
             object.__setattr__(copy, "attributes", frozen)
         return copy
 
+    @classmethod
+    def trusted(
+        cls,
+        shape: tuple[int, ...],
+        chunks: tuple[int, ...],
+        dtype: np.dtype[Any],
+        fill_value: Any,
+        attributes: FrozenDict,
+        dimension_names: tuple[str, ...] | None,
+    ) -> ArrayMeta:
+        """An array of regular chunks without codecs, made without the constructor's checks.
+
+        For scanners whose values are valid by construction and already in the form the
+        constructor would give them: ``shape`` and ``chunks`` tuples of ints (chunks >= 1),
+        a numpy dtype Zarr v2 describes, the fill value as a numpy scalar of it (or None),
+        attributes frozen (`freeze_json`) without ``_ARRAY_DIMENSIONS``, one str per
+        dimension (or None). A small file's scan builds a few of these: the checks would
+        cost a noticeable share of it.
+        """
+        meta = object.__new__(cls)
+        for name, value in (
+            ("shape", shape),
+            ("chunks", chunks),
+            ("dtype", dtype),
+            ("fill_value", fill_value),
+            ("codecs", ()),
+            ("attributes", attributes),
+            ("dimension_names", dimension_names),
+            ("order", "C"),
+            ("dimension_separator", "."),
+            ("rectilinear", None),
+        ):
+            object.__setattr__(meta, name, value)
+        return meta
+
     def replace(self, **changes: Any) -> ArrayMeta:
         """A copy with some fields changed (validated like a new one)."""
         fields = {name: getattr(self, name) for name in self.__dataclass_fields__}

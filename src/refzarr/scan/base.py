@@ -204,21 +204,33 @@ class ScanFormat:
 
 
 _REGISTRY: dict[str, ScanFormat] = {}
+_ORDERED: dict[int, tuple[ScanFormat, ...]] = {}
+"""`registered_formats`' answer by the registry's size, kept until `register` or a removal
+changes it (asked once per scan)."""
+_DEFAULT_SCANNERS: dict[ScanFormat, ScanOptions] = {}
+"""Each format's scanner with no options, made once (scanners keep no state)."""
 
 
 def register(scan_format: ScanFormat) -> None:
     """Add (or replace) a format; detection tries it after the built-in ones."""
     _REGISTRY[scan_format.name] = scan_format
+    _ORDERED.clear()
 
 
 def registered_formats() -> tuple[ScanFormat, ...]:
     """Every format refzarr scans, built-in ones first, in detection order."""
+    found = _ORDERED.get(len(_REGISTRY))
+    if found is not None:
+        return found
     for name in BUILTIN_FORMATS:
         if name not in _REGISTRY:
             module = importlib.import_module(f"refzarr.scan.{name}")
             _REGISTRY[name] = module.FORMAT
     builtin = [_REGISTRY[name] for name in BUILTIN_FORMATS]
-    return (*builtin, *(f for n, f in _REGISTRY.items() if n not in BUILTIN_FORMATS))
+    ordered = (*builtin, *(f for n, f in _REGISTRY.items() if n not in BUILTIN_FORMATS))
+    _ORDERED.clear()
+    _ORDERED[len(_REGISTRY)] = ordered
+    return ordered
 
 
 def format_named(name: str) -> ScanFormat:
@@ -253,6 +265,11 @@ def scanner_for(scan_format: ScanFormat, options: Mapping[str, Any]) -> ScanOpti
     MissingDependencyError
         When the format's library is not installed.
     """
+    if not options:
+        found = _DEFAULT_SCANNERS.get(scan_format)
+        if found is None:
+            found = _DEFAULT_SCANNERS[scan_format] = scan_format.scanner_class()()
+        return found
     known = scan_format.option_names()
     unknown = sorted(set(options) - known)
     if unknown:

@@ -78,8 +78,11 @@ def _plain_local_probe(url: str) -> Probe:
                 f"{url}: not a regular file (a pipe, socket or device); refzarr "
                 "scans files and Zarr store directories"
             )
-        with open(path, "rb") as f:
-            head = f.read(HEAD_BYTES)
+        fd = os.open(path, os.O_RDONLY)  # no file object: a scan of a small file is short
+        try:
+            head = os.pread(fd, HEAD_BYTES, 0)
+        finally:
+            os.close(fd)
     except FileNotFoundError as exc:
         raise SourceNotFoundError(f"{url}: no such file or directory") from exc
     except PermissionError as exc:

@@ -17,5 +17,7 @@ def plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str
     None for any other URL (to be opened through fsspec)."""
     if storage_options or ":" in url or os.sep != "/":
         return None
+    if url.startswith("/"):  # what fsspec makes of an absolute path, without its machinery
+        return url.rstrip("/") or "/"
     path: str = LocalFileSystem._strip_protocol(url)
     return path

@@ -16,7 +16,7 @@ from nc3kit import write_nc
 import refzarr
 from refzarr import ScanError, UnsupportedFeatureError
 from refzarr.errors import SourceNotFoundError
-from refzarr.scan.netcdf3.header import parse_header
+from refzarr.scan.netcdf3.header import _parse_quickly, _Parser, _Unsure, parse_header
 
 
 def _write(ds: netCDF4.Dataset) -> None:
@@ -201,3 +201,26 @@ def test_a_name_zarr_cannot_hold_is_unsupported_or_skipped(tmp_path: Path) -> No
     group = refzarr.scan(path, on_unsupported="skip")
     assert list(group.members) == ["fine"]
     assert [s.path for s in group.skipped] == ["/zarr.json"]
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_the_quick_parser_agrees_with_the_careful_one(
+    good: bytes, header_size: int, data: st.DataObject
+) -> None:
+    """Over damaged headers (and cut ones), the one-pass parser gives what the careful parser
+    gives, or leaves the header to it (which then finds the damage or reads more)."""
+    at = data.draw(st.integers(4, header_size - 1), label="at")
+    junk = data.draw(st.binary(min_size=1, max_size=8), label="junk")
+    damaged = (good[:at] + junk + good[at + len(junk) :])[: len(good)]
+    given_bytes = damaged[: data.draw(st.integers(4, len(damaged)), label="given")]
+    try:
+        quick = _parse_quickly(given_bytes, damaged[3])
+    except (_Unsure, struct.error, ValueError, KeyError, OverflowError):
+        return
+    careful = _Parser(given_bytes, len(damaged), "bad.nc", damaged[3]).header()
+    assert repr(quick) == repr(careful)  # NaN attributes compare unequal

@@ -220,17 +220,35 @@ def test_remote_file_through_fsspec(tmp_path: Path) -> None:
         fs.rm("/nc3", recursive=True)
 
 
-def test_char_attribute_not_utf8_is_base64(tmp_path: Path) -> None:
+def test_char_attribute_not_utf8_as_netcdf4_shows_it(tmp_path: Path) -> None:
+    """Text attributes holding bytes that are not UTF-8 (Latin-1, a stray NUL) read as
+    netCDF4-python and xarray show them: U+FFFD for each bad byte, NULs removed."""
+
     def write(ds: netCDF4.Dataset) -> None:
         ds.note = "caf\u00e9"
         ds.other = "zzzzz"
+        ds.createDimension("x", 2)
+        var = ds.createVariable("v", "i2", ("x",))
+        var.comment = "ABCDEFGH"
+        var[:] = [1, 2]
 
     path = write_nc(tmp_path / "latin.nc", write)
-    data = path.read_bytes().replace(b"zzzzz", b"caf\xe9!")
+    data = (
+        path.read_bytes().replace(b"zzzzz", b"caf\xe9!").replace(b"ABCDEFGH", b"AB\xff\xfeEF\x00H")
+    )
     path.write_bytes(data)
     group = refzarr.scan(path)
-    assert group.attributes["note"] == "caf\u00e9"
-    assert group.attributes["other"] == "base64:Y2Fm6SE="
+    with netCDF4.Dataset(path) as ds:
+        assert group.attributes["note"] == ds.note == "caf\u00e9"
+        assert group.attributes["other"] == ds.other == "caf\ufffd!"
+        assert (
+            array(group, "v").meta.attributes["comment"] == ds["v"].comment == "AB\ufffd\ufffdEFH"
+        )
+    # the stored bytes are kept (never re-encoded in silence), as the HDF5 scanner keeps them
+    assert group.attributes["_nczarr_attr"]["bytes"] == {"other": tuple(b"caf\xe9!")}
+    kept = array(group, "v").meta.attributes["_nczarr_attr"]["bytes"]
+    assert kept == {"comment": tuple(b"AB\xff\xfeEF\x00H")}
+    assert_decoded_matches(group, path)
 
 
 def _name(text: str) -> bytes:
@@ -323,3 +341,32 @@ def test_scanner_is_picklable_and_checks_its_options() -> None:
         NetCDF3Scanner(chunk_bytes=0)
     with pytest.raises(TypeError, match="chunk_bytes must be an int"):
         NetCDF3Scanner(chunk_bytes=True)
+
+
+def test_default_fill_values_are_not_masked_and_packing_keeps_float32(tmp_path: Path) -> None:
+    """Without ``_FillValue``, values netCDF-C filled with its default fill (never written)
+    are shown as xarray shows them reading the file (not masked), and a ``short`` packed with
+    a ``float`` ``scale_factor`` decodes to float32 (issue 13, point 2)."""
+
+    def write(ds: netCDF4.Dataset) -> None:
+        ds.createDimension("time", None)
+        ds.createDimension("x", 3)
+        ds.set_fill_on()
+        never = ds.createVariable("never", "f4", ("x",))  # never written: default fill
+        never.units = "K"
+        some = ds.createVariable("some", "i4", ("time", "x"))
+        some[0] = [1, 2, 3]
+        packed = ds.createVariable("packed", "i2", ("time", "x"))
+        packed.scale_factor = np.float32(0.25)
+        packed.add_offset = np.float32(1.0)
+        packed[2] = [4, 5, 6]  # records 0 and 1 filled with the default short fill
+
+    path = write_nc(tmp_path / "fills.nc", write)
+    group = refzarr.scan(path)
+    with xr.open_dataset(path) as direct, refzarr.open_dataset(group) as ours:
+        assert float(direct["never"][0]) == pytest.approx(9.969209968386869e36)
+        assert direct["packed"].dtype == np.float32
+        xr.testing.assert_identical(ours.load(), direct.load())
+        assert ours["packed"].dtype == np.float32
+        assert not ours["some"].isnull().any()
+    assert_decoded_matches(group, path)

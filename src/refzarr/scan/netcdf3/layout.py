@@ -17,7 +17,7 @@ import numpy as np
 
 from refzarr.errors import ScanError
 from refzarr.scan.netcdf3.header import STREAMING, Header, Variable
-from refzarr.scan.netcdf3.types import NC_TYPES
+from refzarr.scan.netcdf3.types import ITEMSIZES, NC_TYPES
 
 __all__ = ["CHUNK_BYTES", "Placement", "Records", "place_variables"]
 
@@ -98,6 +98,16 @@ def _record_dimension(header: Header, where: str) -> int | None:
 
 
 def _slab(header: Header, var: Variable, record_dim: int | None, where: str) -> _Slab:
+    dimids = var.dimids
+    dims = header.dimensions
+    if dimids and (max(dimids) >= len(dims) or record_dim in dimids[1:]):
+        _bad_dimensions(header, var, record_dim, where)
+    is_record = bool(dimids) and dimids[0] == record_dim
+    inner = tuple([dims[d].length for d in (dimids[1:] if is_record else dimids)])
+    return _Slab(inner, math.prod(inner) * ITEMSIZES[var.nc_type], is_record)
+
+
+def _bad_dimensions(header: Header, var: Variable, record_dim: int | None, where: str) -> None:
     ndim = len(header.dimensions)
     for position, dimid in enumerate(var.dimids):
         if dimid >= ndim:
@@ -111,9 +121,6 @@ def _slab(header: Header, var: Variable, record_dim: int | None, where: str) -> 
                 f"{header.dimensions[dimid].name!r} at position {position}; netCDF3 allows it "
                 "first only: the header is damaged"
             )
-    is_record = bool(var.dimids) and var.dimids[0] == record_dim
-    inner = tuple(header.dimensions[d].length for d in var.dimids[int(is_record) :])
-    return _Slab(inner, math.prod(inner) * NC_TYPES[var.nc_type][0].itemsize, is_record)
 
 
 def _records(
@@ -165,7 +172,8 @@ def _place(
     chunk_bytes: int,
 ) -> Placement:
     dtype = NC_TYPES[var.nc_type][0]
-    names = tuple(header.dimensions[d].name for d in var.dimids)
+    dims = header.dimensions
+    names = tuple([dims[d].name for d in var.dimids])
     if var.begin < header.size:
         raise ScanError(
             f"{where}: variable {var.name!r} starts at byte {var.begin}, inside the header "
@@ -196,10 +204,18 @@ Layout = tuple[tuple[int, ...], "np.ndarray[Any, np.dtype[np.uint64]]", int]
 def _per_record(var: Variable, shape: tuple[int, ...], records: Records) -> Layout:
     """One chunk per record, ``recsize`` apart."""
     chunks = (1, *shape[1:])
-    grid = (shape[0],) + (1,) * (len(shape) - 1)
-    starts = np.arange(shape[0], dtype=np.uint64) * np.uint64(records.recsize)
-    offsets = (starts + np.uint64(var.begin)).reshape(grid)
+    offsets = _offsets(var.begin, records.recsize, shape[0], len(shape))
     return chunks, offsets, math.prod(chunks) * _itemsize(var)
+
+
+def _offsets(first: int, step: int, count: int, ndim: int) -> Any:
+    """``count`` offsets ``step`` apart from ``first``, shaped as a chunk grid along the first
+    of ``ndim`` axes (one offset without numpy arithmetic: a small file's usual case)."""
+    if count == 1:
+        flat = np.array([first], dtype=np.uint64)
+    else:
+        flat = np.arange(count, dtype=np.uint64) * np.uint64(step) + np.uint64(first)
+    return flat.reshape((count,) + (1,) * (ndim - 1)) if ndim > 1 else flat
 
 
 def _contiguous(
@@ -211,9 +227,7 @@ def _contiguous(
         return (), np.full((), var.begin, dtype=np.uint64), itemsize
     n = shape[0]
     rows = _rows_per_chunk(n, row, chunk_bytes, var.begin, file_size)
-    grid = (math.ceil(n / rows),) + (1,) * (len(shape) - 1)
-    starts = np.arange(grid[0], dtype=np.uint64) * np.uint64(rows * row)
-    offsets = (starts + np.uint64(var.begin)).reshape(grid)
+    offsets = _offsets(var.begin, rows * row, math.ceil(n / rows), len(shape))
     return (max(rows, 1), *shape[1:]), offsets, rows * row
 
 
@@ -243,4 +257,4 @@ def _largest_divisor(n: int, most: int) -> int:
 
 
 def _itemsize(var: Variable) -> int:
-    return NC_TYPES[var.nc_type][0].itemsize
+    return ITEMSIZES[var.nc_type]

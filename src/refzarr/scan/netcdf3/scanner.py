@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import numpy as np
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, ArrayMeta, ChunkManifest, RefArray
+from refzarr.model.attr_types import TYPES_ATTR
+from refzarr.model.frozen import FrozenDict
 from refzarr.model.manifest import share_bytes
 from refzarr.model.meta import DIMENSIONS_ATTR
 from refzarr.scan.base import ScanOptions
@@ -22,7 +25,7 @@ from refzarr.scan.netcdf3.header import Header, NeedMoreBytes, Variable, parse_h
 from refzarr.scan.netcdf3.layout import CHUNK_BYTES, Placement, place_variables
 from refzarr.scan.netcdf3.source import FIRST_READ, Source, open_source
 from refzarr.scan.netcdf3.types import CHAR, NC_TYPES
-from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip
 
 __all__ = ["NetCDF3Scanner"]
 
@@ -76,46 +79,81 @@ class NetCDF3Scanner(ScanOptions):
         """
         with open_source(str(url), self.storage_options) as source:
             header = read_header(source)
-            _, placements = place_variables(header, source.size, source.url, self.chunk_bytes)
-            members, skipped = {}, []
+            records, placements = place_variables(header, source.size, source.url, self.chunk_bytes)
+            unlimited = None if records.dimension is None else header.dimensions[records.dimension]
+            members: dict[str, RefArray] = {}
+            skipped: list[Skipped] = []
             for placement in placements:
                 name = placement.variable.name
-                try:
-                    _check_name(source.url, placement.variable)
-                except UnsupportedFeatureError as exc:
-                    if self.on_unsupported == "raise":
-                        raise
-                    skipped.append(Skipped(f"/{name}", str(exc)))
-                    continue
-                members[name] = self._array(source, placement)
-        return ScannedGroup(header.attributes, members, tuple(skipped))
+                record_dim = unlimited.name if placement.is_record and unlimited else None
+                built = build_or_skip(
+                    partial(self._checked_array, source, placement, record_dim),
+                    f"/{name}",
+                    self.on_unsupported,
+                    skipped,
+                )
+                if built is not None:
+                    members[name] = built
+        attributes = frozen_attributes(header.attributes, header.types, kept=header.kept)
+        return _unchecked(ScannedGroup, attributes, FrozenDict(members), tuple(skipped))
 
-    def _array(self, source: Source, placement: Placement) -> RefArray:
+    def _checked_array(
+        self, source: Source, placement: Placement, record_dim: str | None
+    ) -> RefArray:
+        _check_name(source.url, placement.variable)
+        return self._array(source, placement, record_dim)
+
+    def _array(self, source: Source, placement: Placement, record_dim: str | None) -> RefArray:
         var = placement.variable
-        where = f"{source.url}: variable {var.name!r}"
-        meta = ArrayMeta(
-            shape=placement.shape,
-            chunks=placement.chunks,
-            dtype=placement.dtype,
-            fill_value=fill_value(var, placement.dtype),
-            attributes=var.attributes,
-            dimension_names=placement.dimension_names,
-        )
+        attributes = frozen_attributes(var.attributes, var.types, record_dim, var.kept)
+        shape, dtype = placement.shape, placement.dtype
+        fill = fill_value(var, dtype)
+        names = placement.dimension_names
         if _is_small_coordinate(placement, self.inline_coordinates):
-            values = _gather(source, placement, where)
-            return RefArray(meta.as_one_raw_chunk(), ChunkManifest.one_inlined(values))
-        return RefArray(meta, self._manifest(source, placement))
+            values = _gather(source, placement, f"{source.url}: variable {var.name!r}")
+            meta = ArrayMeta.trusted(shape, shape, dtype, fill, attributes, names)
+            return _unchecked(RefArray, meta, ChunkManifest.one_inlined(values))
+        meta = ArrayMeta.trusted(shape, placement.chunks, dtype, fill, attributes, names)
+        return _unchecked(RefArray, meta, self._manifest(source, placement))
 
     def _manifest(self, source: Source, placement: Placement) -> ChunkManifest:
         offsets = placement.offsets
         if placement.length < self.inline_threshold and offsets.size:
             return _inlined(source, placement)
-        return ChunkManifest.from_arrays(
-            [source.url],
-            np.zeros(offsets.shape, dtype=np.int32),
-            offsets,
-            np.full(offsets.shape, placement.length, dtype=np.uint64),
-        )
+        return ChunkManifest.in_one_file(source.url, offsets, placement.length)
+
+
+T = TypeVar("T")
+
+
+def _unchecked(cls: type[T], *fields: Any) -> T:
+    """A model object of ``fields`` (all of them, in order) made as unpickling makes it,
+    without ``__post_init__``'s checks: the scanner's values pass them by construction
+    (names checked by `_check_name`, attributes frozen, grids equal), and a small file's scan
+    builds a few objects per variable, whose checks would cost a noticeable share of it."""
+    made = object.__new__(cls)
+    made.__setstate__(fields)  # type: ignore[attr-defined]  # `tuple_state` classes
+    return made
+
+
+def frozen_attributes(
+    attributes: dict[str, Any],
+    types: dict[str, str],
+    record_dim: str | None = None,
+    kept: dict[str, tuple[int, ...]] | None = None,
+) -> FrozenDict:
+    """Attributes as the model holds them (their values are frozen JSON already), with the
+    types JSON loses, the record dimension and the stored bytes of text that is not UTF-8
+    recorded in ``_nczarr_attr`` (`refzarr.model.attr_types`: ``types``, ``unlimited``,
+    ``bytes``, as the HDF5 scanner records them)."""
+    if not (types or record_dim or kept):
+        return FrozenDict(attributes)
+    entry: dict[str, Any] = {"types": FrozenDict(types)}
+    if record_dim:
+        entry["unlimited"] = (record_dim,)
+    if kept:
+        entry["bytes"] = FrozenDict(kept)
+    return FrozenDict({**attributes, TYPES_ATTR: FrozenDict(entry)})
 
 
 def _check_name(url: str, var: Variable) -> None:
@@ -193,14 +231,15 @@ def _gather(source: Source, placement: Placement, where: str) -> bytes:
     total = math.prod(placement.shape) * placement.dtype.itemsize
     offsets = placement.offsets.reshape(-1)
     length = placement.length
+    if offsets.size == 1:  # the usual case: one read, no numpy
+        first = int(offsets[0])
+        return share_bytes(source.read_range(first, min(length, source.size - first))[:total])
     first = int(offsets[0])
     end = min(int(offsets[-1]) + length, source.size)
     if end - first > INLINE_SPAN_BYTES:
         data = b"".join(source.read_range(o, length) for o in offsets.tolist())
         return share_bytes(data[:total])
     span = source.read_range(first, end - first)
-    if offsets.size == 1:
-        return share_bytes(span[:total])
     starts = (offsets - np.uint64(first)).astype(np.int64)
     index = (starts[:, None] + np.arange(length, dtype=np.int64)).reshape(-1)[:total]
     if index.size and int(index[-1]) >= len(span):

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from stat import S_ISDIR
 from typing import Any, BinaryIO
 
 import fsspec
@@ -40,8 +41,8 @@ class Source:
 
     url: str
     size: int
-    raw: BinaryIO
-    local: bool
+    raw: BinaryIO | int
+    """An fsspec file object, or the descriptor of a plain local file."""
     head: bytes = b""
 
     def read_range(self, offset: int, length: int) -> bytes:
@@ -53,8 +54,8 @@ class Source:
             )
         if offset + length <= len(self.head):
             return self.head[offset : offset + length]
-        if self.local:
-            data = os.pread(self.raw.fileno(), length, offset)
+        if isinstance(self.raw, int):
+            data = os.pread(self.raw, length, offset)
         else:
             self.raw.seek(offset)
             data = self.raw.read(length)
@@ -75,13 +76,17 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
     path = plain_local_path(url, storage_options)
     if path is not None:
         try:
-            raw: BinaryIO = open(path, "rb")  # noqa: SIM115 (closed below)
-        except (FileNotFoundError, IsADirectoryError) as exc:
+            fd = os.open(path, os.O_RDONLY)  # no file object: a small file's scan is short
+        except FileNotFoundError as exc:
             raise SourceNotFoundError(f"{url}: no such file") from exc
-        with raw:
-            size = os.fstat(raw.fileno()).st_size
-            head = os.pread(raw.fileno(), min(size, FIRST_READ), 0)
-            yield Source(os.path.abspath(path), size, raw, True, head)
+        try:
+            stat = os.fstat(fd)
+            if S_ISDIR(stat.st_mode):
+                raise SourceNotFoundError(f"{url}: no such file")
+            head = os.pread(fd, min(stat.st_size, FIRST_READ), 0)
+            yield Source(os.path.abspath(path), stat.st_size, fd, head)
+        finally:
+            os.close(fd)
         return
     fs, fs_path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     local = isinstance(fs, LocalFileSystem)
@@ -94,7 +99,7 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
         known = getattr(raw, "size", None)
         size = int(fs.size(fs_path) if known is None else known)
         head = raw.read(min(size, FIRST_READ))
-        yield Source(os.path.abspath(fs_path) if local else url, size, raw, False, head)
+        yield Source(os.path.abspath(fs_path) if local else url, size, raw, head)
 
 
 def _remote_options() -> dict[str, Any]:

@@ -1,19 +1,29 @@
 """netCDF3 external types: their numpy dtypes (big-endian, as stored) and attribute values.
 
 Attribute values are converted as netCDF4-python shows them: ``char`` as text (NUL bytes
-removed; bytes that are not UTF-8 become ``"base64:<data>"`` instead of being replaced),
-one number as a Python number, several as a list.
+removed, bytes that are not UTF-8 replaced by U+FFFD), one number as a Python number, several
+as a tuple. The numpy type of a number that JSON loses (``short``, ``float``, ...) is recorded
+beside it (`ATTRIBUTE_TYPES`, kept in ``_nczarr_attr`` by the scanner).
 """
 
 from __future__ import annotations
 
-import base64
 import struct
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BASE64_PREFIX", "CDF5_TYPES", "CHAR", "NC_TYPES", "attribute_value", "type_name"]
+from refzarr.model.attr_types import attribute_type
+
+__all__ = [
+    "ATTRIBUTE_TYPES",
+    "CDF5_TYPES",
+    "CHAR",
+    "ITEMSIZES",
+    "NC_TYPES",
+    "attribute_value",
+    "type_name",
+]
 
 CHAR = 2
 """The ``char`` type code."""
@@ -33,11 +43,19 @@ NC_TYPES: dict[int, tuple[np.dtype[Any], str]] = {
 }
 """Type code -> (dtype of the stored values, netCDF name)."""
 
+ITEMSIZES = {code: dtype.itemsize for code, (dtype, _) in NC_TYPES.items()}
+"""Type code -> bytes per value."""
+
 CDF5_TYPES = frozenset(range(7, 12))
 """Type codes only CDF-5 files may use."""
 
-BASE64_PREFIX = "base64:"
-"""Prefix of a ``char`` attribute whose bytes are not UTF-8 (as the HDF5 scanner writes it)."""
+ATTRIBUTE_TYPES: dict[int, str] = {
+    code: kind
+    for code, (dtype, _) in NC_TYPES.items()
+    if (kind := attribute_type(np.zeros(1, dtype))) is not None
+}
+"""Type code -> the dtype string recorded for a numeric attribute of that type (none for the
+types a JSON number reads back as: ``double``, ``int64``)."""
 
 
 def type_name(code: int) -> str:
@@ -50,20 +68,16 @@ _STRUCT_CODES = {1: "b", 3: "h", 4: "i", 5: "f", 6: "d", 7: "B", 8: "H", 9: "I",
 """Type code -> `struct` format character (big-endian numbers as Python int / float: the
 values numpy's ``.item()`` / ``.tolist()`` give)."""
 
+_ONE = {code: struct.Struct(f">{char}").unpack for code, char in _STRUCT_CODES.items()}
+
 
 def attribute_value(code: int, raw: bytes, count: int, *, keep_nul: bool = False) -> Any:
     """The JSON value of an attribute of type ``code`` holding ``count`` values in ``raw``
     (``keep_nul``: NUL characters of text are kept, as netCDF4-python does for a
     ``_FillValue``)."""
     if code == CHAR:
-        return _text(raw, keep_nul)
-    values = struct.unpack(f">{count}{_STRUCT_CODES[code]}", raw)
-    return values[0] if count == 1 else list(values)
-
-
-def _text(raw: bytes, keep_nul: bool) -> str:
-    try:
-        text = raw.decode("utf-8")
-        return text if keep_nul else text.replace("\x00", "")
-    except UnicodeDecodeError:
-        return BASE64_PREFIX + base64.b64encode(raw).decode("ascii")
+        text = raw.decode("utf-8", "replace")  # as netCDF4-python shows bytes that are not UTF-8
+        return text if keep_nul or "\x00" not in text else text.replace("\x00", "")
+    if count == 1:
+        return _ONE[code](raw)[0]
+    return struct.unpack(f">{count}{_STRUCT_CODES[code]}", raw)
