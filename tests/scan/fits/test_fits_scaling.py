@@ -237,3 +237,23 @@ def _apply_fits_field(values: np.ndarray[Any, Any], field: dict[str, Any]) -> np
     if tzero != 0:
         out += tzero
     return out
+
+
+def test_stacked_scaled_extensions_decode_as_astropy(tmp_path: Path) -> None:
+    ccds = [_stored_values(np.dtype(">i2"), (5, 6)) for _ in range(3)]
+    hdus = [fits.PrimaryHDU()]
+    for k, values in enumerate(ccds, start=1):
+        hdus.append(fits.ImageHDU(values, name="SCI", ver=k, do_not_scale_image_data=True))
+    path = tmp_path / "mosaic.fits"
+    fits.HDUList(hdus).writeto(path)
+    with fits.open(path, mode="update", do_not_scale_image_data=True) as hdul:
+        for hdu in hdul[1:]:
+            hdu.header["BSCALE"], hdu.header["BZERO"], hdu.header["BLANK"] = 0.37, 12.5, 7
+    group = refzarr.scan(path, stack_extensions=True)
+    with fits.open(path) as hdul:
+        want = np.stack([hdu.data for hdu in hdul[1:]])
+    assert want.dtype == np.float32
+    with refzarr.open_dataset(group) as ds:
+        got = ds["SCI"].values
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
