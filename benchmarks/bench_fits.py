@@ -11,8 +11,9 @@ included). Measured in one run, in this process, each after one warm-up call:
   and by refzarr's array reader alone (``ArrayReader(array, ...).read()``), against astropy's
   ``fits.open(path)[1].data``.
 
-Wall-clock medians of ``--repeat`` runs, and the ratio to astropy in the same run; the load
-average before each file is printed (figures from a loaded 2-core machine are noisy). kerchunk
+Wall-clock medians of ``--repeat`` rounds, each round running astropy, refzarr and kerchunk
+once in turn (so that a change of load touches them alike), and the ratio to astropy; the
+load average before each file is printed (figures from a loaded 2-core machine are noisy). kerchunk
 "succeeds" on these files but references the compressed table's bytes as the image (wrong
 values): its time is shown for comparison only. Files are generated once into
 ``benchmarks/.cache/fits/``.
@@ -59,15 +60,28 @@ def make_file(size: int, tile: tuple[int, int]) -> Path:
     return path
 
 
-def median_time(call: Callable[[], Any], repeat: int) -> float:
-    """Median seconds of ``call()`` over ``repeat`` runs, after one warm-up run."""
-    call()
-    times = []
+def interleaved(calls: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float | None]:
+    """Median seconds of each call over ``repeat`` rounds, after one warm-up round; each round
+    runs every call once, so a change of load touches them all alike. A call that raises
+    the first time is left out of the rounds (None)."""
+    timed: dict[str, list[float]] = {}
+    for label, call in calls.items():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                call()
+        except Exception as exc:  # kerchunk cannot reference some files
+            print(f"  {label} failed: {type(exc).__name__}: {exc}"[:160])
+        else:
+            timed[label] = []
     for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for label in timed:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                start = time.perf_counter()
+                calls[label]()
+                timed[label].append(time.perf_counter() - start)
+    return {label: statistics.median(timed[label]) if label in timed else None for label in calls}
 
 
 def astropy_table(path: Path) -> None:
@@ -112,24 +126,32 @@ def run(size: int, repeat: int) -> None:
             f"{size} x {size} int16 RICE_1, tiles {tile[0]} x {tile[1]} ({nbytes:,} bytes), "
             f"load {load:.1f}, medians of {repeat}"
         )
-        floor = median_time(lambda p=path: astropy_table(p), repeat)
-        print(row("astropy open + tile table", floor, floor))
-        print(row("refzarr.scan", median_time(lambda p=path: refzarr.scan(p), repeat), floor))
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                kerchunk = median_time(lambda p=path: kerchunk_scan(p), repeat)
-        except Exception as exc:  # kerchunk cannot reference tile-compressed images
-            print(f"  kerchunk.fits.process_file         failed: {type(exc).__name__}: {exc}"[:160])
-        else:
-            print(row("kerchunk.fits.process_file", kerchunk, floor))
-        data = median_time(lambda p=path: astropy_data(p), repeat)
-        print(row("astropy .data (decode all)", data, data))
+        scans = interleaved(
+            {
+                "astropy open + tile table": lambda p=path: astropy_table(p),
+                "refzarr.scan": lambda p=path: refzarr.scan(p),
+                "kerchunk.fits.process_file": lambda p=path: kerchunk_scan(p),
+            },
+            repeat,
+        )
+        report(scans)
         group = refzarr.scan(path)
-        read = median_time(lambda g=group: refzarr_read(g), repeat)
-        print(row("refzarr read (decode all, xarray)", read, data))
-        reader = median_time(lambda g=group: refzarr_reader(g), repeat)
-        print(row("refzarr ArrayReader (decode all)", reader, data))
+        reads = interleaved(
+            {
+                "astropy .data (decode all)": lambda p=path: astropy_data(p),
+                "refzarr read (decode all, xarray)": lambda g=group: refzarr_read(g),
+                "refzarr ArrayReader (decode all)": lambda g=group: refzarr_reader(g),
+            },
+            repeat,
+        )
+        report(reads)
+
+
+def report(times: dict[str, float | None]) -> None:
+    """One row per call, with its ratio to the first (astropy's)."""
+    floor = next(iter(times.values()))
+    for label, seconds in times.items():
+        print(row(label, seconds, floor or float("nan")))
 
 
 def main(argv: list[str] | None = None) -> None:
