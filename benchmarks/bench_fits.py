@@ -32,6 +32,7 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ def astropy_data(path: Path) -> None:
 
 
 def kerchunk_scan(path: Path) -> Any:
-    from kerchunk.fits import process_file
+    from kerchunk.fits import process_file  # type: ignore[import-untyped]
 
     return process_file(str(path))
 
@@ -128,9 +129,9 @@ def run(size: int, repeat: int) -> None:
         )
         scans = interleaved(
             {
-                "astropy open + tile table": lambda p=path: astropy_table(p),
-                "refzarr.scan": lambda p=path: refzarr.scan(p),
-                "kerchunk.fits.process_file": lambda p=path: kerchunk_scan(p),
+                "astropy open + tile table": partial(astropy_table, path),
+                "refzarr.scan": partial(refzarr.scan, path),
+                "kerchunk.fits.process_file": partial(kerchunk_scan, path),
             },
             repeat,
         )
@@ -138,9 +139,9 @@ def run(size: int, repeat: int) -> None:
         group = refzarr.scan(path)
         reads = interleaved(
             {
-                "astropy .data (decode all)": lambda p=path: astropy_data(p),
-                "refzarr read (decode all, xarray)": lambda g=group: refzarr_read(g),
-                "refzarr ArrayReader (decode all)": lambda g=group: refzarr_reader(g),
+                "astropy .data (decode all)": partial(astropy_data, path),
+                "refzarr read (decode all, xarray)": partial(refzarr_read, group),
+                "refzarr ArrayReader (decode all)": partial(refzarr_reader, group),
             },
             repeat,
         )
