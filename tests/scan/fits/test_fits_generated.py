@@ -1,4 +1,4 @@
-"""Files astropy writes: every BITPIX, BSCALE/BZERO/BLANK, the unsigned conventions, every
+"""Files astropy writes: every BITPIX, the unsigned conventions, every
 tile compression with edge tiles, tables with TDIM and scaled columns; each read back
 exactly as astropy reads it, through refzarr and through fsspec + zarr."""
 
@@ -68,38 +68,6 @@ def test_signed_bytes(tmp_path: Path) -> None:
     fits.PrimaryHDU(_image("i1")).writeto(path)
     group = _roundtrip(path, tmp_path)
     assert group["PRIMARY"].meta.dtype == np.dtype("i1")
-
-
-@pytest.mark.parametrize(
-    ("bitpix", "bscale", "bzero", "blank"),
-    [
-        (16, 0.5, 10.0, None),
-        (16, 2.0, 0.0, -32768),
-        (32, 1.0, 100.0, 7),
-        (8, 0.25, -3.0, 255),
-        (-32, 2.0, 1.0, None),
-        (-64, 0.1, 0.0, None),
-        (16, 1.0, 0.0, -5),  # BLANK without scaling: astropy leaves the integers as they are
-    ],
-)
-def test_scaled_images(
-    tmp_path: Path, bitpix: int, bscale: float, bzero: float, blank: int | None
-) -> None:
-    dtype = {8: "u1", 16: "i2", 32: "i4", -32: "f4", -64: "f8"}[bitpix]
-    values = _image(dtype)
-    if blank is not None:
-        values.flat[::4] = blank
-    hdu = fits.ImageHDU(values, name="SCALED")
-    hdu.header["BSCALE"], hdu.header["BZERO"] = bscale, bzero
-    if blank is not None:
-        hdu.header["BLANK"] = blank
-    path = tmp_path / "scaled.fits"
-    fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(path)
-    group = _roundtrip(path, tmp_path)
-    meta = group["SCALED"].meta
-    assert ("scale_factor" in meta.attributes) == (bscale != 1)
-    assert ("add_offset" in meta.attributes) == (bzero != 0)
-    assert meta.fill_value == (blank if bitpix > 0 else None)
 
 
 TILINGS = [

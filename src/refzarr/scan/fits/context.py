@@ -29,7 +29,7 @@ class HduScan:
 
     def data_location(self, index: int, nbytes: int, where: str) -> int:
         """Offset of an HDU's data, checked to lie within the file (``nbytes`` long)."""
-        info: dict[str, Any] = self.source.hdul.fileinfo(index)
+        info: dict[str, Any] = self.source.hdul[index].fileinfo()
         offset = int(info["datLoc"])
         if offset + nbytes > self.source.size:
             raise ScanError(

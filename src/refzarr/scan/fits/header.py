@@ -9,6 +9,7 @@ import numpy as np
 from astropy.io import fits
 
 from refzarr.errors import ScanError
+from refzarr.model.attr_types import with_types
 
 __all__ = [
     "BITPIX_DTYPES",
@@ -71,7 +72,8 @@ def stored_dtype(header: fits.Header, where: str, key: str = "BITPIX") -> np.dty
 @dataclass(frozen=True, slots=True)
 class ImageScaling:
     """How an image's stored values become astropy's: ``unsigned`` (the dtype a shift by
-    ``BZERO`` gives, as astropy does) or a linear scale (CF attributes), or neither."""
+    ``BZERO`` gives, as astropy does) or a linear scale (CF attributes, their numpy types in
+    ``_nczarr_attr`` where JSON would lose them), or neither."""
 
     unsigned: np.dtype[Any] | None
     attributes: dict[str, Any]
@@ -79,8 +81,17 @@ class ImageScaling:
 
 def image_scaling(header: fits.Header, stored: np.dtype[Any]) -> ImageScaling:
     """What ``BSCALE``/``BZERO``/``BLANK`` of an image header mean for its values, as astropy
-    applies them: the unsigned shift when ``BSCALE`` is 1 and ``BZERO`` the sign bit, else a
-    linear scale and, for integers, ``BLANK`` read as NaN."""
+    applies them.
+
+    The unsigned shift when ``BSCALE`` is 1 and ``BZERO`` the sign bit. Else, when an integer
+    image has a scale, an offset or any ``BLANK`` (0 included), or a floating-point one a scale
+    or an offset, astropy gives floats: ``float32`` for ``BITPIX`` 8, 16 and -32, ``float64``
+    for 32, 64 and -64, scaled in that type, a nonzero ``BLANK`` read as NaN. The attributes
+    say the same to xarray: ``scale_factor`` (always: alone it picks the float type) and
+    ``add_offset`` (when not 0) of that type (recorded as ``<f4`` where float32; the values
+    rounded to float32, as astropy's float32 arithmetic rounds them), ``_FillValue`` the
+    ``BLANK`` astropy masks.
+    """
     bscale = header.get("BSCALE", 1)
     bzero = header.get("BZERO", 0)
     blank = header.get("BLANK") if stored.kind in "iu" else None
@@ -89,14 +100,25 @@ def image_scaling(header: fits.Header, stored: np.dtype[Any]) -> ImageScaling:
         shifted = _shifted_dtype(stored, bzero)
         if shifted is not None:
             return ImageScaling(shifted, {})
-    attrs: dict[str, Any] = {}
-    if bscale != 1:
-        attrs["scale_factor"] = float(bscale)
+    if bscale == 1 and bzero == 0 and blank is None:
+        return ImageScaling(None, {})
+    decoded = _scaled_dtype(stored)
+    attrs: dict[str, Any] = {"scale_factor": float(decoded.type(bscale))}
     if bzero != 0:
-        attrs["add_offset"] = float(bzero)
+        attrs["add_offset"] = float(decoded.type(bzero))
     if blank:  # astropy masks a BLANK of 0 as nothing (``if self._blank:``)
         attrs["_FillValue"] = blank
+    if decoded == np.float32:
+        types: dict[str, str] = {k: "<f4" for k in ("scale_factor", "add_offset") if k in attrs}
+        with_types(attrs, types, mark=False)
     return ImageScaling(None, attrs)
+
+
+def _scaled_dtype(stored: np.dtype[Any]) -> np.dtype[Any]:
+    """The float type astropy scales an image of ``stored`` values into."""
+    if stored.kind == "f":
+        return np.dtype(stored.newbyteorder("="))
+    return np.dtype("float32" if stored.itemsize <= 2 else "float64")
 
 
 def _shifted_dtype(stored: np.dtype[Any], bzero: Any) -> np.dtype[Any] | None:

@@ -60,7 +60,9 @@ def scaled_array_meta(
         codecs = (FitsUnsigned(stored.str, dtype.str).get_config(), *codecs)
     attrs = header_attributes(header)
     attrs.update(scaling.attributes)
-    fill = attrs.pop("_FillValue", None)  # BLANK, when astropy masks it (scaled integers)
+    # BLANK, when astropy masks it: the Zarr fill value, and _FillValue for refzarr's engine
+    # (which masks by _FillValue only where _nczarr_attr records types)
+    fill = attrs.get("_FillValue")
     attrs["fits_hdu"] = index
     return ArrayMeta(
         shape=shape,

@@ -143,7 +143,7 @@ _TEXT = bytes(range(0x20, 0x7F))
 def _check_header_text(source: OpenFits, index: int) -> None:
     """ScanError when a header holds bytes that are not printable ASCII: its END card is
     missing, and astropy read on through the data to the next HDU's END."""
-    info = source.hdul.fileinfo(index)
+    info = source.hdul[index].fileinfo()  # not HDUList.fileinfo: it re-renders every header
     start, end = int(info["hdrLoc"]), int(info["datLoc"])
     text = source.read_range(start, end - start)
     if text.translate(None, _TEXT):
@@ -158,7 +158,7 @@ def _check_header_text(source: OpenFits, index: int) -> None:
 def _check_trailing(source: OpenFits, hdus: list[Any]) -> None:
     """ScanError when astropy stopped before the end of the file on bytes that are not
     padding (a header without END that it gave up on)."""
-    info = source.hdul.fileinfo(len(hdus) - 1)
+    info = hdus[-1].fileinfo()
     end = int(info["datLoc"]) + int(info["datSpan"])
     if end + 80 > source.size:
         return

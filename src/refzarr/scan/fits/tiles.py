@@ -169,20 +169,23 @@ def _edge_keys(
     lengths: Any,
     offsets: Any,
 ) -> dict[str, Any]:
-    """How the tile codec tells tiles cut by the image's edge: by stored length when no two
-    tiles of different shapes share one, else by a digest of the bytes of every tile whose
-    length an edge tile has (those tiles are read); `_NotPerTile` when even the bytes of two
-    tiles of different shapes are equal."""
+    """How the tile codec tells tiles cut by the image's edge: by stored length where only
+    tiles of one shape have that length (``edges``), else by a digest of the bytes of every
+    tile of that length (``digests``: only those tiles are read); `_NotPerTile` when even the
+    bytes of two tiles of different shapes are equal."""
     sizes = [np.minimum(t, n - np.arange(g) * t) for n, t, g in zip(shape, tile, grid, strict=True)]
     mesh = np.meshgrid(*sizes, indexing="ij")
     shapes = np.stack([m.ravel() for m in mesh], axis=1)
     edge = (shapes != np.asarray(tile)).any(axis=1)
     if not edge.any():
         return {}
-    by_length = _unique_map(lengths[edge].tolist(), shapes[edge].tolist())
-    if by_length is not None and not np.isin(lengths[~edge], lengths[edge]).any():
-        return {"edges": by_length}
-    hashed = np.flatnonzero(np.isin(lengths, lengths[edge]))
+    ambiguous = _ambiguous_lengths(lengths, shapes, tile)
+    plain = edge & ~np.isin(lengths, ambiguous)
+    keys: dict[str, Any] = {"edges": _unique_map(lengths[plain].tolist(), shapes[plain].tolist())}
+
+    if not ambiguous.size:
+        return keys
+    hashed = np.flatnonzero(np.isin(lengths, ambiguous))
     digests = [
         tile_digest(scan.source.read_range(int(offsets[k]), int(lengths[k]))) for k in hashed
     ]
@@ -190,10 +193,23 @@ def _edge_keys(
     if by_digest is None:
         raise _NotPerTile("tiles of different shapes stored in identical bytes")
     keep = edge[hashed]
-    return {
-        "digests": {d: by_digest[d] for d, e in zip(digests, keep.tolist(), strict=True) if e},
-        "digest_lengths": sorted(set(lengths[edge].tolist())),
-    }
+    keys["digests"] = {d: by_digest[d] for d, e in zip(digests, keep.tolist(), strict=True) if e}
+    keys["digest_lengths"] = sorted(int(n) for n in ambiguous)
+    return keys
+
+
+def _ambiguous_lengths(lengths: Any, shapes: Any, tile: tuple[int, ...]) -> Any:
+    """The stored lengths that tiles of two shapes or more have (sorted; one of those shapes
+    at least is an edge tile's)."""
+    cut = shapes != np.asarray(tile)  # along each axis a tile is whole or cut by the edge
+    if cut.shape[1] > 32:
+        codes = np.unique(cut, axis=0, return_inverse=True)[1].reshape(-1)
+    else:
+        codes = cut.astype(np.int64) @ (np.int64(1) << np.arange(cut.shape[1], dtype=np.int64))
+    order = np.lexsort((codes, lengths))
+    ordered, kinds = lengths[order], codes[order]
+    change = (ordered[1:] == ordered[:-1]) & (kinds[1:] != kinds[:-1])
+    return np.unique(ordered[1:][change])
 
 
 def _unique_map(keys: list[Any], shapes: list[list[int]]) -> dict[str, list[int]] | None:
