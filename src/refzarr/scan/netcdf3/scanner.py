@@ -95,7 +95,13 @@ class NetCDF3Scanner(ScanOptions):
                 if built is not None:
                     members[name] = built
         attributes = frozen_attributes(header.attributes, header.types, kept=header.kept)
-        return _unchecked(ScannedGroup, attributes, FrozenDict(members), tuple(skipped))
+        return _unchecked(
+            ScannedGroup,
+            attributes=attributes,
+            members=FrozenDict(members),
+            sources=None,  # recorded by `refzarr.scan`
+            skipped=tuple(skipped),
+        )
 
     def _checked_array(
         self, source: Source, placement: Placement, record_dim: str | None
@@ -112,9 +118,9 @@ class NetCDF3Scanner(ScanOptions):
         if _is_small_coordinate(placement, self.inline_coordinates):
             values = _gather(source, placement, f"{source.url}: variable {var.name!r}")
             meta = ArrayMeta.trusted(shape, shape, dtype, fill, attributes, names)
-            return _unchecked(RefArray, meta, ChunkManifest.one_inlined(values))
+            return _unchecked(RefArray, meta=meta, manifest=ChunkManifest.one_inlined(values))
         meta = ArrayMeta.trusted(shape, placement.chunks, dtype, fill, attributes, names)
-        return _unchecked(RefArray, meta, self._manifest(source, placement))
+        return _unchecked(RefArray, meta=meta, manifest=self._manifest(source, placement))
 
     def _manifest(self, source: Source, placement: Placement) -> ChunkManifest:
         offsets = placement.offsets
@@ -126,8 +132,8 @@ class NetCDF3Scanner(ScanOptions):
 T = TypeVar("T")
 
 
-def _unchecked(cls: type[T], *fields: Any) -> T:
-    """A model object of ``fields`` (all of them, in order) made as unpickling makes it,
+def _unchecked(cls: type[T], **fields: Any) -> T:
+    """A model object of ``fields`` (every field by name) made as unpickling makes it,
     without ``__post_init__``'s checks: the scanner's values pass them by construction
     (names checked by `_check_name`, attributes frozen, grids equal), and a small file's scan
     builds a few objects per variable, whose checks would cost a noticeable share of it."""
