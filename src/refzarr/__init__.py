@@ -33,8 +33,10 @@ _LAZY = {
     "open_dataset": "refzarr.reader.xarray_backend",
     "open_datatree": "refzarr.reader.xarray_backend",
     "to_icechunk": "refzarr.formats.icechunk.write",
+    "to_virtual_dataset": "refzarr.interop.virtualizarr",
+    "from_virtual_dataset": "refzarr.interop.virtualizarr",
 }
-"""Public names whose modules import zarr's Store API or xarray: loaded on first use."""
+"""Public names whose modules import zarr's Store API, xarray or VirtualiZarr: loaded on first use."""
 
 
 def __getattr__(name: str) -> Any:
@@ -69,6 +71,7 @@ __all__ = [
     "combine",
     "expand_references",
     "from_kerchunk",
+    "from_virtual_dataset",
     "merge",
     "open_dataset",
     "open_datatree",
@@ -78,5 +81,6 @@ __all__ = [
     "scan_many",
     "to_icechunk",
     "to_kerchunk",
+    "to_virtual_dataset",
     "write",
 ]
