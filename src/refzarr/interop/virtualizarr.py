@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from refzarr.errors import MissingDependencyError, RefFormatError, UnsupportedFeatureError
+from refzarr.interop.vz_masking import mark, unmark
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
-from refzarr.model.attr_types import TYPES_ATTR, netcdf_masking
 from refzarr.model.manifest import WHOLE_FILE
 
 if TYPE_CHECKING:
@@ -206,14 +206,11 @@ def _manifest_array(
 def _vz_attributes(meta: ArrayMeta) -> dict[str, Any]:
     """Attributes as VirtualiZarr keeps them: ``_FillValue`` encoded as xarray's Zarr backend
     expects it in Zarr v3 (base64 for floats); everything else as it is. An undefined fill
-    value (which Zarr v3 cannot say: the dtype's default stands in) is marked by an empty
-    attribute-types record, so that readers of refzarr's model mask by ``_FillValue``
-    attributes only, never by the stand-in."""
+    value (which Zarr v3 cannot say: the dtype's default stands in) and refzarr's masking rule
+    are carried as `vz_masking.mark` says, so `from_virtual_dataset` restores them."""
     from xarray.backends.zarr import FillValueCoder
 
-    attrs: dict[str, Any] = _thaw(meta.attributes)
-    if meta.fill_value is None and TYPES_ATTR not in attrs:
-        attrs[TYPES_ATTR] = {"types": {}}  # Zarr v3 has no undefined fill value: see meta_from_v3
+    attrs = mark(meta, _thaw(meta.attributes))
     fill = attrs.get("_FillValue")
     if meta.dtype.kind in "biufc" and isinstance(fill, int | float) and not isinstance(fill, bool):
         attrs["_FillValue"] = FillValueCoder.encode(fill, meta.dtype)
@@ -230,7 +227,7 @@ def _vz_manifest(
     source = array.manifest
     ids, offsets, lengths = source.path_id, source.offset.copy(), source.length.copy()
     table = np.array([_as_uri(p) for p in (*source.paths, "")], dtype=np.dtypes.StringDType())
-    paths = table[np.where(ids >= 0, ids, len(source.paths))]
+    paths = table[np.where(ids >= 0, ids, len(source.paths)).ravel()].reshape(ids.shape)
     _whole_files(source.paths, ids, lengths, storage_options)
     inlined = source.inlined
     kwargs: dict[str, Any] = {}
@@ -284,9 +281,7 @@ def _loaded_variable(
     if meta.dimension_names is None and meta.ndim:
         raise RefFormatError(f"array {name!r} has no dimension names; xarray needs them")
     reader = ArrayReader(array, name, RangeReader(storage_options=storage_options))
-    attrs = _thaw(meta.attributes)
-    if not netcdf_masking(attrs) and meta.fill_value is not None and "_FillValue" not in attrs:
-        attrs["_FillValue"] = _python(meta.fill_value)  # Zarr v2's fill value masks, as xarray's
+    attrs = mark(meta, _thaw(meta.attributes), loaded=True)
     raw = xr.Variable(meta.dimension_names or (), reader.read(), attrs)
     kwargs = {} if decode_times is None else {"decode_times": decode_times}
     return xr.conventions.decode_cf_variable(name, raw, **kwargs)
@@ -381,11 +376,13 @@ def _from_loaded(name: str, var: xr.Variable) -> RefArray:
         )
     attrs = _jsonable(dict(encoded.attrs))
     fill = attrs.get("_FillValue")
+    numeric = isinstance(fill, int | float) and values.dtype.kind in "iufc"
+    attrs, fill = unmark(attrs, fill if numeric else None, values.dtype)
     meta = ArrayMeta(
         shape=values.shape,
         chunks=tuple(max(s, 1) for s in values.shape),
         dtype=values.dtype,
-        fill_value=fill if isinstance(fill, int | float) and values.dtype.kind in "iuf" else None,
+        fill_value=fill,
         attributes=attrs,
         dimension_names=tuple(map(str, var.dims)) if var.ndim else None,
     )

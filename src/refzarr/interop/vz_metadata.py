@@ -11,30 +11,27 @@ passing every codec through the ``refzarr.numcodecs`` stage.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from refzarr.errors import UnsupportedFeatureError
+from refzarr.interop.vz_masking import unmark
 from refzarr.model import ArrayMeta
-from refzarr.model.attr_types import TYPES_ATTR
 
 __all__ = ["meta_from_v3", "v3_metadata"]
-
-_UNDEFINED_FILL: dict[str, Any] = {"types": {}}
-"""The attribute-types record marking an undefined fill value (see `to_virtual_dataset`)."""
 
 
 def v3_metadata(name: str, meta: ArrayMeta, attributes: dict[str, Any]) -> Any:
     """The ``ArrayV3Metadata`` of a refzarr array for a VirtualiZarr ``ManifestArray``."""
-    from zarr.core.dtype import parse_data_type
     from zarr.core.metadata.v3 import ArrayV3Metadata
 
     _check_expressible(name, meta)
     native = meta.dtype.newbyteorder("=") if meta.dtype.byteorder in "<>" else meta.dtype
     try:
-        data_type = parse_data_type(native, zarr_format=3)
+        data_type = _data_type(native)
     except (TypeError, ValueError) as exc:
         raise UnsupportedFeatureError(
             f"array {name!r}: Zarr v3 (VirtualiZarr) has no data type for {meta.dtype}: {exc}"
@@ -51,6 +48,14 @@ def v3_metadata(name: str, meta: ArrayMeta, attributes: dict[str, Any]) -> Any:
         dimension_names=meta.dimension_names,
         storage_transformers=None,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _data_type(dtype: np.dtype[Any]) -> Any:
+    """zarr-python's data type of a native dtype (its lookup costs ~2 ms: cached)."""
+    from zarr.core.dtype import parse_data_type
+
+    return parse_data_type(dtype, zarr_format=3)
 
 
 def _check_expressible(name: str, meta: ArrayMeta) -> None:
@@ -115,12 +120,10 @@ def meta_from_v3(
 
     dtype, codecs = _dtype_and_codecs(name, metadata)
     fill_value = _python(metadata.fill_value)
-    if attributes.get(TYPES_ATTR) == _UNDEFINED_FILL:  # to_virtual_dataset's mark
-        attributes = {k: v for k, v in attributes.items() if k != TYPES_ATTR}
-        fill_value = None
     fill = attributes.get("_FillValue")
     if isinstance(fill, str) and dtype.kind in "fc":
         attributes = {**attributes, "_FillValue": _python(FillValueCoder.decode(fill, dtype))}
+    attributes, fill_value = unmark(attributes, fill_value, dtype)
     return ArrayMeta(
         shape=tuple(metadata.shape),
         chunks=tuple(metadata.chunk_grid.chunk_shape),
