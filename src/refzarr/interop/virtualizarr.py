@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,6 +58,7 @@ def to_virtual_dataset(
     group_path: str | None = None,
     decode_times: bool | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    round_trip: bool = True,
 ) -> xr.Dataset:
     """The arrays of one group as the ``xarray.Dataset`` of ``ManifestArray`` VirtualiZarr uses.
 
@@ -71,6 +73,11 @@ def to_virtual_dataset(
     storage_options
         fsspec options to read inlined arrays' chunks that are references, and the size of
         whole-file references (VirtualiZarr needs every length).
+    round_trip
+        Note in each variable's attribute-types record (``_nczarr_attr``, which refzarr's
+        reader hides) what Zarr v3 cannot hold (an undefined fill value) and what was added
+        to say refzarr's masking rule in v3 terms, so that `from_virtual_dataset` gives back
+        exactly this group. False: only the v3 attributes, as VirtualiZarr's parsers give.
 
     Returns
     -------
@@ -88,7 +95,7 @@ def to_virtual_dataset(
     """
     import xarray as xr
 
-    manifests = _virtualizarr()
+    context = _Context(_virtualizarr(), storage_options, None, round_trip, decode_times)
     node = _subgroup(group, group_path)
     virtual: dict[str, xr.Variable] = {}
     loaded: dict[str, xr.Variable] = {}
@@ -96,9 +103,9 @@ def to_virtual_dataset(
         if not isinstance(array, RefArray):
             continue
         if _has_inlined(array):
-            loaded[name] = _loaded_variable(name, array, decode_times, storage_options)
+            loaded[name] = _loaded_variable(context, name, array)
         else:
-            marr = _manifest_array(manifests, name, array, storage_options, None)
+            marr = _manifest_array(context, name, array)
             virtual[name] = marr.to_virtual_variable()
     dataset: xr.Dataset = _assemble(xr, virtual, loaded, _thaw(node.attributes))
     return dataset
@@ -142,33 +149,42 @@ def to_manifest_group(
     *,
     registry: Any = None,
     storage_options: Mapping[str, Any] | None = None,
+    round_trip: bool = False,
 ) -> Any:
     """The whole hierarchy as a VirtualiZarr ``ManifestGroup`` (what a parser returns).
 
     Inlined chunks become VirtualiZarr inlined chunks where the installed VirtualiZarr has them
     (2.6.1+); before, they are put in an obstore ``MemoryStore`` that is registered in
     ``registry`` under a fresh ``memory://refzarr-inline-<id>`` prefix (needed then).
+    ``round_trip`` as in `to_virtual_dataset`.
     """
     manifests = _virtualizarr()
     sink = None if _holds_inlined(manifests) else _MemorySink(registry)
-    return _manifest_group(manifests, group, "", storage_options, sink)
+    context = _Context(manifests, storage_options, sink, round_trip, None)
+    return _manifest_group(context, group, "")
 
 
-def _manifest_group(
-    manifests: Any,
-    group: RefGroup,
-    prefix: str,
-    storage_options: Mapping[str, Any] | None,
-    sink: _MemorySink | None,
-) -> Any:
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every array of one conversion to VirtualiZarr shares."""
+
+    manifests: Any
+    storage_options: Mapping[str, Any] | None
+    sink: _MemorySink | None
+    round_trip: bool
+    decode_times: bool | None
+
+
+def _manifest_group(context: _Context, group: RefGroup, prefix: str) -> Any:
     arrays, groups = {}, {}
     for name, member in group.members.items():
         path = f"{prefix}{name}"
         if isinstance(member, RefArray):
-            arrays[name] = _manifest_array(manifests, path, member, storage_options, sink)
+            arrays[name] = _manifest_array(context, path, member)
         else:
-            groups[name] = _manifest_group(manifests, member, f"{path}/", storage_options, sink)
-    return manifests.ManifestGroup(arrays=arrays, groups=groups, attributes=_thaw(group.attributes))
+            groups[name] = _manifest_group(context, member, f"{path}/")
+    attributes = _thaw(group.attributes)
+    return context.manifests.ManifestGroup(arrays=arrays, groups=groups, attributes=attributes)
 
 
 class _MemorySink:
@@ -189,47 +205,35 @@ class _MemorySink:
         return f"{self.prefix}/{key}"
 
 
-def _manifest_array(
-    manifests: Any,
-    name: str,
-    array: RefArray,
-    storage_options: Mapping[str, Any] | None,
-    sink: _MemorySink | None,
-) -> Any:
+def _manifest_array(context: _Context, name: str, array: RefArray) -> Any:
     from refzarr.interop.vz_metadata import v3_metadata
 
-    metadata = v3_metadata(name, array.meta, _vz_attributes(array.meta))
-    manifest = _vz_manifest(manifests, name, array, storage_options, sink)
-    return manifests.ManifestArray(metadata=metadata, chunkmanifest=manifest)
+    metadata = v3_metadata(name, array.meta, _vz_attributes(array.meta, context.round_trip))
+    manifest = _vz_manifest(context, name, array)
+    return context.manifests.ManifestArray(metadata=metadata, chunkmanifest=manifest)
 
 
-def _vz_attributes(meta: ArrayMeta) -> dict[str, Any]:
+def _vz_attributes(meta: ArrayMeta, notes: bool) -> dict[str, Any]:
     """Attributes as VirtualiZarr keeps them: ``_FillValue`` encoded as xarray's Zarr backend
     expects it in Zarr v3 (base64 for floats); everything else as it is. An undefined fill
     value (which Zarr v3 cannot say: the dtype's default stands in) and refzarr's masking rule
     are carried as `vz_masking.mark` says, so `from_virtual_dataset` restores them."""
     from xarray.backends.zarr import FillValueCoder
 
-    attrs = mark(meta, _thaw(meta.attributes))
+    attrs = mark(meta, _thaw(meta.attributes), notes=notes)
     fill = attrs.get("_FillValue")
     if meta.dtype.kind in "biufc" and isinstance(fill, int | float) and not isinstance(fill, bool):
         attrs["_FillValue"] = FillValueCoder.encode(fill, meta.dtype)
     return attrs
 
 
-def _vz_manifest(
-    manifests: Any,
-    name: str,
-    array: RefArray,
-    storage_options: Mapping[str, Any] | None,
-    sink: _MemorySink | None,
-) -> Any:
+def _vz_manifest(context: _Context, name: str, array: RefArray) -> Any:
     source = array.manifest
     ids, offsets, lengths = source.path_id, source.offset.copy(), source.length.copy()
     table = np.array([_as_uri(p) for p in (*source.paths, "")], dtype=np.dtypes.StringDType())
     paths = table[np.where(ids >= 0, ids, len(source.paths)).ravel()].reshape(ids.shape)
-    _whole_files(source.paths, ids, lengths, storage_options)
-    inlined = source.inlined
+    _whole_files(source.paths, ids, lengths, context.storage_options)
+    inlined, sink = source.inlined, context.sink
     kwargs: dict[str, Any] = {}
     if sink is None and inlined:
         kwargs["inlined"] = inlined
@@ -238,7 +242,7 @@ def _vz_manifest(
         for index, data in inlined.items():
             key = f"{name}/{'.'.join(map(str, index)) or '0'}"
             paths[index], offsets[index], lengths[index] = sink.put(key, data), 0, len(data)
-    return manifests.ChunkManifest.from_arrays(
+    return context.manifests.ChunkManifest.from_arrays(
         paths=paths, offsets=offsets, lengths=lengths, validate_paths=True, **kwargs
     )
 
@@ -265,12 +269,7 @@ def _whole_files(
         lengths[whole & (ids == pid)] = int(fs.size(path))
 
 
-def _loaded_variable(
-    name: str,
-    array: RefArray,
-    decode_times: bool | None,
-    storage_options: Mapping[str, Any] | None,
-) -> xr.Variable:
+def _loaded_variable(context: _Context, name: str, array: RefArray) -> xr.Variable:
     """An inlined array's values, CF-decoded as xarray's Zarr backend decodes them."""
     import xarray as xr
 
@@ -280,10 +279,11 @@ def _loaded_variable(
     meta = array.meta
     if meta.dimension_names is None and meta.ndim:
         raise RefFormatError(f"array {name!r} has no dimension names; xarray needs them")
-    reader = ArrayReader(array, name, RangeReader(storage_options=storage_options))
-    attrs = mark(meta, _thaw(meta.attributes), loaded=True)
+    reader = ArrayReader(array, name, RangeReader(storage_options=context.storage_options))
+    attrs = mark(meta, _thaw(meta.attributes), loaded=True, notes=context.round_trip)
     raw = xr.Variable(meta.dimension_names or (), reader.read(), attrs)
-    kwargs = {} if decode_times is None else {"decode_times": decode_times}
+    times = context.decode_times
+    kwargs = {} if times is None else {"decode_times": times}
     return xr.conventions.decode_cf_variable(name, raw, **kwargs)
 
 
@@ -407,6 +407,9 @@ class RefzarrParser:
         The subgroup to make the store's root (``"a/b"``); None: the file's root.
     skip_variables
         Arrays of that group to leave out.
+    round_trip
+        As in `to_virtual_dataset`; False (default): only the Zarr v3 attributes, as
+        VirtualiZarr's own parsers give them.
     **scan_options
         Options of `refzarr.scan` (``storage_options`` for fsspec, ``inline_threshold``, ...).
         The registry VirtualiZarr passes is used to read chunks, not to scan.
@@ -426,11 +429,13 @@ class RefzarrParser:
         *,
         group: str | None = None,
         skip_variables: Iterable[str] | None = None,
+        round_trip: bool = False,
         **scan_options: Any,
     ) -> None:
         self.format = format
         self.group = group
         self.skip_variables = frozenset(skip_variables or ())
+        self.round_trip = round_trip
         self.scan_options = scan_options
 
     def __call__(self, url: str, registry: Any) -> Any:
@@ -443,7 +448,9 @@ class RefzarrParser:
         kept = {n: m for n, m in node.members.items() if n not in self.skip_variables}
         node = RefGroup(attributes=node.attributes, members=kept)
         options = self.scan_options.get("storage_options")
-        root = to_manifest_group(node, registry=registry, storage_options=options)
+        root = to_manifest_group(
+            node, registry=registry, storage_options=options, round_trip=self.round_trip
+        )
         return manifests.ManifestStore(group=root, registry=registry)
 
     def __repr__(self) -> str:

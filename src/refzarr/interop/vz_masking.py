@@ -34,24 +34,27 @@ _ADDED_FILL_ATTRIBUTE = "added_fill_value_attribute"
 _FILL = "fill_value"
 
 
-def mark(meta: ArrayMeta, attributes: dict[str, Any], *, loaded: bool = False) -> dict[str, Any]:
-    """``attributes`` (plain JSON, a copy is returned) with v3 masking and the notes to undo;
-    ``loaded``: the array travels as a loaded variable, whose fill value no metadata keeps."""
+def mark(
+    meta: ArrayMeta, attributes: dict[str, Any], *, loaded: bool = False, notes: bool = True
+) -> dict[str, Any]:
+    """``attributes`` (plain JSON, a copy is returned) with v3 masking and, if ``notes``, the
+    notes to undo; ``loaded``: the array travels as a loaded variable, whose fill value no
+    metadata keeps."""
     attrs = dict(attributes)
     record = attrs.get(TYPES_ATTR)
-    notes: dict[str, Any] = {}
+    changes: dict[str, Any] = {}
     if not isinstance(record, Mapping):
         record = {"types": {}}
-        notes[_ADDED_RECORD] = True
+        changes[_ADDED_RECORD] = True
         if meta.fill_value is not None and "_FillValue" not in attrs:
             attrs["_FillValue"] = _python(meta.fill_value)  # Zarr v2's fill value masks
-            notes[_ADDED_FILL_ATTRIBUTE] = True
+            changes[_ADDED_FILL_ATTRIBUTE] = True
     if meta.fill_value is None:
-        notes[_UNDEFINED_FILL] = True
+        changes[_UNDEFINED_FILL] = True
     elif loaded:
-        notes[_FILL] = encode_fill_value(meta.fill_value, meta.dtype)
-    if notes:
-        attrs[TYPES_ATTR] = {**record, MARK: notes}
+        changes[_FILL] = encode_fill_value(meta.fill_value, meta.dtype)
+    if changes and notes:
+        attrs[TYPES_ATTR] = {**record, MARK: changes}
     return attrs
 
 

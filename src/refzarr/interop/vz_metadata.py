@@ -42,7 +42,7 @@ def v3_metadata(name: str, meta: ArrayMeta, attributes: dict[str, Any]) -> Any:
         data_type=data_type,
         chunk_grid={"name": "regular", "configuration": {"chunk_shape": meta.chunks}},
         chunk_key_encoding={"name": "default", "configuration": {"separator": "/"}},
-        fill_value=data_type.default_scalar() if fill is None else fill,
+        fill_value=_stand_in(native, data_type) if fill is None else fill,
         codecs=[_bytes_codec(meta.dtype), *_v3_codecs(meta.codecs)],
         attributes=attributes,
         dimension_names=meta.dimension_names,
@@ -56,6 +56,27 @@ def _data_type(dtype: np.dtype[Any]) -> Any:
     from zarr.core.dtype import parse_data_type
 
     return parse_data_type(dtype, zarr_format=3)
+
+
+def _stand_in(dtype: np.dtype[Any], data_type: Any) -> Any:
+    """The fill value standing in for an undefined one, which Zarr v3 cannot say: NaN for
+    floats, netCDF's default fill value for integers (values least likely to be data, since
+    VirtualiZarr's kerchunk writer hands it to Zarr v2 readers, which mask it)."""
+    if dtype.kind in "fc":
+        return float("nan")
+    if dtype.kind in "iu" and dtype.itemsize in _NETCDF_INT_FILL:
+        signed, unsigned = _NETCDF_INT_FILL[dtype.itemsize]
+        return signed if dtype.kind == "i" else unsigned
+    return data_type.default_scalar()
+
+
+_NETCDF_INT_FILL = {
+    1: (-127, 255),
+    2: (-32767, 65535),
+    4: (-2147483647, 4294967295),
+    8: (-9223372036854775806, 18446744073709551614),
+}
+"""netCDF's default fill values of the integer types, by size: (signed, unsigned)."""
 
 
 def _check_expressible(name: str, meta: ArrayMeta) -> None:
