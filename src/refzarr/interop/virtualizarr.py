@@ -230,7 +230,7 @@ def _vz_attributes(meta: ArrayMeta, notes: bool) -> dict[str, Any]:
 def _vz_manifest(context: _Context, name: str, array: RefArray) -> Any:
     source = array.manifest
     ids, offsets, lengths = source.path_id, source.offset.copy(), source.length.copy()
-    table = np.array([_as_uri(p) for p in (*source.paths, "")], dtype=np.dtypes.StringDType())
+    table = np.array([*source.paths, ""], dtype=np.dtypes.StringDType())
     paths = table[np.where(ids >= 0, ids, len(source.paths)).ravel()].reshape(ids.shape)
     _whole_files(source.paths, ids, lengths, context.storage_options)
     inlined, sink = source.inlined, context.sink
@@ -242,14 +242,14 @@ def _vz_manifest(context: _Context, name: str, array: RefArray) -> Any:
         for index, data in inlined.items():
             key = f"{name}/{'.'.join(map(str, index)) or '0'}"
             paths[index], offsets[index], lengths[index] = sink.put(key, data), 0, len(data)
-    return context.manifests.ChunkManifest.from_arrays(
-        paths=paths, offsets=offsets, lengths=lengths, validate_paths=True, **kwargs
-    )
-
-
-def _as_uri(path: str) -> str:
-    """VirtualiZarr wants URIs or absolute paths; refzarr keeps local files as plain paths."""
-    return path
+    try:  # local paths become file:// URIs; relative ones are refused
+        return context.manifests.ChunkManifest.from_arrays(
+            paths=paths, offsets=offsets, lengths=lengths, validate_paths=True, **kwargs
+        )
+    except ValueError as exc:
+        raise RefFormatError(
+            f"array {name!r}: VirtualiZarr needs absolute paths or URLs in references: {exc}"
+        ) from exc
 
 
 def _whole_files(
