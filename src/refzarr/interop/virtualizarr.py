@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["RefzarrParser", "from_virtual_dataset", "to_manifest_group", "to_virtual_dataset"]
 
 _INSTALL = "pip install 'refzarr[virtualizarr]'"
+_INLINED_PATH = "__inlined__"
+"""VirtualiZarr's path of an inlined chunk (``INLINED_CHUNK_PATH``, 2.6.1+)."""
 _FILE = "file://"
 
 
@@ -235,8 +237,10 @@ def _vz_manifest(context: _Context, name: str, array: RefArray) -> Any:
     _whole_files(source.paths, ids, lengths, context.storage_options)
     inlined, sink = source.inlined, context.sink
     kwargs: dict[str, Any] = {}
-    if sink is None and inlined:
+    if sink is None and inlined:  # VirtualiZarr 2.6.1+: its own sentinel path marks them
         kwargs["inlined"] = inlined
+        for index, data in inlined.items():
+            paths[index], offsets[index], lengths[index] = _INLINED_PATH, 0, len(data)
     elif inlined:
         assert sink is not None
         for index, data in inlined.items():
@@ -336,6 +340,8 @@ def _from_manifest_array(name: str, var: xr.Variable) -> RefArray:
 
 def _from_vz_manifest(name: str, manifest: Any, grid: tuple[int, ...]) -> ChunkManifest:
     """A refzarr manifest from VirtualiZarr's public ``dict()`` form (inlined ``data`` too)."""
+    if 0 in grid:  # an empty array has no chunk (and VirtualiZarr 2.5's dict() fails on it)
+        return ChunkManifest.missing(grid)
     entries = manifest.dict()
     urls: dict[str, int] = {}
     coords, url_ids, offsets, lengths = [], [], [], []
