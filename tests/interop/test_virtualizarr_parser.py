@@ -143,3 +143,62 @@ def test_skip_variables_and_options_reach_the_scan() -> None:
     vds = _open(path, RefzarrParser(skip_variables=["rh"], inline_threshold=0))
     assert "rh" not in vds.variables
     assert "temp" in vds.variables
+
+
+def _assert_raw_equal(got: xr.Dataset, truth: xr.Dataset) -> None:
+    """Undecoded values equal, NaN equal to NaN (structured values field by field)."""
+    assert sorted(got.variables) == sorted(truth.variables)
+    for name, want in truth.variables.items():
+        a, b = got[name].values, want.values
+        assert a.dtype == b.dtype, f"{name}: dtype {a.dtype} != {b.dtype}"
+        for field in b.dtype.names or (None,):
+            x, y = (a, b) if field is None else (a[field], b[field])
+            np.testing.assert_array_equal(x, y, strict=True, err_msg=f"{name} {field or ''}")
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "group"),
+    [
+        ("fits", "ascii.fits", None),  # a structured (table) array through refzarr's codec
+        ("fits", "m13_gzip.fits", None),  # tiles: refzarr's Zarr v3 codec with nested config
+        ("hdf4", "MOD14.hdf4", None),
+        ("hdf5", "bitshuffle_datasets.hdf5", None),  # a codec through refzarr.numcodecs
+        ("netcdf4", "kerchunk_air.nc", None),
+    ],
+)
+def test_other_formats_through_the_store(folder: str, name: str, group: str | None) -> None:
+    path = next(p for p in corpus_files(folder) if p.name == name)
+    scanned = refzarr.scan(path)
+    with refzarr.open_dataset(scanned, group=group, decode_cf=False) as truth:
+        truth.load()
+    _assert_raw_equal(_raw_through_store(path, RefzarrParser()), truth)
+
+
+def test_unsupported_arrays_are_named_or_skipped() -> None:
+    """HDF4 vdata with big-endian fields in a structured dtype: named, or left out when the
+    scan options say on_unsupported="skip"."""
+    path = next(p for p in corpus_files("hdf4") if p.name == "hdifftst1.hdf")
+    with pytest.raises(refzarr.UnsupportedFeatureError, match=r"vdata/vdata2.*big-endian"):
+        RefzarrParser()(f"file://{path}", local_registry())
+    store = RefzarrParser(on_unsupported="skip")(f"file://{path}", local_registry())
+    with xr.open_dataset(
+        store, engine="zarr", consolidated=False, zarr_format=3, decode_cf=False
+    ) as ds:
+        truth = refzarr.open_dataset(refzarr.scan(path), decode_cf=False)
+        _assert_raw_equal(ds.load(), truth.load())
+
+
+def test_open_virtual_datatree_on_grib() -> None:
+    from virtualizarr import open_virtual_datatree
+
+    path = GRIB[0]
+    scanned = refzarr.scan(path)
+    tree = open_virtual_datatree(
+        f"file://{path}", registry=local_registry(), parser=RefzarrParser()
+    )
+    leaves = {p for p, g in scanned.groups() if p and any(True for _ in g.arrays())}
+    assert leaves <= {node.path.strip("/") for node in tree.subtree}
+    back = refzarr.from_virtual_dataset(tree)
+    for path_, array in scanned.arrays():
+        if not array.manifest.inlined:
+            assert back[path_].manifest == array.manifest, path_

@@ -152,17 +152,19 @@ def to_manifest_group(
     registry: Any = None,
     storage_options: Mapping[str, Any] | None = None,
     round_trip: bool = False,
+    skip_unsupported: bool = False,
 ) -> Any:
     """The whole hierarchy as a VirtualiZarr ``ManifestGroup`` (what a parser returns).
 
     Inlined chunks become VirtualiZarr inlined chunks where the installed VirtualiZarr has them
     (2.6.1+); before, they are put in an obstore ``MemoryStore`` that is registered in
     ``registry`` under a fresh ``memory://refzarr-inline-<id>`` prefix (needed then).
-    ``round_trip`` as in `to_virtual_dataset`.
+    ``round_trip`` as in `to_virtual_dataset`; ``skip_unsupported``: leave out the arrays
+    VirtualiZarr cannot hold instead of raising `UnsupportedFeatureError`.
     """
     manifests = _virtualizarr()
     sink = None if _holds_inlined(manifests) else _MemorySink(registry)
-    context = _Context(manifests, storage_options, sink, round_trip, None)
+    context = _Context(manifests, storage_options, sink, round_trip, None, skip_unsupported)
     return _manifest_group(context, group, "")
 
 
@@ -175,6 +177,7 @@ class _Context:
     sink: _MemorySink | None
     round_trip: bool
     decode_times: bool | None
+    skip_unsupported: bool = False
 
 
 def _manifest_group(context: _Context, group: RefGroup, prefix: str) -> Any:
@@ -182,7 +185,11 @@ def _manifest_group(context: _Context, group: RefGroup, prefix: str) -> Any:
     for name, member in group.members.items():
         path = f"{prefix}{name}"
         if isinstance(member, RefArray):
-            arrays[name] = _manifest_array(context, path, member)
+            try:
+                arrays[name] = _manifest_array(context, path, member)
+            except UnsupportedFeatureError:
+                if not context.skip_unsupported:
+                    raise
         else:
             groups[name] = _manifest_group(context, member, f"{path}/")
     attributes = _thaw(group.attributes)
@@ -419,6 +426,7 @@ class RefzarrParser:
     **scan_options
         Options of `refzarr.scan` (``storage_options`` for fsspec, ``inline_threshold``, ...).
         The registry VirtualiZarr passes is used to read chunks, not to scan.
+        ``on_unsupported="skip"`` also leaves out the arrays VirtualiZarr cannot hold.
 
     Notes
     -----
@@ -455,7 +463,11 @@ class RefzarrParser:
         node = RefGroup(attributes=node.attributes, members=kept)
         options = self.scan_options.get("storage_options")
         root = to_manifest_group(
-            node, registry=registry, storage_options=options, round_trip=self.round_trip
+            node,
+            registry=registry,
+            storage_options=options,
+            round_trip=self.round_trip,
+            skip_unsupported=self.scan_options.get("on_unsupported") == "skip",
         )
         return manifests.ManifestStore(group=root, registry=registry)
 

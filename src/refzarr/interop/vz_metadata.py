@@ -20,6 +20,7 @@ import numpy as np
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.interop.vz_masking import unmark
 from refzarr.model import ArrayMeta
+from refzarr.model.frozen import thaw_json
 
 __all__ = ["meta_from_v3", "v3_metadata"]
 
@@ -32,22 +33,23 @@ def v3_metadata(name: str, meta: ArrayMeta, attributes: dict[str, Any]) -> Any:
     native = meta.dtype.newbyteorder("=") if meta.dtype.byteorder in "<>" else meta.dtype
     try:
         data_type = _data_type(native)
+        fill = meta.fill_value
+        return ArrayV3Metadata(
+            shape=meta.shape,
+            data_type=data_type,
+            chunk_grid={"name": "regular", "configuration": {"chunk_shape": meta.chunks}},
+            chunk_key_encoding={"name": "default", "configuration": {"separator": "/"}},
+            fill_value=_stand_in(native, data_type) if fill is None else fill,
+            codecs=[_bytes_codec(meta.dtype), *_v3_codecs(meta.codecs)],
+            attributes=attributes,
+            dimension_names=meta.dimension_names,
+            storage_transformers=None,
+        )
     except (TypeError, ValueError) as exc:
         raise UnsupportedFeatureError(
-            f"array {name!r}: Zarr v3 (VirtualiZarr) has no data type for {meta.dtype}: {exc}"
+            f"array {name!r}: Zarr v3 (VirtualiZarr) cannot describe dtype {meta.dtype} with "
+            f"fill value {meta.fill_value!r}: {exc}"
         ) from exc
-    fill = meta.fill_value
-    return ArrayV3Metadata(
-        shape=meta.shape,
-        data_type=data_type,
-        chunk_grid={"name": "regular", "configuration": {"chunk_shape": meta.chunks}},
-        chunk_key_encoding={"name": "default", "configuration": {"separator": "/"}},
-        fill_value=_stand_in(native, data_type) if fill is None else fill,
-        codecs=[_bytes_codec(meta.dtype), *_v3_codecs(meta.codecs)],
-        attributes=attributes,
-        dimension_names=meta.dimension_names,
-        storage_transformers=None,
-    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -67,6 +69,8 @@ def _stand_in(dtype: np.dtype[Any], data_type: Any) -> Any:
     if dtype.kind in "iu" and dtype.itemsize in _NETCDF_INT_FILL:
         signed, unsigned = _NETCDF_INT_FILL[dtype.itemsize]
         return signed if dtype.kind == "i" else unsigned
+    if dtype.kind == "V":
+        return np.zeros((), dtype=dtype)[()]  # zarr's default fails on some structured dtypes
     return data_type.default_scalar()
 
 
@@ -85,11 +89,25 @@ def _check_expressible(name: str, meta: ArrayMeta) -> None:
             f"array {name!r} has chunks of different lengths along an axis; VirtualiZarr's "
             "ManifestArray needs a regular chunk grid"
         )
+    if meta.dtype.names is not None and _big_endian_fields(meta.dtype):
+        raise UnsupportedFeatureError(
+            f"array {name!r} has big-endian fields in its structured dtype {meta.dtype}; Zarr "
+            "v3 has one byte order per array, and VirtualiZarr before 2.7.1 records none here"
+        )
     if meta.order != "C" and meta.ndim > 1:
         raise UnsupportedFeatureError(
             f"array {name!r} stores its chunks in Fortran order; VirtualiZarr's kerchunk writer "
             "writes C order only"
         )
+
+
+def _big_endian_fields(dtype: np.dtype[Any]) -> bool:
+    if dtype.names is None:
+        base = dtype.subdtype[0] if dtype.subdtype else dtype
+        return base.byteorder == ">" or (base.byteorder == "=" and not np.little_endian)
+    fields = dtype.fields
+    assert fields is not None
+    return any(_big_endian_fields(fields[n][0]) for n in dtype.names)
 
 
 def _bytes_codec(dtype: np.dtype[Any]) -> dict[str, Any]:
@@ -120,14 +138,14 @@ def _zarr_class(codec: Mapping[str, Any]) -> Any:
 
 
 def _named(codec: Mapping[str, Any]) -> dict[str, Any]:
-    config = {k: v for k, v in codec.items() if k != "id"}
+    config = {k: v for k, v in thaw_json(codec).items() if k != "id"}
     return {"name": f"numcodecs.{codec['id']}", "configuration": config}
 
 
 def _stage(codec: Mapping[str, Any]) -> dict[str, Any]:
     import refzarr.codecs.zarr3 as zarr3
 
-    return {"name": zarr3.CODEC_NAME, "configuration": dict(codec)}
+    return {"name": zarr3.CODEC_NAME, "configuration": thaw_json(codec)}
 
 
 # -- Zarr v3 -> refzarr -----------------------------------------------------------------------
