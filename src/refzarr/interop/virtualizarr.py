@@ -239,8 +239,9 @@ def _vz_attributes(meta: ArrayMeta, notes: bool) -> dict[str, Any]:
 def _vz_manifest(context: _Context, name: str, array: RefArray) -> Any:
     source = array.manifest
     ids, offsets, lengths = source.path_id, source.offset.copy(), source.length.copy()
-    table = np.array([*source.paths, ""], dtype=np.dtypes.StringDType())
-    paths = table[np.where(ids >= 0, ids, len(source.paths)).ravel()].reshape(ids.shape)
+    normal = _normalized_paths(context.manifests, name, source.paths)
+    table = np.array([*normal, ""], dtype=np.dtypes.StringDType())
+    paths = table[np.where(ids >= 0, ids, len(normal)).ravel()].reshape(ids.shape)
     _whole_files(source.paths, ids, lengths, context.storage_options)
     inlined, sink = source.inlined, context.sink
     kwargs: dict[str, Any] = {}
@@ -253,14 +254,29 @@ def _vz_manifest(context: _Context, name: str, array: RefArray) -> Any:
         for index, data in inlined.items():
             key = f"{name}/{'.'.join(map(str, index)) or '0'}"
             paths[index], offsets[index], lengths[index] = sink.put(key, data), 0, len(data)
-    try:  # local paths become file:// URIs; relative ones are refused
-        return context.manifests.ChunkManifest.from_arrays(
-            paths=paths, offsets=offsets, lengths=lengths, validate_paths=True, **kwargs
+    return context.manifests.ChunkManifest.from_arrays(
+        paths=paths, offsets=offsets, lengths=lengths, validate_paths=False, **kwargs
+    )
+
+
+def _normalized_paths(manifests: Any, name: str, paths: tuple[str, ...]) -> list[str]:
+    """Each URL in VirtualiZarr's form (absolute local paths as ``file://`` URIs), as
+    VirtualiZarr's own validation gives it, once per unique URL (validating every chunk's path
+    costs ~30 s per million chunks)."""
+    if not paths:
+        return []
+    column = np.array(paths, dtype=np.dtypes.StringDType())
+    zeros = np.zeros(len(paths), dtype=np.uint64)
+    try:
+        probe = manifests.ChunkManifest.from_arrays(
+            paths=column, offsets=zeros, lengths=zeros, validate_paths=True
         )
     except ValueError as exc:
         raise RefFormatError(
             f"array {name!r}: VirtualiZarr needs absolute paths or URLs in references: {exc}"
         ) from exc
+    entries = probe.dict()
+    return [str(entries[str(k)]["path"]) for k in range(len(paths))]
 
 
 def _whole_files(
@@ -350,30 +366,43 @@ def _from_vz_manifest(name: str, manifest: Any, grid: tuple[int, ...]) -> ChunkM
     if 0 in grid:  # an empty array has no chunk (and VirtualiZarr 2.5's dict() fails on it)
         return ChunkManifest.missing(grid)
     entries = manifest.dict()
-    urls: dict[str, int] = {}
-    coords, url_ids, offsets, lengths = [], [], [], []
-    inlined: dict[tuple[int, ...], bytes] = {}
-    for key, entry in entries.items():
-        index = tuple(int(k) for k in str(key).split(".")) if key not in ("", "c") else ()
-        if entry.get("data") is not None:
-            inlined[index] = bytes(entry["data"])
-            continue
-        path = str(entry["path"])
-        path = path.removeprefix(_FILE) if path.startswith(_FILE + "/") else path
-        coords.append(index)
-        url_ids.append(urls.setdefault(path, len(urls)))
-        offsets.append(int(entry["offset"]))
-        lengths.append(int(entry["length"]))
+    keys, values = list(entries), list(entries.values())
+    inlined = {
+        _index(key): bytes(entry["data"])
+        for key, entry in zip(keys, values, strict=True)
+        if entry.get("data") is not None
+    }
+    if inlined:
+        kept = [k for k, e in zip(keys, values, strict=True) if e.get("data") is None]
+        keys, values = kept, [entries[k] for k in kept]
+    column = np.array([e["path"] for e in values], dtype=np.dtypes.StringDType())
+    urls, url_ids = np.unique(column, return_inverse=True)
     return ChunkManifest.from_entries(
         grid,
-        np.asarray(coords, dtype=np.int64).reshape(len(coords), len(grid)),
-        list(urls),
-        np.asarray(url_ids, dtype=np.int64),
-        np.asarray(offsets, dtype=np.uint64),
-        np.asarray(lengths, dtype=np.uint64),
+        _indices(keys, len(grid)),
+        [_local(str(u)) for u in urls],
+        url_ids.ravel(),
+        np.fromiter((e["offset"] for e in values), dtype=np.uint64, count=len(values)),
+        np.fromiter((e["length"] for e in values), dtype=np.uint64, count=len(values)),
         inlined,
         where=f"variable {name!r}",
     )
+
+
+def _index(key: str) -> tuple[int, ...]:
+    return () if key in ("", "c") else tuple(int(k) for k in key.split("."))
+
+
+def _indices(keys: list[str], ndim: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Chunk keys (``"i.j.k"``) as an (n, ndim) array of indices, parsed in one go."""
+    if not keys or ndim == 0:
+        return np.zeros((len(keys), ndim), dtype=np.int64)
+    return np.array(".".join(keys).split("."), dtype=np.int64).reshape(len(keys), ndim)
+
+
+def _local(url: str) -> str:
+    """refzarr keeps local files as plain paths: ``file:///a/b`` -> ``/a/b``."""
+    return url.removeprefix(_FILE) if url.startswith(_FILE + "/") else url
 
 
 def _from_loaded(name: str, var: xr.Variable) -> RefArray:
