@@ -202,3 +202,39 @@ def test_open_virtual_datatree_on_grib() -> None:
     for path_, array in scanned.arrays():
         if not array.manifest.inlined:
             assert back[path_].manifest == array.manifest, path_
+
+
+def test_parser_on_s3(s3: tuple[str, dict[str, object]]) -> None:
+    """A netCDF3 file on S3 (moto): refzarr scans it through fsspec (storage_options),
+    VirtualiZarr reads its chunks through the registry's obstore S3Store."""
+    import fsspec
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import S3Store
+
+    bucket, options = s3
+    path = next(p for p in NETCDF3 if p.name == "example_1.nc")
+    fs = fsspec.filesystem("s3", **options)
+    fs.put_file(str(path), f"{bucket}/data/example_1.nc")
+    client = options["client_kwargs"]
+    assert isinstance(client, dict)
+    store = S3Store(
+        bucket,
+        endpoint=client["endpoint_url"],
+        region="us-east-1",
+        access_key_id=options["key"],
+        secret_access_key=options["secret"],
+        client_options={"allow_http": True},
+    )
+    registry = ObjectStoreRegistry({f"s3://{bucket}": store})
+    from virtualizarr import open_virtual_dataset
+
+    url = f"s3://{bucket}/data/example_1.nc"
+    with xr.open_dataset(path, engine="netcdf4") as truth:
+        truth.load()
+    vds = open_virtual_dataset(
+        url,
+        registry=registry,
+        parser=RefzarrParser(storage_options=options),
+        loadable_variables=list(truth.variables),
+    )
+    assert_same_values(vds.load(), truth)
