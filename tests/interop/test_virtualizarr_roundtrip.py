@@ -248,3 +248,21 @@ def test_many_references_over_many_urls_round_trip() -> None:
     entry = vds["v"].data.manifest.dict()["0.0"]
     assert entry["path"].startswith(("file:///archive/", "s3://bucket/"))
     assert_groups_identical(from_virtual_dataset(vds), group)
+
+
+def test_hierarchy_as_datatree_round_trips() -> None:
+    """A GRIB file's groups (cfgrib-like) as a DataTree and back: every referenced array."""
+    from corpus import corpus_files
+    from refzarr.interop.virtualizarr import to_virtual_datatree
+
+    path = next(p for p in corpus_files("grib") if p.name == "era5-levels-members.grib")
+    scanned = refzarr.scan(path)
+    tree = to_virtual_datatree(scanned)
+    back = from_virtual_dataset(tree)
+    assert sorted(p for p, _ in back.arrays()) == sorted(p for p, _ in scanned.arrays())
+    for name, array in scanned.arrays():
+        if not array.manifest.inlined:
+            assert back[name] == array, name
+    xr.testing.assert_identical(
+        refzarr.open_datatree(back).load(), refzarr.open_datatree(scanned).load()
+    )

@@ -26,7 +26,13 @@ from refzarr.model.manifest import WHOLE_FILE
 if TYPE_CHECKING:
     import xarray as xr
 
-__all__ = ["RefzarrParser", "from_virtual_dataset", "to_manifest_group", "to_virtual_dataset"]
+__all__ = [
+    "RefzarrParser",
+    "from_virtual_dataset",
+    "to_manifest_group",
+    "to_virtual_dataset",
+    "to_virtual_datatree",
+]
 
 _INSTALL = "pip install 'refzarr[virtualizarr]'"
 _INLINED_PATH = "__inlined__"
@@ -111,6 +117,30 @@ def to_virtual_dataset(
             virtual[name] = marr.to_virtual_variable()
     dataset: xr.Dataset = _assemble(xr, virtual, loaded, _thaw(node.attributes))
     return dataset
+
+
+def to_virtual_datatree(
+    group: RefGroup,
+    *,
+    decode_times: bool | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    round_trip: bool = True,
+) -> xr.DataTree:
+    """The whole hierarchy as an ``xarray.DataTree`` of virtual datasets, one node per group
+    (each as `to_virtual_dataset` makes it; same parameters)."""
+    import xarray as xr
+
+    nodes = {
+        f"/{path}": to_virtual_dataset(
+            group,
+            group_path=path or None,
+            decode_times=decode_times,
+            storage_options=storage_options,
+            round_trip=round_trip,
+        )
+        for path, _ in group.groups()
+    }
+    return xr.DataTree.from_dict(nodes)
 
 
 def _subgroup(group: RefGroup, path: str | None) -> RefGroup:
@@ -335,7 +365,8 @@ def from_virtual_dataset(vds: xr.Dataset | xr.DataTree) -> RefGroup:
 
     _virtualizarr()
     if isinstance(vds, xr.DataTree):
-        members: dict[str, Any] = dict(from_virtual_dataset(vds.to_dataset()).members)
+        own = vds.to_dataset(inherit=False)  # a parent's coordinates stay with the parent
+        members: dict[str, Any] = dict(from_virtual_dataset(own).members)
         for name, child in vds.children.items():
             members[str(name)] = from_virtual_dataset(child)
         return RefGroup(attributes=_jsonable(dict(vds.attrs)), members=members)
