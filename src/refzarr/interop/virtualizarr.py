@@ -544,10 +544,6 @@ def _thaw(value: Any) -> Any:
     return thaw_json(value)
 
 
-def _python(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _jsonable(value: Any) -> Any:
     """Attributes as JSON values (numpy scalars and arrays to Python numbers and lists)."""
     if isinstance(value, Mapping):
