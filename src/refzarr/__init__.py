@@ -36,7 +36,8 @@ _LAZY = {
     "to_virtual_dataset": "refzarr.interop.virtualizarr",
     "from_virtual_dataset": "refzarr.interop.virtualizarr",
 }
-"""Public names whose modules import zarr's Store API, xarray or VirtualiZarr: loaded on first use."""
+"""Public names whose modules import zarr's Store API or xarray (or VirtualiZarr, when called):
+loaded on first use."""
 
 
 def __getattr__(name: str) -> Any:
