@@ -39,8 +39,11 @@ _LAZY = {
     "commit_icechunk": "refzarr.formats.icechunk.repository",
     "check_sources": "refzarr.sources.check",
     "refresh": "refzarr.sources.refresh",
+    "to_virtual_dataset": "refzarr.interop.virtualizarr",
+    "from_virtual_dataset": "refzarr.interop.virtualizarr",
 }
-"""Public names whose modules import zarr's Store API or xarray: loaded on first use."""
+"""Public names whose modules import zarr's Store API or xarray (or VirtualiZarr, when called):
+loaded on first use."""
 
 
 def __getattr__(name: str) -> Any:
@@ -79,6 +82,7 @@ __all__ = [
     "commit_icechunk",
     "expand_references",
     "from_kerchunk",
+    "from_virtual_dataset",
     "merge",
     "open_dataset",
     "open_datatree",
@@ -90,5 +94,6 @@ __all__ = [
     "scan_many",
     "to_icechunk",
     "to_kerchunk",
+    "to_virtual_dataset",
     "write",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -271,6 +272,7 @@ class ArrayMeta:
         if zarray.get("compressor") is not None:
             codecs.append(zarray["compressor"])
         names = zattrs.pop(DIMENSIONS_ATTR, None)
+        _decode_base64_fill(zattrs, dtype)
         return cls(
             shape=tuple(zarray["shape"]),
             chunks=tuple(zarray["chunks"]),
@@ -375,3 +377,18 @@ def _parse_codecs(codecs: Sequence[Mapping[str, Any]]) -> tuple[FrozenDict, ...]
             raise RefFormatError(f"a codec must be a numcodecs config with an 'id', got {config!r}")
         parsed.append(freeze_json(config, where=f"codec {config['id']!r}"))
     return tuple(parsed)
+
+
+def _decode_base64_fill(zattrs: dict[str, Any], dtype: np.dtype[Any]) -> None:
+    """A float ``_FillValue`` attribute written as xarray's Zarr v3 backend writes it (base64
+    of a little-endian float64; VirtualiZarr's kerchunk writer copies it into ``.zattrs``)
+    becomes the number again, so readers that mask by ``_FillValue`` see a number."""
+    text = zattrs.get("_FillValue")
+    if dtype.kind != "f" or not isinstance(text, str) or len(text) != 12:
+        return
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        return
+    if len(raw) == 8:
+        zattrs["_FillValue"] = float(np.frombuffer(raw, dtype="<f8")[0])
