@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from refzarr.model import ArrayMeta
-from refzarr.model.attr_types import TYPES_ATTR
+from refzarr.model.attr_types import LAYOUT_ATTR, TYPES_ATTR
 from refzarr.model.dtypes import decode_fill_value, encode_fill_value
 
 __all__ = ["MARK", "mark", "unmark"]
@@ -55,6 +55,9 @@ def mark(
         changes[_FILL] = encode_fill_value(meta.fill_value, meta.dtype)
     if changes and notes:
         attrs[TYPES_ATTR] = {**record, MARK: changes}
+    elif not notes:  # refzarr's own records would show as attributes on the VirtualiZarr side
+        attrs.pop(TYPES_ATTR, None)
+        attrs.pop(LAYOUT_ATTR, None)
     return attrs
 
 
