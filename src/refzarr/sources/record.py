@@ -68,8 +68,10 @@ def referenced_urls(group: RefGroup) -> list[str]:
     for _, array in group.arrays():
         for block in array.manifest.iter_written_blocks():
             paths = block.paths
-            if all(p in urls for p in paths):
+            if len(paths) == 1 and paths[0] in urls:
                 continue  # the usual case: one file, seen in an earlier array
+            if all(p in urls for p in paths):
+                continue
             ids = block.path_id
             if len(paths) == 1:
                 if ids.size and ids.max() >= 0:
