@@ -74,3 +74,53 @@ def test_cli_scan_append_dim(
     assert refzarr.read(target) == refzarr.combine(scanned, concat_dims=["time"])
     assert main(["scan", str(days[0]), "-o", str(target), "--append-dim", "time"]) == 1
     assert "duplicate coordinate values" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def thousand_and_ten(tmp_path_factory: pytest.TempPathFactory) -> list[refzarr.RefGroup]:
+    """1,010 daily files scanned (issue 18: appending 10 files to a set of 1,000)."""
+    days = write_days(tmp_path_factory.mktemp("archive"), 1010)
+    return list(refzarr.scan_many(days, progress=False))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["refs.json", "refs.parq", "icechunk"])
+def test_ten_files_appended_to_a_thousand_equal_combining_all(
+    tmp_path: Path, thousand_and_ten: list[refzarr.RefGroup], target: str
+) -> None:
+    old, new = thousand_and_ten[:1000], thousand_and_ten[1000:]
+    everything = refzarr.combine(thousand_and_ten, concat_dims=["time"])
+    expected = refzarr.open_dataset(everything).load()
+    first = refzarr.combine(old, concat_dims=["time"])
+    added = refzarr.combine(new, concat_dims=["time"])
+    if target == "icechunk":
+        got = _icechunk_appended(tmp_path, first, added)
+    else:
+        refzarr.write(first, tmp_path / target)
+        refzarr.write(added, tmp_path / target, append_dim="time")
+        assert refzarr.read(tmp_path / target) == everything
+        got = refzarr.open_dataset(tmp_path / target).load()
+    xr.testing.assert_identical(got, expected)
+
+
+def _icechunk_appended(
+    tmp_path: Path, first: refzarr.RefGroup, added: refzarr.RefGroup
+) -> xr.Dataset:
+    """The two parts written in two commits of a local repository, read back with xarray."""
+    icechunk = pytest.importorskip("icechunk")
+    url = next(a.manifest.paths[0] for _, a in first.arrays() if a.manifest.paths)
+    folder = Path(url.removeprefix("file://")).resolve().parent
+    prefix = folder.as_uri() + "/"
+    config = icechunk.RepositoryConfig.default()
+    store = icechunk.local_filesystem_store(str(folder))
+    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, store))
+    repo = icechunk.Repository.create(
+        icechunk.local_filesystem_storage(str(tmp_path / "repo")),
+        config,
+        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: None}),
+    )
+    for part, append_dim in ((first, None), (added, "time")):
+        session = repo.writable_session("main")
+        refzarr.to_icechunk(part, session.store, append_dim=append_dim)
+        session.commit("days")
+    return xr.open_zarr(repo.readonly_session("main").store, consolidated=False).load()
