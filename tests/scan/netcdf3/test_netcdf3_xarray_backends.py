@@ -13,15 +13,9 @@ they are strict xfails, so a fix shows up as a failure of the list.
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
-import xarray as xr
 
-import refzarr
+from xarraykit import mark_known, through_refzarr
 
 backends = pytest.importorskip("xarray.tests.test_backends")
 pytest.importorskip("scipy")
@@ -35,23 +29,10 @@ KNOWN: dict[str, str] = {}
 
 @pytest.fixture(autouse=True)
 def _known_failures(request: pytest.FixtureRequest) -> None:
-    reason = KNOWN.get(request.node.originalname)
-    if reason is not None:
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
+    mark_known(request, KNOWN)
 
 
-class _ThroughRefzarr:
-    """``open``: scan as netCDF3, write JSON references, open them with engine="refzarr"."""
-
-    @contextlib.contextmanager
-    def open(self, path: str | os.PathLike[str], **kwargs: Any) -> Iterator[xr.Dataset]:
-        refs = f"{os.fspath(path)}.refs.json"
-        refzarr.write(refzarr.scan(os.fspath(path), format="netcdf3"), refs)
-        try:
-            with xr.open_dataset(refs, engine="refzarr", **kwargs) as ds:
-                yield ds
-        finally:
-            os.remove(refs)
+_ThroughRefzarr = through_refzarr("netcdf3")
 
 
 class TestRefzarrNetCDF3ViaNetCDF4Data(_ThroughRefzarr, backends.TestNetCDF3ViaNetCDF4Data):

@@ -14,7 +14,7 @@ matters when scanning thousands of them.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from refzarr.errors import ScanError
@@ -130,6 +130,28 @@ def parse_header(data: bytes, file_size: int, where: str) -> Header:
         return _Parser(data, file_size, where, version).header()
 
 
+@dataclass(slots=True)
+class AttributeList:
+    """An attribute list as both header parsers collect it: values, the types JSON loses,
+    the ``_FillValue`` as stored and the bytes of text that is not UTF-8."""
+
+    attrs: dict[str, Any] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)
+    kept: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    fill: tuple[int, bytes] | None = None
+
+    def add(self, name: str, code: int, raw: bytes, n: int) -> None:
+        """One attribute of type ``code`` with ``n`` values stored as ``raw``."""
+        self.attrs[name] = value = attribute_value(code, raw, n, keep_nul=name == _FILL)
+        if code == CHAR and "\ufffd" in value:
+            keep_bytes(name, raw, self.kept)
+        kind = ATTRIBUTE_TYPES.get(code)
+        if kind is not None:
+            self.types[name] = kind
+        if name == _FILL:
+            self.fill = (code, raw)
+
+
 def keep_bytes(name: str, raw: bytes, kept: dict[str, tuple[int, ...]]) -> None:
     """Keep the stored bytes of a text attribute in ``kept`` when they are not UTF-8 (its value
     shows U+FFFD, as netCDF4-python shows it; the bytes are never re-encoded in silence)."""
@@ -175,32 +197,21 @@ def _parse_quickly(data: bytes, version: int) -> Header:
     def attributes_at(pos: int) -> tuple[dict[str, Any], dict[str, str], Any, Any, int]:
         tag, count = pair_at(data, pos)
         pos += 4 + cw
-        attrs: dict[str, Any] = {}
-        types: dict[str, str] = {}
-        kept: dict[str, tuple[int, ...]] = {}
-        fill = None
+        found = AttributeList()
         if tag != _ATTRIBUTE and (tag or count):
             raise _Unsure
         for _ in range(count):
             name, pos = name_at(pos)
             code, n = pair_at(data, pos)
-            if name in attrs or (code > 6 and not wide):
+            if name in found.attrs or (code > 6 and not wide):
                 raise _Unsure
             start = pos + 4 + cw
             size = n * ITEMSIZES[code]
             pos = start + size + (-size % 4)
             if pos > end:
                 raise _Unsure
-            raw = data[start : start + size]
-            attrs[name] = value = attribute_value(code, raw, n, keep_nul=name == _FILL)
-            if code == CHAR and "\ufffd" in value:
-                keep_bytes(name, raw, kept)
-            kind = ATTRIBUTE_TYPES.get(code)
-            if kind is not None:
-                types[name] = kind
-            if name == _FILL:
-                fill = (code, raw)
-        return attrs, types, fill, kept, pos
+            found.add(name, code, data[start : start + size], n)
+        return found.attrs, found.types, found.fill, found.kept, pos
 
     numrecs = count_at(data, 4)[0]
     if numrecs == (1 << (8 * cw)) - 1:
@@ -392,10 +403,8 @@ class _Parser:
     ) -> tuple[dict[str, Any], dict[str, str], tuple[int, bytes] | None, dict[str, Any]]:
         """An attribute list: values, the types JSON loses, the ``_FillValue`` as stored and
         the bytes of text that is not UTF-8."""
-        attrs: dict[str, Any] = {}
-        types: dict[str, str] = {}
-        kept: dict[str, tuple[int, ...]] = {}
-        fill = None
+        found = AttributeList()
+        attrs = found.attrs
         for k in range(self.list_start(_ATTRIBUTE)):
             name = self.name((*owner, " attribute ", k))
             if not name or name in attrs:
@@ -403,16 +412,8 @@ class _Parser:
                     "global attributes" if owner == ("global",) else f"attributes of {_text(owner)}"
                 )
                 self.unique([*attrs, name], label)
-            code, raw, n = self.attribute_values(owner, name)
-            attrs[name] = value = attribute_value(code, raw, n, keep_nul=name == _FILL)
-            if code == CHAR and "\ufffd" in value:
-                keep_bytes(name, raw, kept)
-            kind = ATTRIBUTE_TYPES.get(code)
-            if kind is not None:
-                types[name] = kind
-            if name == _FILL:
-                fill = (code, raw)
-        return attrs, types, fill, kept
+            found.add(name, *self.attribute_values(owner, name))
+        return attrs, found.types, found.fill, found.kept
 
     def attribute_values(self, owner: What, name: str) -> tuple[int, bytes, int]:
         at = self.pos
