@@ -13,7 +13,7 @@ from refzarr.model import RefGroup
 from refzarr.sources.record import ScanRecord, read_record
 from refzarr.sources.state import SourceState, Unreachable, source_states
 
-__all__ = ["SourceChange", "changes_of", "check_sources", "require_record"]
+__all__ = ["SourceChange", "changes_of", "check_sources", "require_record", "required"]
 
 Kind = Literal["changed", "vanished", "unreachable"]
 
@@ -61,8 +61,9 @@ def check_sources(
     Parameters
     ----------
     refs
-        A group (from `refzarr.read`, `refzarr.combine`, ...) or the path / URL of a
-        reference set.
+        A group (from `refzarr.read`, `refzarr.combine`, ...), the path / URL of a
+        reference set, or of an Icechunk repository refzarr wrote (its ``main`` branch's
+        record, kept in the root group's attributes).
     storage_options
         fsspec options for the source files.
     refs_options
@@ -74,6 +75,13 @@ def check_sources(
         When the reference set records no sources (written by another tool, or by a refzarr
         before sources were recorded): scan the files again.
     """
+    if not isinstance(refs, RefGroup):
+        from refzarr.formats.icechunk.reading import is_icechunk_repository, read_icechunk_record
+
+        where = os.fspath(refs)
+        if is_icechunk_repository(where, refs_options):
+            scans = required(read_icechunk_record(where, refs_options).scans, where)
+            return changes_of(scans, storage_options)
     group, where = _group(refs, refs_options)
     scans = require_record(group, where)
     return changes_of(scans, storage_options)
@@ -91,7 +99,11 @@ def _group(
 
 def require_record(group: RefGroup, where: str) -> list[ScanRecord]:
     """The scans ``group`` records; RefFormatError when it records none."""
-    scans = read_record(group, where)
+    return required(read_record(group, where), where)
+
+
+def required(scans: list[ScanRecord], where: str) -> list[ScanRecord]:
+    """``scans``; RefFormatError naming ``where`` when there are none."""
     if not scans:
         raise RefFormatError(
             f"{where}: records no sources (it was not made by a refzarr scan that records "

@@ -10,10 +10,11 @@ loaded into the set are not read again.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -23,7 +24,14 @@ from refzarr.model.manifest import ChunkManifest
 from refzarr.sources.check import SourceChange, changes_of, require_record
 from refzarr.sources.record import ScanRecord, read_record, sources_document
 
-__all__ = ["refresh", "refresh_group"]
+__all__ = [
+    "json_version",
+    "refresh",
+    "refresh_group",
+    "refuse_unscannable",
+    "rescan",
+    "written_form",
+]
 
 
 def refresh(
@@ -39,7 +47,8 @@ def refresh(
     ----------
     refs
         Path or URL of a JSON or Parquet reference set made by refzarr (which records its
-        sources). JSON is rewritten as Version 0, compressed as its suffix says.
+        sources), or of an Icechunk repository refzarr wrote (`refresh_icechunk`). The set
+        keeps its form: JSON its Version (0 or 1) and compression, Parquet its record size.
     storage_options
         fsspec options for the source files.
     refs_options
@@ -61,15 +70,84 @@ def refresh(
         When the set records no sources.
     """
     from refzarr.formats.api import read, write
-    from refzarr.formats.source import detect_format, locate
+    from refzarr.formats.icechunk.reading import is_icechunk_repository
 
     where = os.fspath(refs)
+    if is_icechunk_repository(where, refs_options):
+        from refzarr.formats.icechunk.refresh import refresh_icechunk
+
+        return refresh_icechunk(where, storage_options, refs_options=refs_options).changes
     group = read(refs, refs_options)
     fresh, changes = refresh_group(group, storage_options, where=where)
     if changes:
-        chosen = detect_format(locate(refs, refs_options))
-        write(fresh, refs, format=chosen, storage_options=refs_options)
+        form = written_form(refs, refs_options)
+        write(fresh, refs, storage_options=refs_options, **form)
     return changes
+
+
+_HEAD_BYTES = 4096
+"""Bytes read at the start of a JSON set to tell its Version (and its compression)."""
+
+
+def written_form(
+    refs: str | os.PathLike[str], refs_options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The `refzarr.write` arguments that write a set again in the form it has: ``format``,
+    and JSON's ``version`` and ``compression`` or Parquet's ``record_size`` (one small read:
+    the start of a JSON file, a Parquet set's ``.zmetadata``)."""
+    from refzarr.formats.parquet.read import load_zmetadata
+    from refzarr.formats.source import GZIP_MAGIC, ZSTD_MAGIC, detect_format, locate
+
+    location = locate(refs, refs_options)
+    if detect_format(location) == "parquet":
+        return {"format": "parquet", "record_size": load_zmetadata(location).record_size}
+    head = bytes(location.fs.cat_file(location.path, start=0, end=_HEAD_BYTES))
+    compression: Literal["zstd", "gzip"] | None = None
+    if head.startswith(ZSTD_MAGIC):
+        compression = "zstd"
+    elif head.startswith(GZIP_MAGIC):
+        compression = "gzip"
+    text = _decompressed_head(head, compression)
+    return {"format": "json", "compression": compression, "version": json_version(text)}
+
+
+def _decompressed_head(head: bytes, compression: str | None) -> bytes:
+    """The first bytes of the document a (possibly compressed) file's first bytes hold."""
+    import gzip
+    import io
+
+    import zstandard
+
+    if compression is None:
+        return head
+    try:
+        if compression == "zstd":
+            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(head))
+            return bytes(reader.read(_HEAD_BYTES))
+        with gzip.GzipFile(fileobj=io.BytesIO(head)) as stream:
+            return stream.read(_HEAD_BYTES)
+    except (zstandard.ZstdError, OSError, EOFError):
+        return b""  # the set was read whole just before: a short head says Version 0
+
+
+_V1_KEYS = frozenset({"version", "templates", "gen", "refs"})
+"""A Version 1 document's top-level keys; a Version 0 document's are Zarr keys, never these."""
+
+
+def json_version(head: bytes) -> Literal[0, 1]:
+    """1 when the first key of the JSON document that ``head`` starts is one of Version 1's
+    top-level keys (every key of a Version 1 document is), else 0."""
+    text = head.decode("utf-8", errors="replace").lstrip()
+    if not text.startswith("{"):
+        return 0
+    rest = text[1:].lstrip()
+    if not rest.startswith('"'):
+        return 0
+    try:
+        key, _ = json.JSONDecoder().raw_decode(rest)  # the key alone: a JSON string
+    except ValueError:  # a key longer than the head: no Version 1 key
+        return 0
+    return 1 if key in _V1_KEYS else 0
 
 
 def refresh_group(
@@ -81,9 +159,9 @@ def refresh_group(
     changes = changes_of(scans, storage_options)
     if not changes:
         return group, []
-    _refuse_unscannable(changes)
+    refuse_unscannable(changes)
     redo = {c.scan for c in changes}
-    rescanned = {s.url: _rescan(s, storage_options) for s in scans if s.url in redo}
+    rescanned = {s.url: rescan(s, storage_options) for s in scans if s.url in redo}
     if len(scans) == 1:
         return rescanned[scans[0].url], changes
     for scan in scans:
@@ -93,7 +171,8 @@ def refresh_group(
     return replace(group, sources=sources_document(records)), changes
 
 
-def _refuse_unscannable(changes: Sequence[SourceChange]) -> None:
+def refuse_unscannable(changes: Sequence[SourceChange]) -> None:
+    """SourceNotFoundError naming every scanned source that vanished or is unreachable."""
     lost = [c for c in changes if c.kind != "changed" and (c.url == c.scan or c.kind != "vanished")]
     if lost:
         named = "; ".join(str(c) for c in lost)
@@ -103,7 +182,8 @@ def _refuse_unscannable(changes: Sequence[SourceChange]) -> None:
         )
 
 
-def _rescan(scan: ScanRecord, storage_options: Mapping[str, Any] | None) -> RefGroup:
+def rescan(scan: ScanRecord, storage_options: Mapping[str, Any] | None) -> RefGroup:
+    """The scanned URL scanned again with its recorded format and options."""
     from refzarr.scan import scan as scan_url
 
     options = dict(scan.options)

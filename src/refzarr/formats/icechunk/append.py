@@ -66,7 +66,7 @@ def plan_append(
             ) from exc
         names = array.meta.dimension_names or ()
         loaded = append_dim in names and _all_inlined(array)
-        _check_alike(path, array, existing, loaded)
+        check_alike(path, array, existing, loaded)
         if loaded:
             values = _values(array, path, storage_options)
             axis = names.index(append_dim)
@@ -97,7 +97,9 @@ def _loaded_growth(
     return Growth(path, array, axis, 0, grown, values)
 
 
-def _check_alike(path: str, array: RefArray, existing: Any, loaded: bool) -> None:
+def check_alike(path: str, array: RefArray, existing: Any, loaded: bool) -> None:
+    """IncompatibleError naming what differs between ``array`` and the stored array
+    (dtype, dimension names, meaning attributes; unless ``loaded``: chunks and codecs)."""
     meta = array.meta
     found = {
         "dtype": (existing.dtype, meta.dtype.newbyteorder("=")),

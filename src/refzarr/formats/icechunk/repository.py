@@ -11,7 +11,13 @@ from typing import Any
 from refzarr.errors import RefzarrError, UnsupportedFeatureError
 from refzarr.model import RefGroup
 
-__all__ = ["CommitConflictError", "commit_icechunk", "source_prefixes"]
+__all__ = [
+    "CommitConflictError",
+    "commit_icechunk",
+    "commit_session",
+    "open_repository",
+    "source_prefixes",
+]
 
 
 class CommitConflictError(RefzarrError, RuntimeError):
@@ -101,34 +107,55 @@ def commit_icechunk(
     UnsupportedFeatureError, IncompatibleError
         As `refzarr.to_icechunk`; when a reference points where no container can be made.
     """
-    import icechunk
-
     from refzarr.formats.icechunk.write import to_icechunk
 
     shown = os.fspath(repository)
     sources = source_options if source_options is not None else storage_options
-    prefixes = source_prefixes(group)
+    repo = open_repository(shown, storage_options, sources, source_prefixes(group), create=True)
+    session = repo.writable_session(branch)
+    to_icechunk(group, session.store, append_dim=append_dim, storage_options=sources)
+    return commit_session(session, message, shown, branch)
+
+
+def open_repository(
+    repository: str,
+    storage_options: Mapping[str, Any] | None,
+    source_options: Mapping[str, Any] | None = None,
+    prefixes: Iterable[str] = (),
+    *,
+    create: bool = False,
+) -> Any:
+    """The Icechunk repository at ``repository`` (created when absent and ``create``), with
+    a virtual chunk container and read access for each of ``prefixes``, saved in its config."""
+    import icechunk
+
+    prefixes = sorted(prefixes)
     config = icechunk.RepositoryConfig.default()
     for prefix in prefixes:
         config.set_virtual_chunk_container(
-            icechunk.VirtualChunkContainer(prefix, _container_store(prefix, sources))
+            icechunk.VirtualChunkContainer(prefix, _container_store(prefix, source_options))
         )
     credentials = icechunk.containers_credentials(
-        {prefix: _credentials(prefix, sources) for prefix in prefixes}
+        {prefix: _credentials(prefix, source_options) for prefix in prefixes}
     )
-    storage = _storage(shown, storage_options)
-    repo = icechunk.Repository.open_or_create(
-        storage, config, authorize_virtual_chunk_access=credentials
+    storage = _storage(repository, storage_options)
+    if create:
+        repo = icechunk.Repository.open_or_create(
+            storage, config, authorize_virtual_chunk_access=credentials
+        )
+        if not prefixes:
+            return repo
+    # an existing repository learns the containers of new places (merged into its own)
+    repo = icechunk.Repository.open(
+        storage, config if prefixes else None, authorize_virtual_chunk_access=credentials
     )
-    if prefixes:  # an existing repository learns the containers of new source places
-        repo = icechunk.Repository.open(storage, config, authorize_virtual_chunk_access=credentials)
+    if prefixes:
         repo.save_config()
-    session = repo.writable_session(branch)
-    to_icechunk(group, session.store, append_dim=append_dim, storage_options=sources)
-    return _commit(session, message, shown, branch)
+    return repo
 
 
-def _commit(session: Any, message: str, shown: str, branch: str) -> str:
+def commit_session(session: Any, message: str, shown: str, branch: str) -> str:
+    """Commit ``session``; its snapshot id, or CommitConflictError naming the branch."""
     import icechunk
 
     try:

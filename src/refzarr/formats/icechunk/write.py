@@ -60,6 +60,11 @@ def to_icechunk(
 
     Notes
     -----
+    The group's record of its sources (``group.sources``) is stored in the root attribute
+    ``_nc_refzarr_sources`` (hidden by xarray), with where each scan's chunks are
+    (``_nc_refzarr_regions``); an append merges them. `refzarr.check_sources` and
+    `refzarr.refresh` read them.
+
     Every virtual chunk carries its source file's checksum as the scan recorded it
     (``group.sources``): the object's ETag where the storage gave one, else its modification
     time rounded up to the second. Icechunk then refuses to read a chunk whose file changed
@@ -82,9 +87,12 @@ def to_icechunk(
     if append_dim is not None:
         _append(group, store, path, append_dim, storage_options, checksums)
         return
-    zarr.create_group(
-        store, path=path, attributes=_group_attributes(group, path or "/"), overwrite=True
-    )
+    from refzarr.formats.icechunk.append import flat_arrays
+    from refzarr.formats.icechunk.record import record_attributes
+
+    attributes = _group_attributes(group, path or "/")
+    attributes.update(record_attributes(group, flat_arrays(group, path), None))
+    zarr.create_group(store, path=path, attributes=attributes, overwrite=True)
     for member_path, node in _walk(group, path):
         if isinstance(node, RefGroup):
             zarr.create_group(
@@ -106,7 +114,9 @@ def _append(
 
     from refzarr.formats.icechunk.append import flat_arrays, plan_append
 
-    for growth in plan_append(store, flat_arrays(group, path), append_dim, storage_options):
+    growths = plan_append(store, flat_arrays(group, path), append_dim, storage_options)
+    _append_record(store, path, group, growths)
+    for growth in growths:
         stored = zarr.open_array(store, path=growth.path, mode="r+")
         before = stored.shape[growth.axis]
         stored.resize(growth.new_shape)
@@ -117,7 +127,26 @@ def _append(
             continue
         shift = [0] * growth.array.meta.ndim
         shift[growth.axis] = growth.chunk_offset
-        _write_chunks(store, growth.path, growth.array.manifest, checksums, tuple(shift))
+        write_chunks(store, growth.path, growth.array.manifest, checksums, tuple(shift))
+
+
+def _append_record(store: Any, path: str, group: RefGroup, growths: list[Any]) -> None:
+    """The appended scans' record merged into the root group's (the regions of the arrays
+    that grow, moved to where their new chunks go)."""
+    import zarr
+
+    from refzarr.formats.icechunk.record import merged_attributes, record_attributes
+
+    grown = {g.path: g.array for g in growths if g.values is None}
+    shifts = {
+        g.path: [g.chunk_offset if k == g.axis else 0 for k in range(g.array.meta.ndim)]
+        for g in growths
+    }
+    added = record_attributes(group, grown, shifts)
+    if not added:
+        return
+    root = zarr.open_group(store, path=path, mode="r+")
+    root.attrs.update(merged_attributes(root.attrs.asdict(), added, path or "/"))
 
 
 def _walk(group: RefGroup, prefix: str) -> Iterator[tuple[str, RefArray | RefGroup]]:
@@ -160,7 +189,7 @@ def _write_array(store: Any, path: str, array: RefArray, checksums: Checksums) -
             f"array {path!r}: Zarr v3 (Icechunk) cannot hold it as refzarr describes it "
             f"(dtype {meta.dtype}): {exc}"
         ) from exc
-    _write_chunks(store, path, array.manifest, checksums)
+    write_chunks(store, path, array.manifest, checksums)
 
 
 def _serializer(dtype: np.dtype[Any]) -> Any:
@@ -248,7 +277,7 @@ def _attributes(
     return out
 
 
-def _write_chunks(
+def write_chunks(
     store: Any,
     path: str,
     manifest: ChunkManifest,
@@ -278,7 +307,7 @@ def _write_chunks(
         lengths = block.length[referenced].tolist()
         for k in range(len(referenced)):
             source = block.paths[ids[k]]
-            url = _absolute_url(source, path)
+            url = absolute_url(source, path)
             length = lengths[k]
             if length == int(WHOLE_FILE):
                 length = sizes.get(url) or sizes.setdefault(url, _size(url))
@@ -349,7 +378,7 @@ def _set_native(store: Any, path: str, index: tuple[int, ...], data: bytes) -> N
     sync(store.set(key, default_buffer_prototype().buffer.from_bytes(data)))
 
 
-def _absolute_url(url: str, path: str) -> str:
+def absolute_url(url: str, path: str) -> str:
     """An absolute URL with a protocol, as Icechunk's virtual chunk containers match them."""
     if "://" in url:
         return url
