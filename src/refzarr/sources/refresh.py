@@ -238,7 +238,7 @@ def _fresh_array(path: str, array: RefArray, fresh: RefGroup, url: str) -> RefAr
         raise IncompatibleError(f"{url}: array {path!r} is gone from the file; {_AGAIN}")
     old, now = array.meta, new.meta
     for what in ("dtype", "chunks", "codecs", "fill_value", "order"):
-        if getattr(old, what) != getattr(now, what):
+        if not _same(getattr(old, what), getattr(now, what)):
             raise IncompatibleError(
                 f"{url}: array {path!r} has {what} {getattr(now, what)} now, "
                 f"{getattr(old, what)} in the reference set; {_AGAIN}"
@@ -247,6 +247,13 @@ def _fresh_array(path: str, array: RefArray, fresh: RefGroup, url: str) -> RefAr
 
 
 _AGAIN = "the file's layout changed: scan and combine the files again"
+
+
+def _same(old: Any, now: Any) -> bool:
+    """Whether two metadata values are equal, a NaN fill value equal to a NaN."""
+    if isinstance(old, float | np.floating) and isinstance(now, float | np.floating):
+        return bool(old == now or (np.isnan(old) and np.isnan(now)))
+    return bool(old == now)
 
 
 def _region(path: str, mine: Any, ids: Any, new: ChunkManifest, url: str) -> tuple[slice, ...]:

@@ -5,6 +5,7 @@ read); a sidecar that disagrees, or none, means a full scan; results equal full 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from gribkit import blank_all_but_last_head, indexed_run, scan
 
 import refzarr
+import refzarr.sources.state as source_state
 from corpus import CORPUS
 from refzarr.codecs.grib_eccodes import load_eccodes
 from roundtrip import assert_groups_identical
@@ -40,6 +42,30 @@ def test_files_built_from_sidecars(tmp_path: Path, ecmwf: bool, executor: str | 
     combined = refzarr.combine(results, concat_dims="time")
     array = combined["soilw/instant/depthBelowLandLayer/soilw"]
     assert array.shape[:2] == (3, 3)  # type: ignore[union-attr]
+
+
+def test_files_built_from_sidecars_record_their_sources(tmp_path: Path) -> None:
+    """Built files carry the record a scan gives them (the GRIB file, not its sidecar), so
+    that `check_sources` and `refresh` see them rewritten."""
+    files = indexed_run(tmp_path, DATES, [0, 6, 12])
+    results = refzarr.scan_many(files, grib_index="auto", executor="serial", progress=False)
+    for group, path in zip(results, files, strict=True):
+        (recorded,) = group.sources["scans"]
+        assert recorded["url"] == str(path.resolve())
+        assert list(recorded["files"]) == [str(path.resolve())]
+        assert recorded["files"][str(path.resolve())]["size"] == path.stat().st_size
+    target = tmp_path / "refs.json"
+    refzarr.write(refzarr.combine(results, concat_dims="time"), target)
+    assert refzarr.check_sources(target) == []
+    (tmp_path / "twin").mkdir()
+    twin = indexed_run(tmp_path / "twin", [DATES[2]], [0, 6, 12], perturbationNumber=4)
+    files[2].write_bytes(twin[0].read_bytes())  # same layout, another member's values
+    stat = files[2].stat()
+    os.utime(files[2], ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    (change,) = refzarr.check_sources(target)
+    assert change.url == str(files[2].resolve())
+    assert refzarr.refresh(target) == [change]
+    assert refzarr.check_sources(target) == []
 
 
 def _era5_twin(path: Path, shift: int, count: int = 24) -> Path:
@@ -182,8 +208,13 @@ def test_cli_grib_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_s3_two_small_requests_per_file(
-    s3: tuple[str, dict[str, Any]], s3_proxy: tuple[str, dict[str, Any], Any], tmp_path: Path
+    s3: tuple[str, dict[str, Any]],
+    s3_proxy: tuple[str, dict[str, Any], Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Two small GETs per built file, and its state for the record of sources: one HEAD
+    per file in a folder of few files, one listing for a folder of many."""
     _, direct = s3
     bucket, options, proxy = s3_proxy
     files = indexed_run(tmp_path, DATES, [0, 6, 12])
@@ -203,5 +234,19 @@ def test_s3_two_small_requests_per_file(
         key = f"/{bucket}/{path.name}"
         seen = [(r.method, r.path, r.range) for r in proxy.matching(path=key)]
         head = f"bytes={last}-{last + 32767}"  # sections 0 to 4 of the last message
-        assert seen == [("GET", f"{key}.idx", "bytes=0-"), ("GET", key, head)]
+        assert seen == [("HEAD", key, None), ("GET", f"{key}.idx", "bytes=0-"), ("GET", key, head)]
         assert proxy.bytes_sent(path=key) <= path.stat().st_size - last + 1000
+    for got, url in zip(results, urls, strict=True):
+        (recorded,) = got.sources["scans"]
+        (scanned,) = refzarr.scan(url, format="grib", storage_options=direct).sources["scans"]
+        assert recorded["files"] == scanned["files"]
+        assert (recorded["url"], recorded["format"]) == (url, "grib")
+        assert dict(recorded["options"]) == {"grib_index": "auto"}
+    monkeypatch.setattr(source_state, "LISTING_MIN", 2)  # "a folder of many files"
+    proxy.reset()
+    again = refzarr.scan_many(
+        urls, grib_index="auto", storage_options=options, executor="serial", progress=False
+    )
+    assert [g.sources for g in again] == [g.sources for g in results]
+    assert proxy.count("HEAD") == 0
+    assert len([r for r in proxy.matching("GET") if "list-type" in r.query]) == 1

@@ -143,9 +143,21 @@ def _replace(
         check_alike(path, array, existing, loaded=False)
     except IncompatibleError as exc:
         raise IncompatibleError(f"{url}: {exc}; {_AGAIN}") from exc
+    _check_fill(path, array, existing, url)
     shift = _shift(path, array, existing, region, url)
     write_chunks(store, path, array.manifest, checksums, shift)
     _delete_unwritten(store, path, array, region, shift)
+
+
+def _check_fill(path: str, array: RefArray, existing: Any, url: str) -> None:
+    from refzarr.formats.icechunk.write import zarr_fill
+
+    now = np.asarray(zarr_fill(array.meta.fill_value, array.meta.dtype))
+    stored = np.asarray(existing.metadata.fill_value)
+    if not np.array_equal(now, stored, equal_nan=now.dtype.kind in "fc"):
+        raise IncompatibleError(
+            f"{url}: array {path!r} has fill value {now} now, {stored} in the repository; {_AGAIN}"
+        )
 
 
 def _fresh_array(group: RefGroup, path: str, url: str) -> RefArray:

@@ -175,7 +175,7 @@ def _write_array(store: Any, path: str, array: RefArray, checksums: Checksums) -
             shape=meta.shape,
             chunks=meta.chunks,
             dtype=meta.dtype.newbyteorder("="),  # Zarr v3 keeps the byte order in `bytes`
-            fill_value=_zarr_fill(meta.fill_value, meta.dtype),
+            fill_value=zarr_fill(meta.fill_value, meta.dtype),
             filters=_transposes(meta.order, meta.ndim),
             serializer=_serializer(meta.dtype),
             compressors=_stages(meta.codecs),
@@ -215,7 +215,7 @@ def _stages(codecs: Any) -> tuple[Any, ...]:
     return tuple(NumcodecsStage(codec=dict(c)) for c in codecs)
 
 
-def _zarr_fill(fill_value: Any, dtype: np.dtype[Any]) -> Any:
+def zarr_fill(fill_value: Any, dtype: np.dtype[Any]) -> Any:
     """Zarr v3 needs a fill value: an undefined one becomes the dtype's zero (what Zarr v2
     readers fill with), never an attribute that would mask data."""
     if fill_value is not None:

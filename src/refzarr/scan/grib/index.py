@@ -30,6 +30,7 @@ from refzarr.errors import RefzarrError
 from refzarr.model import RefGroup
 from refzarr.scan.grib.scanner import GribScanner, Placed, Recording
 from refzarr.scan.grib.sections import HeadLayout, head_layout
+from refzarr.sources.state import SourceState, source_states
 
 __all__ = ["IndexEntry", "build_many", "parse_index", "scan_indexed"]
 
@@ -140,9 +141,16 @@ def scan_indexed(
     **options
         Other `GribScanner` options.
     """
+    from refzarr.sources.state import scanned_state
+
     scanner = GribScanner(storage_options=storage_options, grib_index="auto", **options)
     built = index_files(scanner, urls)
-    return [built[k] if k in built else scanner(url) for k, url in enumerate(urls)]
+    return [
+        built[k]
+        if k in built
+        else _recorded(scanner, url, scanned_state(url, storage_options), scanner(url))
+        for k, url in enumerate(urls)
+    ]
 
 
 def build_many(urls: Sequence[str], options: Mapping[str, Any]) -> dict[int, RefGroup]:
@@ -158,7 +166,8 @@ def build_many(urls: Sequence[str], options: Mapping[str, Any]) -> dict[int, Ref
 
 def index_files(scanner: GribScanner, urls: Sequence[str]) -> dict[int, RefGroup]:
     """The groups of the files whose layout could be learnt or whose sidecar agrees with
-    their layout's, by position in ``urls``."""
+    their layout's, by position in ``urls``, each with its record of sources (`_states`)."""
+    states = _states(urls, scanner.storage_options)
     sidecars = _read_sidecars(urls, scanner.storage_options)
     layouts: dict[tuple[str, ...], list[int]] = {}
     for k, entries in enumerate(sidecars):
@@ -167,7 +176,27 @@ def index_files(scanner: GribScanner, urls: Sequence[str]) -> dict[int, RefGroup
     out: dict[int, RefGroup] = {}
     for members in layouts.values():
         out.update(_Layout(scanner, urls, sidecars).build(members))
-    return out
+    return {k: _recorded(scanner, urls[k], states.get(urls[k]), group) for k, group in out.items()}
+
+
+def _states(
+    urls: Sequence[str], storage_options: Mapping[str, Any] | None
+) -> dict[str, SourceState]:
+    """Each GRIB file's size, modification time and ETag before any of its bytes (or its
+    sidecar's) is read, as `refzarr.scan` records a scanned file: ``os.stat`` locally;
+    remotely one listing per folder of at least `LISTING_MIN` files, else one HEAD per file.
+    Only the GRIB file is recorded: the references point into it alone (the sidecar gave
+    offsets that its own bytes confirmed), so a rewritten sidecar changes no reference."""
+    found = source_states(urls, storage_options)
+    return {url: state for url, state in found.items() if isinstance(state, SourceState)}
+
+
+def _recorded(scanner: GribScanner, url: str, before: SourceState | None, group: Any) -> Any:
+    """``group`` with the record of sources `refzarr.scan` gives it."""
+    from refzarr.scan.grib import FORMAT
+    from refzarr.sources.record import record_scan
+
+    return record_scan(group, url, FORMAT.name, scanner, before)
 
 
 @dataclass
