@@ -285,9 +285,13 @@ def write_chunks(
     shift: tuple[int, ...] = (),
 ) -> None:
     """Every chunk of ``manifest`` into the store, at its index plus ``shift``, each with its
-    source's checksum when the scan recorded one."""
+    source's checksum when the scan recorded one (through ``set_virtual_refs_arr`` where the
+    installed Icechunk has it, else ``set_virtual_refs``)."""
     from icechunk import VirtualChunkSpec
 
+    by_columns = getattr(store, "set_virtual_refs_arr", None)
+    if by_columns is not None and _write_columns(store, path, manifest, checksums, shift):
+        return
     grid = manifest.grid_shape
     sizes: dict[str, int] = {}
     specs = []
@@ -326,13 +330,86 @@ def write_chunks(
     if specs:
         failed = store.set_virtual_refs(path, specs, validate_containers=True)
         if failed:
-            raise UnsupportedFeatureError(
-                f"array {path!r}: the Icechunk repository has no virtual chunk container for "
-                f"{_location_of(specs, failed[0])} ({len(failed)} chunks): add one for its "
-                "URL prefix (icechunk.VirtualChunkContainer) and save the config"
-            )
+            _no_container(path, _location_of(specs, failed[0]), len(failed))
     for where, data in inlined.items():
         _set_native(store, path, where, data)
+
+
+def _write_columns(
+    store: Any, path: str, manifest: ChunkManifest, checksums: Checksums, shift: tuple[int, ...]
+) -> bool:
+    """`write_chunks` through Icechunk 2.x's ``set_virtual_refs_arr``, one call per checksum;
+    False (nothing to undo: `write_chunks` then writes every chunk again) when the chunks
+    are too scattered for columns, or this Icechunk refuses the empty locations of a box
+    with gaps (releases before it skipped them)."""
+    from refzarr.formats.icechunk.columns import arr_calls
+
+    columns, by_url = manifest_columns(manifest, path, checksums)
+    calls = arr_calls(manifest.grid_shape, columns, by_url, shift)
+    if calls is None:
+        return False
+    for call in calls:
+        try:
+            failed = store.set_virtual_refs_arr(
+                path,
+                list(call.chunk_grid_shape),
+                call.locations,
+                call.offsets,
+                call.lengths,
+                validate_containers=True,
+                arr_offset=list(call.arr_offset) if call.arr_offset else None,
+                checksum=call.checksum,
+            )
+        except ValueError:
+            if call.has_gaps:
+                return False
+            raise
+        if failed:
+            corner = np.asarray(call.arr_offset or [0] * len(failed[0]), dtype=np.int64)
+            at = np.asarray(failed[0], dtype=np.int64) - corner
+            flat = int(np.ravel_multi_index(tuple(at), call.chunk_grid_shape)) if at.size else 0
+            _no_container(path, call.locations[flat], len(failed))
+    for index, data in manifest.inlined.items():
+        _set_native(store, path, _shifted(index, shift), data)
+    return True
+
+
+def manifest_columns(
+    manifest: ChunkManifest, path: str, checksums: Checksums
+) -> tuple[Any, dict[str, str | datetime | None]]:
+    """The referenced chunks of ``manifest`` as `Columns` (absolute URLs, whole-file lengths
+    resolved), and each URL's checksum argument (its ETag, else modification time)."""
+    from refzarr.formats.icechunk.columns import Columns
+
+    written = manifest.written_entries()
+    ids = np.asarray(written.path_id)
+    rows = np.flatnonzero(ids >= 0)
+    urls = [absolute_url(u, path) for u in written.paths]
+    lengths = np.asarray(written.length)[rows].astype(np.uint64)
+    whole = lengths == np.uint64(int(WHOLE_FILE))
+    if whole.any():
+        sizes = {k: _size(urls[k]) for k in np.unique(ids[rows][whole]).tolist()}
+        lengths[whole] = [sizes[k] for k in ids[rows][whole].tolist()]
+    columns = Columns(
+        np.asarray(written.numbers, dtype=np.int64)[rows],
+        ids[rows].astype(np.int64),
+        urls,
+        np.asarray(written.offset)[rows].astype(np.uint64),
+        lengths,
+    )
+    by_url = {}
+    for source, url in zip(written.paths, urls, strict=True):
+        etag, modified = checksums.get(source, _NO_CHECKSUM)
+        by_url[url] = etag if etag is not None else modified
+    return columns, by_url
+
+
+def _no_container(path: str, location: str, count: int) -> None:
+    raise UnsupportedFeatureError(
+        f"array {path!r}: the Icechunk repository has no virtual chunk container for "
+        f"{location} ({count} chunks): add one for its URL prefix "
+        "(icechunk.VirtualChunkContainer) and save the config"
+    )
 
 
 Checksums = Mapping[str, tuple[str | None, datetime | None]]
