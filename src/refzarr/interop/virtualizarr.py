@@ -247,7 +247,10 @@ class _MemorySink:
 def _manifest_array(context: _Context, name: str, array: RefArray) -> Any:
     from refzarr.interop.vz_metadata import v3_metadata
 
-    metadata = v3_metadata(name, array.meta, _vz_attributes(array.meta, context.round_trip))
+    manifest = array.manifest
+    missing = manifest.count_written() < manifest.nchunks
+    attributes = _vz_attributes(array.meta, context.round_trip)
+    metadata = v3_metadata(name, array.meta, attributes, missing_chunks=missing)
     manifest = _vz_manifest(context, name, array)
     return context.manifests.ManifestArray(metadata=metadata, chunkmanifest=manifest)
 

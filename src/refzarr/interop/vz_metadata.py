@@ -25,8 +25,11 @@ from refzarr.model.frozen import thaw_json
 __all__ = ["meta_from_v3", "v3_metadata"]
 
 
-def v3_metadata(name: str, meta: ArrayMeta, attributes: dict[str, Any]) -> Any:
-    """The ``ArrayV3Metadata`` of a refzarr array for a VirtualiZarr ``ManifestArray``."""
+def v3_metadata(
+    name: str, meta: ArrayMeta, attributes: dict[str, Any], *, missing_chunks: bool = False
+) -> Any:
+    """The ``ArrayV3Metadata`` of a refzarr array for a VirtualiZarr ``ManifestArray``
+    (``missing_chunks``: some chunk of the array is not written, see `_stand_in`)."""
     from zarr.core.metadata.v3 import ArrayV3Metadata
 
     _check_expressible(name, meta)
@@ -39,7 +42,7 @@ def v3_metadata(name: str, meta: ArrayMeta, attributes: dict[str, Any]) -> Any:
             data_type=data_type,
             chunk_grid={"name": "regular", "configuration": {"chunk_shape": meta.chunks}},
             chunk_key_encoding={"name": "default", "configuration": {"separator": "/"}},
-            fill_value=_stand_in(native, data_type) if fill is None else fill,
+            fill_value=_stand_in(native, data_type, missing_chunks) if fill is None else fill,
             codecs=[_bytes_codec(meta.dtype), *_v3_codecs(meta.codecs)],
             attributes=attributes,
             dimension_names=meta.dimension_names,
@@ -60,10 +63,19 @@ def _data_type(dtype: np.dtype[Any]) -> Any:
     return parse_data_type(dtype, zarr_format=3)
 
 
-def _stand_in(dtype: np.dtype[Any], data_type: Any) -> Any:
-    """The fill value standing in for an undefined one, which Zarr v3 cannot say: NaN for
-    floats, netCDF's default fill value for integers (values least likely to be data, since
-    VirtualiZarr's kerchunk writer hands it to Zarr v2 readers, which mask it)."""
+def _stand_in(dtype: np.dtype[Any], data_type: Any, missing_chunks: bool) -> Any:
+    """The fill value standing in for an undefined one, which Zarr v3 cannot say.
+
+    An array with missing chunks gets the dtype's zero: what its missing chunks read as
+    through the source's library (HDF5's default fill), Zarr v2 readers, refzarr's reader
+    and `refzarr.to_icechunk`, so that xarray shows the same values through VirtualiZarr's
+    Icechunk writer. Otherwise the fill value is never read, and stands in as NaN for floats
+    and netCDF's default fill value for integers: values least likely to be data, since
+    VirtualiZarr's kerchunk writer hands it to Zarr v2 readers, which mask it (a zero would
+    mask every zero of the data there).
+    """
+    if missing_chunks and dtype.kind in "biufc":
+        return np.zeros((), dtype=dtype)[()]
     if dtype.kind in "fc":
         return float("nan")
     if dtype.kind in "iu" and dtype.itemsize in _NETCDF_INT_FILL:
