@@ -69,7 +69,7 @@ def test_json_keeps_its_version_and_compression(
 ) -> None:
     target = tmp_path / name
     group = refzarr.combine([refzarr.scan(p) for p in days], concat_dims="time")
-    refzarr.write(group, target, version=version, compression=compression)  # type: ignore[arg-type]
+    refzarr.write(group, target, version=version, compression=compression)
     expected = {"format": "json", "version": version, "compression": compression}
     assert written_form(target) == expected
     _refresh_after_rewrite(days, target)

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.sources and args.decode:
         raise UsageError("--sources and --decode check different things: give one")
-    if is_icechunk_repository(args.refs):
+    if is_icechunk_repository(args.refs, _repository_options(args)):
         if not args.sources:
             raise UsageError(
                 f"{args.refs} is an Icechunk repository: give --sources to check its sources "
@@ -117,9 +117,10 @@ def _run_icechunk_sources(args: argparse.Namespace) -> int:
     from refzarr.formats.icechunk.reading import read_icechunk_record, unrecorded_locations
     from refzarr.sources.check import required
 
-    scans = required(read_icechunk_record(args.refs).scans, args.refs)
+    options = _repository_options(args)
+    scans = required(read_icechunk_record(args.refs, options).scans, args.refs)
     status = _report_sources(args, scans)
-    unknown = unrecorded_locations(args.refs, scans)
+    unknown = unrecorded_locations(args.refs, scans, options)
     if unknown:
         shown = ", ".join(unknown[:3]) + (", ..." if len(unknown) > 3 else "")
         print(
@@ -128,6 +129,11 @@ def _run_icechunk_sources(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return status
+
+
+def _repository_options(args: argparse.Namespace) -> Any:
+    """``--storage-options`` serve a remote repository too (as for ``refzarr refresh``)."""
+    return args.storage_options if "://" in args.refs else None
 
 
 def _run_sources(args: argparse.Namespace, group: RefGroup) -> int:

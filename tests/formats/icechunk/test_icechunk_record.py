@@ -246,3 +246,49 @@ def test_chunks_another_writer_added_are_named(
     err = capsys.readouterr().err
     assert "1 file referenced by virtual chunks the record does not name" in err
     assert "other.nc" in err
+
+
+def test_an_s3_repository_with_sources_on_s3(
+    s3: tuple[str, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import s3fs
+
+    bucket, options = s3
+    fs = s3fs.S3FileSystem(**options)
+    days = [_day(tmp_path / f"d{k}.nc", k) for k in range(3)]
+    for path in days:
+        fs.put(str(path), f"{bucket}/data/{path.name}")
+    repo, shown = f"s3://{bucket}/repo", json.dumps(options)
+    argv = ["scan", f"s3://{bucket}/data/d*.nc", "-o", repo, "--format", "icechunk"]
+    assert main([*argv, "--concat-dim", "time", "--storage-options", shown]) == 0
+    assert main(["validate", repo, "--sources", "--storage-options", shown]) == 0
+    _day(days[1], 1, scale=4.0)
+    fs.put(str(days[1]), f"{bucket}/data/d1.nc")  # a new ETag
+    capsys.readouterr()
+    assert main(["validate", repo, "--sources", "--storage-options", shown]) == 1
+    assert f"CHANGED s3://{bucket}/data/d1.nc: changed: " in capsys.readouterr().out
+    assert main(["refresh", repo, "--storage-options", shown]) == 0
+    assert main(["validate", repo, "--sources", "--storage-options", shown]) == 0
+    storage = icechunk.s3_storage(
+        bucket=bucket,
+        prefix="repo",
+        region="us-east-1",
+        endpoint_url=options["client_kwargs"]["endpoint_url"],
+        allow_http=True,
+        force_path_style=True,
+        access_key_id=options["key"],
+        secret_access_key=options["secret"],
+    )
+    credentials = icechunk.s3_static_credentials(
+        access_key_id=options["key"], secret_access_key=options["secret"]
+    )
+    found = icechunk.Repository.open(
+        storage,
+        authorize_virtual_chunk_access=icechunk.containers_credentials(
+            {f"s3://{bucket}/": credentials}
+        ),
+    )
+    got = xr.open_zarr(found.readonly_session("main").store, consolidated=False).load()
+    xr.testing.assert_identical(got, _expected(days))
