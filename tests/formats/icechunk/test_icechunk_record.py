@@ -292,3 +292,22 @@ def test_an_s3_repository_with_sources_on_s3(
     )
     got = xr.open_zarr(found.readonly_session("main").store, consolidated=False).load()
     xr.testing.assert_identical(got, _expected(days))
+
+
+def test_regions_only_where_a_scans_box_holds_no_other_scans_chunk() -> None:
+    from refzarr.formats.icechunk.record import scan_regions
+    from refzarr.model import ArrayMeta, ChunkManifest, RefArray
+    from refzarr.sources.record import read_record
+
+    urls = ["/d/a.nc", "/d/b.nc", "/d/c.nc", "/d/other.nc"]
+    # a 3 x 4 grid: a.nc row 0, b.nc and c.nc interleaved in rows 1-2, other.nc unrecorded
+    ids = np.array([[0, 0, 0, 0], [1, 2, 1, 2], [1, 2, 1, 3]])
+    zeros, ones = np.zeros((3, 4), np.uint64), np.ones((3, 4), np.uint64)
+    manifest = ChunkManifest.from_arrays(urls, ids, zeros, ones)
+    meta = ArrayMeta(shape=(3, 8), chunks=(1, 2), dtype=np.dtype("f4"))
+    scans = [
+        {"url": u, "format": "hdf5", "options": {}, "files": {u: {"size": 1}}} for u in urls[:3]
+    ]
+    record = read_record(RefGroup(sources={"version": 1, "scans": scans}))
+    regions = scan_regions({"v": RefArray(meta, manifest)}, record, {"v": [5, 0]})
+    assert regions == {"/d/a.nc": {"v": [[5, 0], [6, 4]]}}
