@@ -161,7 +161,7 @@ def _growing(existing: RefGroup, dim: str, whole: list[str]) -> list[str]:
         if path in whole or dim not in names:
             continue
         if names[0] != dim:
-            raise NotFast(f"{dim!r} is not the leading dimension of array {path!r} {names}")
+            raise NotFast(f"{dim!r} is not the leading dimension of {path!r} {names}")
         if not array.meta.is_regular:
             raise NotFast(f"array {path!r} has an irregular chunk grid")
         if not array.manifest.nchunks:

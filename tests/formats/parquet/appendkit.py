@@ -1,0 +1,95 @@
+"""Test kit for appends to Parquet sets: synthetic "files" of a few time steps (raw float32
+chunks in a small local file, an inlined ``time`` coordinate, a ``y`` coordinate and a
+``mask(y)`` variable without the time dimension), built in milliseconds."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
+
+__all__ = ["NY", "PATH_LOGGER", "path_taken", "synthetic_file", "values_of"]
+
+NY = 3
+"""Length of ``y``."""
+PATH_LOGGER = "refzarr.formats.parquet.append"
+"""The logger that says which path an append took."""
+_F4 = np.dtype("<f4")
+
+
+def values_of(first: int, steps: int) -> np.ndarray:
+    """The data of ``x`` for time steps ``first .. first + steps``: ``(steps, NY)``."""
+    return (np.arange(first, first + steps)[:, None] * 10 + np.arange(NY)).astype(_F4)
+
+
+def synthetic_file(
+    folder: Path,
+    first: int,
+    steps: int,
+    *,
+    chunk: int = 1,
+    leading: bool = True,
+    mask: int = 1,
+) -> RefGroup:
+    """The group of one file holding time steps ``first .. first + steps``.
+
+    ``x`` is ``(time, y)`` (``(y, time)`` when not ``leading``) in chunks of ``chunk`` along
+    ``time`` and whole along ``y``; its chunks are stored whole (edge chunks padded) in
+    ``folder/file_<first>.bin``. ``mask`` is the value of every element of ``mask``.
+    """
+    data = values_of(first, steps)
+    if not leading:
+        data = np.ascontiguousarray(data.T)
+    axis = 0 if leading else 1
+    chunks = (chunk, NY) if leading else (NY, chunk)
+    grid = [1, 1]
+    grid[axis] = -(-steps // chunk)
+    path = folder / f"file_{first}.bin"
+    offsets = np.zeros(grid, dtype=np.uint64)
+    with open(path, "wb") as out:
+        for k in range(grid[axis]):
+            piece = np.zeros(chunks, dtype=_F4)
+            part = data[k * chunk : (k + 1) * chunk] if leading else data[:, k * chunk :][:, :chunk]
+            piece[: part.shape[0], : part.shape[1]] = part
+            offsets[(k, 0) if leading else (0, k)] = out.tell()
+            out.write(piece.tobytes())
+    size = chunk * NY * _F4.itemsize
+    manifest = ChunkManifest.from_arrays(
+        [path.as_uri()], np.zeros(grid, np.int32), offsets, np.full(grid, size, np.uint64)
+    )
+    names = ("time", "y") if leading else ("y", "time")
+    x = RefArray(
+        ArrayMeta(data.shape, chunks, _F4, fill_value=np.nan, dimension_names=names), manifest
+    )
+    return RefGroup(
+        {"title": "synthetic"},
+        {
+            "time": _inlined(np.arange(first, first + steps, dtype="<f8"), "time", units=True),
+            "y": _inlined(np.arange(NY, dtype="<i4"), "y"),
+            "mask": _inlined(np.full(NY, mask, dtype="<i2"), "y"),
+            "x": x,
+        },
+    )
+
+
+def _inlined(values: np.ndarray, dim: str, *, units: bool = False) -> RefArray:
+    attributes = {"units": "days since 2000-01-01", "calendar": "standard"} if units else {}
+    meta = ArrayMeta(
+        values.shape, values.shape, values.dtype, attributes=attributes, dimension_names=(dim,)
+    )
+    return RefArray(meta, ChunkManifest.one_inlined(values.tobytes()))
+
+
+def path_taken(caplog: pytest.LogCaptureFixture) -> str:
+    """``"fast"`` or ``"whole: <reason>"`` for the last append logged (records cleared)."""
+    messages = [r.getMessage() for r in caplog.records if r.name == PATH_LOGGER]
+    caplog.clear()
+    assert messages, "no append was logged"
+    last = messages[-1]
+    if "record files written" in last:
+        return "fast"
+    return "whole: " + last.partition(" whole set rewritten to append along ")[2].partition(": ")[2]
