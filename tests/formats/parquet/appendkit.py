@@ -34,12 +34,14 @@ def synthetic_file(
     chunk: int = 1,
     leading: bool = True,
     mask: int = 1,
+    hours: bool = False,
 ) -> RefGroup:
     """The group of one file holding time steps ``first .. first + steps``.
 
     ``x`` is ``(time, y)`` (``(y, time)`` when not ``leading``) in chunks of ``chunk`` along
     ``time`` and whole along ``y``; its chunks are stored whole (edge chunks padded) in
     ``folder/file_<first>.bin``. ``mask`` is the value of every element of ``mask``.
+    ``time`` (days, or hours when ``hours``, since 2000-01-01) has CF bounds ``time_bnds``.
     """
     data = values_of(first, steps)
     if not leading:
@@ -65,23 +67,51 @@ def synthetic_file(
     x = RefArray(
         ArrayMeta(data.shape, chunks, _F4, fill_value=np.nan, dimension_names=names), manifest
     )
+    scale = 24 if hours else 1
+    days = np.arange(first, first + steps, dtype="<f8")
+    units = f"{'hours' if hours else 'days'} since 2000-01-01"
+    time = _inlined(days * scale, ("time",), units=units, bounds="time_bnds")
+    edges = np.stack([days, days + 1], axis=1) * scale
+    bounds = _inlined(edges, ("time", "nv"), rows=1)  # CF: in the units of time
     return RefGroup(
         {"title": "synthetic"},
         {
-            "time": _inlined(np.arange(first, first + steps, dtype="<f8"), "time", units=True),
-            "y": _inlined(np.arange(NY, dtype="<i4"), "y"),
-            "mask": _inlined(np.full(NY, mask, dtype="<i2"), "y"),
+            "time": time,
+            "time_bnds": bounds,
+            "y": _inlined(np.arange(NY, dtype="<i4"), ("y",)),
+            "mask": _inlined(np.full(NY, mask, dtype="<i2"), ("y",)),
             "x": x,
         },
     )
 
 
-def _inlined(values: np.ndarray, dim: str, *, units: bool = False) -> RefArray:
-    attributes = {"units": "days since 2000-01-01", "calendar": "standard"} if units else {}
+def _inlined(
+    values: np.ndarray,
+    dims: tuple[str, ...],
+    *,
+    units: str | None = None,
+    bounds: str = "",
+    rows: int | None = None,
+) -> RefArray:
+    """``values`` inlined, in chunks of ``rows`` along the first axis (default: one chunk)."""
+    attributes = {} if units is None else {"units": units, "calendar": "standard"}
+    if bounds:
+        attributes["bounds"] = bounds
+    rows = rows or values.shape[0]
+    chunks = (rows, *values.shape[1:])
     meta = ArrayMeta(
-        values.shape, values.shape, values.dtype, attributes=attributes, dimension_names=(dim,)
+        values.shape, chunks, values.dtype, attributes=attributes, dimension_names=dims
     )
-    return RefArray(meta, ChunkManifest.one_inlined(values.tobytes()))
+    grid = (-(-values.shape[0] // rows), *(1,) * (values.ndim - 1))
+    inlined = {}
+    for k in range(grid[0]):
+        piece = np.zeros(chunks, values.dtype)
+        part = values[k * rows : (k + 1) * rows]
+        piece[: part.shape[0]] = part
+        inlined[(k, *(0,) * (values.ndim - 1))] = piece.tobytes()
+    ids = np.full(grid, -2, np.int32)  # INLINED
+    zeros = np.zeros(grid, np.uint64)
+    return RefArray(meta, ChunkManifest.from_arrays([], ids, zeros, zeros, inlined=inlined))
 
 
 def path_taken(caplog: pytest.LogCaptureFixture) -> str:

@@ -138,6 +138,34 @@ def test_chunks_longer_than_one_step_in_many_appends(
     assert_reads_like(target, combined(parts), tmp_path)
 
 
+def test_other_time_units_and_bounds(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # the new data's times (and their CF bounds) are re-encoded into the set's units
+    target = tmp_path / "refs.parq"
+    parts = [synthetic_file(tmp_path, 0, 3), synthetic_file(tmp_path, 3, 2, hours=True)]
+    # (another file in days would fail, both ways: combine writes re-encoded bounds as one
+    # inlined chunk, and the next file's chunk of 1 makes their grid irregular)
+    parts.append(synthetic_file(tmp_path, 5, 1, hours=True))
+    refzarr.write(parts[0], target, record_size=2)
+    for part in parts[1:]:
+        refzarr.write(part, target, append_dim="time")
+        assert path_taken(caplog) == "fast"
+    assert_reads_like(target, combined(parts), tmp_path)
+    assert refzarr.read(target)["time"].meta.attributes["units"] == "days since 2000-01-01"  # type: ignore[union-attr]
+
+
+def test_arrays_in_a_subgroup(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    def nested(group: RefGroup) -> RefGroup:
+        return RefGroup({"root": True}, {"sub": group}, sources=group.sources)
+
+    target = tmp_path / "refs.parq"
+    parts = [nested(synthetic_file(tmp_path, 2 * k, 2)) for k in range(3)]
+    refzarr.write(parts[0], target, record_size=3)
+    for part in parts[1:]:
+        refzarr.write(part, target, append_dim="time")
+        assert path_taken(caplog) == "fast"
+    assert refzarr.read(target) == combined(parts)
+
+
 # -- falling back to the whole set ------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ existing ones in C order, so only its last record file and new ones change.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,7 +121,7 @@ def plan_append(
         if path not in growing and path not in whole:
             _unchanged(combined, path, array)
     if combined_whole is not None:
-        arrays.update((p, a) for p, a in combined_whole.arrays())
+        arrays.update(_regular(combined_whole))
     final = _assembled(existing, combined, arrays, "")
     return AppendPlan(_with_sources(final, combined), grown, tuple(whole))
 
@@ -281,6 +281,14 @@ def _grown(
     old_chunks = old.manifest.nchunks
     source = AppendedSource(old.manifest, joined.manifest, old_chunks, tail_chunks, record_size)
     return RefArray(final, ChunkManifest.lazy(final.grid_shape, source)), old_chunks // record_size
+
+
+def _regular(combined: RefGroup) -> Iterator[tuple[str, RefArray]]:
+    """The combined coordinate and bounds, whose grids Parquet must be able to express."""
+    for path, array in combined.arrays():
+        if not array.meta.is_regular:
+            raise NotFast(f"array {path!r} would have an irregular chunk grid")
+        yield path, array
 
 
 def _unchanged(combined: RefGroup, path: str, array: RefArray) -> None:
