@@ -4,7 +4,6 @@ chunks in a small local file, an inlined ``time`` coordinate, a ``y`` coordinate
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np

@@ -8,15 +8,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
+from appendkit import PATH_LOGGER, path_taken, synthetic_file
 
 import refzarr
-from appendkit import PATH_LOGGER, path_taken, synthetic_file
 from dailykit import write_days
 from refzarr import RefArray, RefGroup
 from roundtrip import open_zarr_group
@@ -28,9 +27,8 @@ pytestmark = pytest.mark.filterwarnings(
 
 
 @pytest.fixture(autouse=True)
-def _log_paths(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+def _log_paths(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger=PATH_LOGGER)
-    yield
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from appendkit import synthetic_file
 
 import refzarr
-from appendkit import synthetic_file
 from roundtrip import open_zarr_group
 
 STEPS = {
