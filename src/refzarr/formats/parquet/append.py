@@ -114,10 +114,9 @@ def append_parquet(
     urls = [f"{target} (existing set)", "the appended data"]
     zmeta, reason = _existing_layout(location, record_size, fast)
     if zmeta is not None:
-        existing = read_parquet(location, target=None, zmeta=zmeta)
         try:
             plan = plan_append(
-                existing,
+                read_parquet(location, target=None, zmeta=zmeta),
                 group,
                 append_dim,
                 record_size=zmeta.record_size,
@@ -233,12 +232,11 @@ def _write_changed(plan: AppendPlan, root: str, record_size: int) -> int:
 
 
 def _create(path: str, data: bytes) -> None:
-    """Write a new file (never one linked from the old set: that would change the old set)
-    and flush it to the disk."""
+    """Write a new file: never one linked from the old set (writing through the link would
+    change the old set). Not flushed with fsync, like every record file `write_parquet`
+    writes: a kill leaves the old set or the new one, a power cut may not."""
     with open(path, "xb") as file:
         file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
 
 
 # -- the whole set ----------------------------------------------------------------------------

@@ -93,26 +93,18 @@ def plan_append(
     whole = _whole_arrays(existing, coordinate)
     growing = _growing(existing, dim, whole)
     length = _length(existing, growing, coordinate, dim)
-    tail = math.lcm(*(existing[p].meta.chunks[0] for p in growing))  # type: ignore[union-attr]
-    parts = {path: _stand_in(existing[path], tail) for path in growing}  # type: ignore[arg-type]
+    tail = math.lcm(*(_array(existing, p).meta.chunks[0] for p in growing))
+    parts = {path: _stand_in(_array(existing, path), tail) for path in growing}
+    combined_whole = None
     if coordinate is not None:
         parts[coordinate] = _coordinate_tail(existing, coordinate, tail, urls, storage_options)
-    combined_whole: RefGroup | None = None
-    if coordinate is not None:
+        pair = [_only(existing, whole), _only(new, whole)]
         combined_whole = combine(
-            [_only(existing, whole), _only(new, whole)],
-            concat_dims=[dim],
-            urls=urls,
-            storage_options=storage_options,
+            pair, concat_dims=[dim], urls=urls, storage_options=storage_options
         )
     leftover = [p for p in whole if p != coordinate]
-    cut = _rebuilt(existing, parts, leftover)
-    combined = combine(
-        [cut, _rebuilt(new, {}, leftover)],
-        concat_dims=[dim],
-        urls=urls,
-        storage_options=storage_options,
-    )
+    pair = [_rebuilt(existing, parts, leftover), _rebuilt(new, {}, leftover)]
+    combined = combine(pair, concat_dims=[dim], urls=urls, storage_options=storage_options)
     arrays: dict[str, RefArray] = {}
     grown: dict[str, int] = {}
     for path in growing:
@@ -124,6 +116,12 @@ def plan_append(
         arrays.update(_regular(combined_whole))
     final = _assembled(existing, combined, arrays, "")
     return AppendPlan(_with_sources(final, combined), grown, tuple(whole))
+
+
+def _array(group: RefGroup, path: str) -> RefArray:
+    node = group[path]
+    assert isinstance(node, RefArray)
+    return node
 
 
 # -- what the existing set holds ------------------------------------------------------------
@@ -141,10 +139,8 @@ def _whole_arrays(existing: RefGroup, coordinate: str | None) -> list[str]:
     """The coordinate along the dimension and its CF bounds (read and rewritten whole)."""
     if coordinate is None:
         return []
-    node = existing[coordinate]
-    assert isinstance(node, RefArray)
     out = [coordinate]
-    bounds = node.meta.attributes.get("bounds")
+    bounds = _array(existing, coordinate).meta.attributes.get("bounds")
     if isinstance(bounds, str) and bounds:
         prefix = coordinate.rpartition("/")[0]
         path = f"{prefix}/{bounds}" if prefix else bounds
@@ -173,14 +169,14 @@ def _growing(existing: RefGroup, dim: str, whole: list[str]) -> list[str]:
 
 
 def _length(existing: RefGroup, growing: list[str], coordinate: str | None, dim: str) -> int:
-    lengths = {existing[p].meta.shape[0] for p in growing}  # type: ignore[union-attr]
+    lengths = {_array(existing, p).meta.shape[0] for p in growing}
     if coordinate is not None:
-        lengths.add(existing[coordinate].meta.shape[0])  # type: ignore[union-attr]
+        lengths.add(_array(existing, coordinate).meta.shape[0])
     if len(lengths) != 1:
         raise NotFast(f"the existing set's arrays disagree on the length of {dim!r}")
     (length,) = lengths
     for path in growing:
-        chunk = existing[path].meta.chunks[0]  # type: ignore[union-attr]
+        chunk = _array(existing, path).meta.chunks[0]
         if length % chunk:
             raise NotFast(
                 f"the existing set's last chunk of {path!r} along {dim!r} is partial "
@@ -212,8 +208,7 @@ def _coordinate_tail(
     storage_options: Mapping[str, Any] | None,
 ) -> RefArray:
     """The existing coordinate's last ``tail`` values (read), inlined, its metadata kept."""
-    node = existing[path]
-    assert isinstance(node, RefArray)
+    node = _array(existing, path)
     (values,) = read_values([node], lambda _: f"{urls[0]}: {path}", storage_options)
     meta = node.meta
     names = meta.dimension_names or ()
@@ -263,10 +258,7 @@ def _grown(
 ) -> tuple[RefArray, int]:
     """The appended array at ``path`` (lazy: existing record files, then new entries) and
     its first record file that changes."""
-    old = existing[path]
-    joined = combined[path]
-    assert isinstance(old, RefArray)
-    assert isinstance(joined, RefArray)
+    old, joined = _array(existing, path), _array(combined, path)
     meta = joined.meta
     if not meta.is_regular or meta.chunks != old.meta.chunks:
         raise NotFast(f"array {path!r} would not keep its chunking (irregular grid)")
