@@ -19,6 +19,7 @@ logged (logger ``refzarr.formats.parquet.append``, level DEBUG) and returned.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -217,18 +218,38 @@ def _link(source: str, destination: str) -> None:
 
 
 def _write_changed(plan: AppendPlan, root: str, record_size: int) -> int:
-    count = 0
-    with ThreadPoolExecutor(_THREADS) as pool:
-        for path in (*plan.rewritten, *plan.grown):
-            array = plan.group[path]
-            assert not isinstance(array, RefGroup)
-            if not array.manifest.nchunks:
-                continue
-            directory = os.path.join(root, *path.split("/"))
-            os.makedirs(directory, exist_ok=True)
-            first = plan.grown.get(path, 0)
-            count += write_records(pool, _create, directory, array, record_size, first)
-    return count
+    """Write the changed and new record files (an append's few in this thread, where
+    handing them to threads would cost more than it saves)."""
+    arrays = [(path, plan.grown.get(path, 0)) for path in (*plan.rewritten, *plan.grown)]
+    count = sum(_record_count(plan, path, first, record_size) for path, first in arrays)
+    with contextlib.ExitStack() as stack:
+        pool = None if count <= _THREADS else stack.enter_context(ThreadPoolExecutor(_THREADS))
+        return sum(
+            _write_array(plan, root, path, first, record_size, pool) for path, first in arrays
+        )
+
+
+def _record_count(plan: AppendPlan, path: str, first: int, record_size: int) -> int:
+    array = plan.group[path]
+    assert not isinstance(array, RefGroup)
+    return max(0, -(-array.manifest.nchunks // record_size) - first)
+
+
+def _write_array(
+    plan: AppendPlan,
+    root: str,
+    path: str,
+    first: int,
+    record_size: int,
+    pool: ThreadPoolExecutor | None,
+) -> int:
+    array = plan.group[path]
+    assert not isinstance(array, RefGroup)
+    if not array.manifest.nchunks:
+        return 0
+    directory = os.path.join(root, *path.split("/"))
+    os.makedirs(directory, exist_ok=True)
+    return write_records(pool, _create, directory, array, record_size, first)
 
 
 def _create(path: str, data: bytes) -> None:

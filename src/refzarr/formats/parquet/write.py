@@ -68,7 +68,7 @@ def write_parquet(group: RefGroup, fs: Any, root: str, *, record_size: int) -> N
 
 
 def write_records(
-    pool: ThreadPoolExecutor,
+    pool: ThreadPoolExecutor | None,
     put: Callable[[str, bytes], Any],
     directory: str,
     array: RefArray,
@@ -76,7 +76,8 @@ def write_records(
     first: int = 0,
 ) -> int:
     """Encode the record files of ``array`` from record ``first`` on and hand each to
-    ``put(path, data)`` (``directory`` exists); the number of files written."""
+    ``put(path, data)`` (``directory`` exists), on ``pool``'s threads (None: in this
+    thread); the number of files written."""
 
     def write(number: int, table: pa.Table) -> None:
         put(f"{directory}/{record_file_name(number)}", encode_record(table))
@@ -85,6 +86,9 @@ def write_records(
     count = 0
     for number, entries in enumerate(entry_slices(array.manifest, record_size, first), first):
         count += 1
+        if pool is None:
+            write(number, record_table(entries))
+            continue
         pending.append(pool.submit(write, number, record_table(entries)))
         if len(pending) >= 2 * _THREADS:
             pending.pop(0).result()
