@@ -34,6 +34,7 @@ def synthetic_file(
     leading: bool = True,
     mask: int = 1,
     hours: bool = False,
+    inline: bool = False,
 ) -> RefGroup:
     """The group of one file holding time steps ``first .. first + steps``.
 
@@ -41,6 +42,7 @@ def synthetic_file(
     ``time`` and whole along ``y``; its chunks are stored whole (edge chunks padded) in
     ``folder/file_<first>.bin``. ``mask`` is the value of every element of ``mask``.
     ``time`` (days, or hours when ``hours``, since 2000-01-01) has CF bounds ``time_bnds``.
+    ``inline``: the chunks of ``x`` are held inline instead.
     """
     data = values_of(first, steps)
     if not leading:
@@ -51,17 +53,23 @@ def synthetic_file(
     grid[axis] = -(-steps // chunk)
     path = folder / f"file_{first}.bin"
     offsets = np.zeros(grid, dtype=np.uint64)
+    pieces = {}
     with open(path, "wb") as out:
         for k in range(grid[axis]):
             piece = np.zeros(chunks, dtype=_F4)
             part = data[k * chunk : (k + 1) * chunk] if leading else data[:, k * chunk :][:, :chunk]
             piece[: part.shape[0], : part.shape[1]] = part
             offsets[(k, 0) if leading else (0, k)] = out.tell()
+            pieces[(k, 0) if leading else (0, k)] = piece.tobytes()
             out.write(piece.tobytes())
     size = chunk * NY * _F4.itemsize
     manifest = ChunkManifest.from_arrays(
         [path.as_uri()], np.zeros(grid, np.int32), offsets, np.full(grid, size, np.uint64)
     )
+    if inline:
+        zeros = np.zeros(grid, np.uint64)
+        ids = np.full(grid, -2, np.int32)  # INLINED
+        manifest = ChunkManifest.from_arrays([], ids, zeros, zeros, inlined=pieces)
     names = ("time", "y") if leading else ("y", "time")
     x = RefArray(
         ArrayMeta(data.shape, chunks, _F4, fill_value=np.nan, dimension_names=names), manifest

@@ -164,6 +164,20 @@ def test_arrays_in_a_subgroup(tmp_path: Path, caplog: pytest.LogCaptureFixture) 
     assert refzarr.read(target) == combined(parts)
 
 
+def test_inlined_chunks_on_both_sides_of_a_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the last record file mixes references and inlined chunks, old ones and new ones
+    target = tmp_path / "refs.parq"
+    parts = [synthetic_file(tmp_path, 0, 2), synthetic_file(tmp_path, 2, 2, inline=True)]
+    parts += [synthetic_file(tmp_path, 4, 3), synthetic_file(tmp_path, 7, 2, inline=True)]
+    refzarr.write(parts[0], target, record_size=3)
+    for part in parts[1:]:
+        refzarr.write(part, target, append_dim="time")
+        assert path_taken(caplog) == "fast"
+    assert_reads_like(target, combined(parts), tmp_path)
+
+
 # -- falling back to the whole set ------------------------------------------------------------
 
 
