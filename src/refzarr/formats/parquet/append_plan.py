@@ -3,8 +3,8 @@
 `refzarr.combine` runs twice, on small stand-ins of the existing set: once on the coordinate
 along the dimension (and its CF bounds) in full, which checks duplicate, overlapping and
 unordered values exactly as combining everything would; once on the whole hierarchy with
-every other array along the dimension cut to its last chunks (`tail_length` positions, a
-placeholder manifest marking the last chunk), which runs every other check (dtypes, codecs,
+every other array along the dimension cut to its last chunks (as many positions as the least
+common multiple of their chunk lengths along it; a placeholder manifest marks the last chunk), which runs every other check (dtypes, codecs,
 fill values, CF packing, chunking, dimension names, variables expected identical, read in
 full). The placeholder shows where the existing data landed: only when it comes first (an
 append at the end) is the plan made; then each growing array's new chunks follow its
