@@ -13,17 +13,24 @@ is its own and no cache carries over; imports happen before the clock starts. Th
 measurements leave their outputs in ``benchmarks/.cache/<size>/``, and the load measurements
 read them: refzarr loads what refzarr wrote, fsspec loads what kerchunk wrote.
 
+A second section (``--append``) appends 10 files to a Parquet set of 10,000 (issue 18): the
+append that writes only the changed record files against the append that rewrites the whole
+set (what every append did before) and against writing the whole 10,010-file set from memory;
+medians of fresh processes, each starting from a copy of the same set.
+
 Usage::
 
     python benchmarks/bench_formats.py                      # 1M and 10M, as the issue asks
     python benchmarks/bench_formats.py --sizes 10k,100k     # a quick run
     python benchmarks/bench_formats.py --skip-competitors   # refzarr only
+    python benchmarks/bench_formats.py --append             # the append section only
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import shutil
@@ -463,6 +470,185 @@ def targets(results: Results) -> str:
     return "\n".join(lines)
 
 
+# -- appending 10 files to a Parquet set of 10,000 (issue 18) --------------------------------
+
+APPEND_NEW = 10
+APPEND_CHUNK = 50
+APPEND_IN_PROCESS = 3
+APPEND_TASKS = {
+    "append-fast": "append 10 files (changed record files only)",
+    "append-whole": "append 10 files, whole set rewritten (before)",
+    "write-whole": "write the whole set from memory",
+}
+
+
+def append_group(first: int, count: int, per_file: int) -> Any:
+    """``count`` daily files from day ``first`` as one group: ``air(time, y, x)`` with one
+    time step and ``per_file`` (a square) chunks per file, an inlined ``time`` coordinate and
+    inlined ``y`` / ``x`` coordinates (what combining scanned files gives)."""
+    import numpy as np
+
+    from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
+    from refzarr.combine.coordinate import inlined_array
+
+    side = math.isqrt(per_file)
+    grid = (count, side, side)
+    rng = np.random.default_rng(first)
+    lengths = rng.integers(2_000, 4_000, (count, per_file), dtype=np.uint64)
+    offsets = 16_384 + np.cumsum(lengths, axis=1, dtype=np.uint64) - lengths
+    path_id = np.repeat(np.arange(count, dtype=np.int32), per_file)
+    paths = [f"s3://bucket/air/day_{first + k:06d}.nc" for k in range(count)]
+    manifest = ChunkManifest.from_arrays(
+        paths, path_id.reshape(grid), offsets.reshape(grid), lengths.reshape(grid)
+    )
+    meta = ArrayMeta(
+        shape=(count, side * APPEND_CHUNK, side * APPEND_CHUNK),
+        chunks=(1, APPEND_CHUNK, APPEND_CHUNK),
+        dtype=np.dtype("<f4"),
+        fill_value=float("nan"),
+        codecs=({"id": "zlib", "level": 4},),
+        attributes={"units": "K"},
+        dimension_names=("time", "y", "x"),
+    )
+    days = np.arange(first, first + count, dtype="<f8")
+    axis = np.arange(side * APPEND_CHUNK, dtype="<f4")
+    members = {
+        "time": inlined_array(days, "time", {"units": "days since 2000-01-01"}),
+        "y": inlined_array(axis, "y", {"units": "km"}),
+        "x": inlined_array(axis, "x", {"units": "km"}),
+        "air": RefArray(meta, manifest),
+    }
+    return RefGroup({"title": "synthetic archive"}, members)
+
+
+def run_append_worker(task: str, folder: Path, args: argparse.Namespace) -> None:
+    """Timed appends (or a whole write), each from a fresh copy of the set; one JSON line.
+
+    ``append-fast`` runs ``APPEND_IN_PROCESS`` times (the first in a fresh process pays
+    first-call costs the others do not); the others once.
+    """
+    import refzarr
+
+    files, per_file, size = args.append_files, args.append_chunks, args.append_record_size
+    if task == "setup":
+        refzarr.write(append_group(0, files, per_file), folder / "base.parq", record_size=size)
+        return
+    _warm_up(folder / "warm.parq")
+    new = append_group(files, APPEND_NEW, per_file)
+    whole = None
+    if task == "write-whole":
+        whole = refzarr.combine([append_group(0, files, per_file), new], concat_dims=["time"])
+    base_mb = _peak_mb()
+    runs = APPEND_IN_PROCESS if task == "append-fast" else 1
+    timed = [_append_once(task, folder, new, whole, size) for _ in range(runs)]
+    report = {"seconds": [t for t, _ in timed], "fast": all(f for _, f in timed)}
+    print(json.dumps({**report, "peak_mb": _peak_mb(), "base_mb": base_mb}))
+
+
+def _append_once(task: str, folder: Path, new: Any, whole: Any, size: int) -> tuple[float, bool]:
+    """Seconds of one append to a fresh copy of the set (or of writing ``whole``), and
+    whether only the changed record files were written."""
+    import refzarr
+    from refzarr.formats.parquet.append import append_parquet
+    from refzarr.formats.source import locate
+
+    work = folder / "work.parq"
+    shutil.rmtree(work, ignore_errors=True)
+    if whole is not None:
+        start = time.perf_counter()
+        refzarr.write(whole, work, record_size=size)
+        return time.perf_counter() - start, False
+    shutil.copytree(folder / "base.parq", work)
+    start = time.perf_counter()
+    outcome = append_parquet(
+        new,
+        locate(str(work), None),
+        target=str(work),
+        append_dim="time",
+        record_size=None,
+        storage_options=None,
+        fast=task == "append-fast",
+    )
+    return time.perf_counter() - start, outcome.fast
+
+
+def _warm_up(target: Path) -> None:
+    """Both kinds of append on a 2-file set, so that the timed call imports nothing."""
+    import refzarr
+
+    refzarr.write(append_group(0, 1, 4), target)
+    refzarr.write(append_group(1, 1, 4), target, append_dim="time")
+    refzarr.write(append_group(0, 1, 4), target.with_suffix(".json"))
+    refzarr.write(append_group(1, 1, 4), target.with_suffix(".json"), append_dim="time")
+    shutil.rmtree(target)
+    target.with_suffix(".json").unlink()
+
+
+def measure_append(args: argparse.Namespace) -> str:
+    """The append section: medians over ``repeat`` fresh processes per task, interleaved."""
+    folder = CACHE / "append"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    progress(f"append: writing the {args.append_files:,}-file set")
+    _spawn_append("setup", folder, args)
+    runs: dict[str, list[dict[str, Any]]] = {task: [] for task in APPEND_TASKS}
+    repeat = args.repeat or 5
+    for run in range(repeat):
+        for task in APPEND_TASKS:
+            progress(f"append: {task} ({run + 1}/{repeat})")
+            runs[task].append(_spawn_append(task, folder, args))
+    shutil.rmtree(folder, ignore_errors=True)
+    return append_report(args, runs, repeat)
+
+
+def _spawn_append(task: str, folder: Path, args: argparse.Namespace) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--append-worker", task, "--dir", str(folder)]
+    command += ["--append-files", str(args.append_files)]
+    command += ["--append-chunks", str(args.append_chunks)]
+    command += ["--append-record-size", str(args.append_record_size)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"append worker {task} failed: {done.stderr.strip()[-400:]}")
+    lines = done.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else {}
+
+
+def append_report(
+    args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]], repeat: int
+) -> str:
+    """The section's table and its target."""
+    chunks = (args.append_files + APPEND_NEW) * args.append_chunks
+    lines = [
+        f"append {APPEND_NEW} files to a Parquet set of {args.append_files:,} "
+        f"({args.append_chunks} chunks per file: {chunks:,} references of 'air' in the result; "
+        f"record_size {args.append_record_size:,}); {repeat} processes per row, medians "
+        f"(append: {APPEND_IN_PROCESS} appends per process; 'first': the first of each)",
+    ]
+    rows = [["operation", "time s", "peak MB", "base MB", "x fast"]]
+    seconds = {t: [s for r in runs[t] for s in r["seconds"]] for t in APPEND_TASKS}
+    median = {t: statistics.median(v) for t, v in seconds.items()}
+    first = statistics.median(r["seconds"][0] for r in runs["append-fast"])
+    for task, text in APPEND_TASKS.items():
+        peak = statistics.median(r["peak_mb"] for r in runs[task])
+        base = statistics.median(r["base_mb"] for r in runs[task])
+        ratio = median[task] / median["append-fast"]
+        rows.append([text, f"{median[task]:.3f}", f"{peak:,.0f}", f"{base:,.0f}", f"{ratio:.0f}x"])
+    rows.insert(2, ["  first append in a fresh process", f"{first:.3f}", "", "", ""])
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        cells = [row[0].ljust(widths[0])]
+        cells += [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    share = median["append-fast"] / median["append-whole"]
+    fast = all(r.get("fast") for r in runs["append-fast"])
+    verdict = "met" if share < 0.01 and fast else "NOT MET"
+    lines.append(
+        f"  {verdict:<8} append < 1% of rewriting the whole set: {share:.2%} "
+        f"(first appends: {first / median['append-whole']:.2%}; fast path in every run: {fast})"
+    )
+    return "\n".join(lines)
+
+
 # -- main -------------------------------------------------------------------------------------
 
 
@@ -484,6 +670,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="1M,10M", help="comma-separated, e.g. 10k,100k,1M")
     parser.add_argument("--repeat", type=int, help="runs per measurement (default 3; 1 at 10M+)")
     parser.add_argument("--skip-competitors", action="store_true", help="measure refzarr only")
+    parser.add_argument("--append", action="store_true", help="run the append section only")
+    parser.add_argument("--append-files", type=int, default=10_000, help="files in the set")
+    parser.add_argument(
+        "--append-chunks", type=int, default=1024, help="chunks per file (a square number)"
+    )
+    parser.add_argument(
+        "--append-record-size", type=int, default=100_000, help="record_size of the set"
+    )
+    parser.add_argument("--append-worker", help=argparse.SUPPRESS)
     parser.add_argument("--worker", choices=sorted(TASKS), help=argparse.SUPPRESS)
     parser.add_argument("--worker-size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
@@ -503,6 +698,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         run_worker(args.worker, args.dir, args.worker_size, args.repeat or 1)
         return 0
+    if args.append_worker:
+        run_append_worker(args.append_worker, args.dir, args)
+        return 0
+    if args.append:
+        print(measure_append(args))
+        return 0
     repeats = {n: args.repeat or (1 if n >= 10**7 else 3) for n in args.sizes}
     results: Results = {}
     for n in args.sizes:
@@ -515,6 +716,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(args.sizes, results))
     print()
     print(targets(results))
+    print()
+    print(measure_append(args))
     return 0
 
 

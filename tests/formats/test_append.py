@@ -3,6 +3,7 @@ what does not fit raises and leaves the old set untouched."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -23,14 +24,30 @@ def scanned(days: list[Path]) -> list[refzarr.RefGroup]:
     return [refzarr.scan(path) for path in days]
 
 
+PARQUET_APPEND = "refzarr.formats.parquet.append"
+"""The logger that says whether a Parquet append wrote only new record files."""
+
+
+def fast_appends(caplog: pytest.LogCaptureFixture) -> int:
+    """Parquet appends logged as writing only the changed record files."""
+    return sum(
+        "record files written" in r.getMessage() for r in caplog.records if r.name == PARQUET_APPEND
+    )
+
+
 @pytest.mark.parametrize("suffix", [".json", ".parq", ".json.zst"])
 def test_appends_in_steps_equal_one_combine(
-    tmp_path: Path, scanned: list[refzarr.RefGroup], suffix: str
+    tmp_path: Path,
+    scanned: list[refzarr.RefGroup],
+    suffix: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger=PARQUET_APPEND)
     target = tmp_path / f"refs{suffix}"
     refzarr.write(refzarr.combine(scanned[:3], concat_dims=["time"]), target)
     refzarr.write(scanned[3], target, append_dim="time")
     refzarr.write(refzarr.combine(scanned[4:], concat_dims=["time"]), target, append_dim="time")
+    assert fast_appends(caplog) == (2 if suffix == ".parq" else 0)
     everything = refzarr.combine(scanned, concat_dims=["time"])
     assert refzarr.read(target) == everything
     xr.testing.assert_identical(
@@ -86,8 +103,12 @@ def thousand_and_ten(tmp_path_factory: pytest.TempPathFactory) -> list[refzarr.R
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ["refs.json", "refs.parq", "icechunk"])
 def test_ten_files_appended_to_a_thousand_equal_combining_all(
-    tmp_path: Path, thousand_and_ten: list[refzarr.RefGroup], target: str
+    tmp_path: Path,
+    thousand_and_ten: list[refzarr.RefGroup],
+    target: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger=PARQUET_APPEND)
     old, new = thousand_and_ten[:1000], thousand_and_ten[1000:]
     everything = refzarr.combine(thousand_and_ten, concat_dims=["time"])
     expected = refzarr.open_dataset(everything).load()
@@ -98,6 +119,7 @@ def test_ten_files_appended_to_a_thousand_equal_combining_all(
     else:
         refzarr.write(first, tmp_path / target)
         refzarr.write(added, tmp_path / target, append_dim="time")
+        assert fast_appends(caplog) == (target == "refs.parq")  # Parquet: new records only
         assert refzarr.read(tmp_path / target) == everything
         got = refzarr.open_dataset(tmp_path / target).load()
     xr.testing.assert_identical(got, expected)

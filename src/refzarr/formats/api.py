@@ -139,7 +139,7 @@ def write(
     format: Literal["json", "parquet"] | None = None,
     compression: Compression | Literal["infer"] = "infer",
     version: Literal[0, 1] = 0,
-    record_size: int = DEFAULT_RECORD_SIZE,
+    record_size: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
     append_dim: str | None = None,
 ) -> None:
@@ -161,7 +161,8 @@ def write(
         JSON only: 0 (default, every reader understands it) or 1 (URL prefixes factored into
         ``templates``).
     record_size
-        Parquet only: references per record file.
+        Parquet only: references per record file; None (default) keeps the existing set's
+        when appending, else `DEFAULT_RECORD_SIZE`.
     storage_options
         fsspec options for the target filesystem (and, when appending, its sources).
     append_dim
@@ -169,7 +170,11 @@ def write(
         the two are combined exactly as `refzarr.combine` combines files (dtypes, codecs,
         chunking, coordinates, scale factors, duplicate coordinate values are checked) and
         the result replaces the old set atomically; on any failure the old set is left as it
-        was. The whole set is rewritten (its cost grows with the existing set). A target that
+        was. A JSON set is rewritten whole. A local Parquet set whose arrays along
+        ``append_dim`` all have it as their leading dimension gets only its changed record
+        files written (each growing array's last one and new ones, the coordinate,
+        ``.zmetadata``): the cost grows with the new data, not with the existing set;
+        otherwise it is rewritten whole (see docs/formats.md, "Appending"). A target that
         does not exist yet is written as a new set.
 
     Raises
@@ -187,14 +192,29 @@ def write(
 
     if not isinstance(group, RefGroup):
         raise TypeError(f"write() takes a RefGroup, got {type(group).__name__}")
+    if record_size is not None and record_size < 1:
+        raise ValueError(f"record_size must be positive, got {record_size}")
     location = locate(target, storage_options)
+    chosen = format or format_from_suffix(location.path)
+    if append_dim is not None:
+        _check_append_dim(append_dim)
+    if append_dim is not None and chosen == "parquet":
+        from refzarr.formats.parquet.append import append_parquet
+
+        append_parquet(
+            group,
+            location,
+            target=os.fspath(target),
+            append_dim=append_dim,
+            record_size=record_size,
+            storage_options=storage_options,
+        )
+        return
     if append_dim is not None:
         group = _appended(group, os.fspath(target), append_dim, storage_options)
     require_regular_grids(group)  # before any output exists: no partial reference set
-    chosen = format or format_from_suffix(location.path)
     if chosen == "parquet":
-        if record_size < 1:
-            raise ValueError(f"record_size must be positive, got {record_size}")
+        record_size = record_size or DEFAULT_RECORD_SIZE
         with atomic_path(location, directory=True) as temporary:
             parquet_write.write_parquet(group, location.fs, temporary, record_size=record_size)
         return
@@ -217,8 +237,6 @@ def _appended(
     ``group`` when nothing exists there yet)."""
     from refzarr.combine import combine
 
-    if not isinstance(append_dim, str) or not append_dim:
-        raise TypeError(f"append_dim must be a dimension name, got {append_dim!r}")
     try:
         existing = read(target, storage_options)
     except SourceNotFoundError:
@@ -229,6 +247,11 @@ def _appended(
         urls=[f"{target} (existing set)", "the appended data"],
         storage_options=storage_options,
     )
+
+
+def _check_append_dim(append_dim: object) -> None:
+    if not isinstance(append_dim, str) or not append_dim:
+        raise TypeError(f"append_dim must be a dimension name, got {append_dim!r}")
 
 
 def _json_compression(path: str, compression: object) -> Compression:

@@ -33,7 +33,7 @@ from typing import Any
 
 from refzarr.formats.source import Location
 
-__all__ = ["atomic_path", "clean_leftovers", "temporary_name", "write_atomic"]
+__all__ = ["atomic_path", "clean_leftovers", "step", "temporary_name", "write_atomic"]
 
 TEMPORARY_MARK = ".tmp-"
 """What a temporary name adds to the target's name (followed by a random hex suffix)."""
@@ -47,6 +47,10 @@ fault_hook: Callable[[str], None] | None = None
 def _step(name: str) -> None:
     if fault_hook is not None:
         fault_hook(name)
+
+
+step = _step
+"""Mark a named step of a write (writers inside `atomic_path` mark their own steps)."""
 
 
 def temporary_name(path: str) -> str:

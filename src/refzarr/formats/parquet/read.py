@@ -45,7 +45,9 @@ class ZMetadata:
     every_record_written: bool = False
 
 
-def read_parquet(location: Location, *, target: str | None) -> RefGroup:
+def read_parquet(
+    location: Location, *, target: str | None, zmeta: ZMetadata | None = None
+) -> RefGroup:
     """The `RefGroup` of a Parquet reference set; manifests load one record file at a time.
 
     Parameters
@@ -54,6 +56,8 @@ def read_parquet(location: Location, *, target: str | None) -> RefGroup:
         The reference set's directory.
     target
         URL for rows with a null path but a byte range.
+    zmeta
+        ``.zmetadata`` when already loaded (`load_zmetadata`).
 
     Returns
     -------
@@ -67,7 +71,7 @@ def read_parquet(location: Location, *, target: str | None) -> RefGroup:
     SourceNotFoundError
         ``location`` does not exist.
     """
-    zmeta = load_zmetadata(location)
+    zmeta = zmeta or load_zmetadata(location)
     docs = {k: v for k, v in zmeta.metadata.items() if is_metadata_key(k)}
     hierarchy = parse_hierarchy(docs, where=zmeta.where)
     overrides = _chunks_in_metadata(zmeta, hierarchy)

@@ -44,10 +44,11 @@ class EntrySlice:
     inlined: Mapping[int, bytes]
 
 
-def entry_slices(manifest: ChunkManifest, record_size: int) -> Iterator[EntrySlice]:
-    """The entries of each record of ``record_size`` chunks, loading blocks as reached."""
+def entry_slices(manifest: ChunkManifest, record_size: int, first: int = 0) -> Iterator[EntrySlice]:
+    """The entries of each record of ``record_size`` chunks from record ``first`` on, loading
+    blocks as reached (blocks before the first record are not loaded)."""
     total, block_size = manifest.nchunks, manifest.block_size
-    for low in range(0, total, record_size):
+    for low in range(first * record_size, total, record_size):
         high = min(total, low + record_size)
         pieces = [
             _piece(manifest.block(number), low, high)

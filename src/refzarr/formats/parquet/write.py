@@ -12,6 +12,7 @@ last ``/``, so ``/``-separated keys of 2-D or larger arrays would not resolve.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,7 +25,7 @@ from refzarr.model.group import RefArray, RefGroup
 from refzarr.model.hierarchy import metadata_documents, require_regular_grids
 from refzarr.model.sparse import check_dense
 
-__all__ = ["encode_record", "write_parquet", "zmetadata_document"]
+__all__ = ["encode_record", "write_parquet", "write_records", "zmetadata_document"]
 
 _THREADS = 4
 """Record files encoded at once (zstd and Parquet encoding release the GIL)."""
@@ -61,25 +62,39 @@ def write_parquet(group: RefGroup, fs: Any, root: str, *, record_size: int) -> N
     with ThreadPoolExecutor(_THREADS) as pool:
         for path, array in group.arrays():
             if array.manifest.nchunks:
-                _write_records(pool, fs, f"{root}/{path}", array, record_size)
+                fs.makedirs(f"{root}/{path}", exist_ok=True)
+                write_records(pool, fs.pipe_file, f"{root}/{path}", array, record_size)
     fs.pipe_file(f"{root}/.zmetadata", zmetadata_document(group, record_size))
 
 
-def _write_records(
-    pool: ThreadPoolExecutor, fs: Any, directory: str, array: RefArray, record_size: int
-) -> None:
-    fs.makedirs(directory, exist_ok=True)
+def write_records(
+    pool: ThreadPoolExecutor | None,
+    put: Callable[[str, bytes], Any],
+    directory: str,
+    array: RefArray,
+    record_size: int,
+    first: int = 0,
+) -> int:
+    """Encode the record files of ``array`` from record ``first`` on and hand each to
+    ``put(path, data)`` (``directory`` exists), on ``pool``'s threads (None: in this
+    thread); the number of files written."""
 
     def write(number: int, table: pa.Table) -> None:
-        fs.pipe_file(f"{directory}/{record_file_name(number)}", encode_record(table))
+        put(f"{directory}/{record_file_name(number)}", encode_record(table))
 
     pending = []
-    for number, entries in enumerate(entry_slices(array.manifest, record_size)):
+    count = 0
+    for number, entries in enumerate(entry_slices(array.manifest, record_size, first), first):
+        count += 1
+        if pool is None:
+            write(number, record_table(entries))
+            continue
         pending.append(pool.submit(write, number, record_table(entries)))
         if len(pending) >= 2 * _THREADS:
             pending.pop(0).result()
     for future in pending:
         future.result()
+    return count
 
 
 def encode_record(table: pa.Table) -> bytes:

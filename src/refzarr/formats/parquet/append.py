@@ -1,0 +1,305 @@
+"""Appending to a Parquet reference set: only the record files that change are written.
+
+When the append dimension leads the chunk grid of every array along it, new chunks follow
+the existing ones in C order: an array's new entries go to the end of its last record file
+and into new ones (fsspec's layout puts chunk ``i`` in ``refs.<i // record_size>.parq``).
+`plan_append` checks the new data against the existing set's metadata and coordinate as
+`refzarr.combine` would, without reading the existing manifests; then a new directory is
+made beside the set, holding hard links to every record file that does not change (no data
+copied), the rewritten last record file of each growing array, the new record files, the
+coordinate along the dimension and ``.zmetadata``; and it is exchanged with the old
+directory in one step, as every Parquet write is (`refzarr.formats.atomic`). Readers see
+the old set or the new one; a failure or a kill at any step leaves the old set untouched.
+
+Everything else (a set on an object store, a dimension that does not lead, a result with an
+irregular grid, a set fsspec or kerchunk wrote, a refused append) combines the whole
+existing set with the new data and rewrites it, as before. Which path ran, and why, is
+logged (logger ``refzarr.formats.parquet.append``, level DEBUG) and returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from refzarr.errors import RefzarrError, SourceNotFoundError
+from refzarr.formats.api import DEFAULT_RECORD_SIZE, read
+from refzarr.formats.atomic import atomic_path, clean_leftovers, step
+from refzarr.formats.parquet.append_plan import AppendPlan, NotFast, plan_append
+from refzarr.formats.parquet.read import ZMetadata, load_zmetadata, read_parquet
+from refzarr.formats.parquet.write import (
+    write_parquet,
+    write_records,
+    zmetadata_document,
+)
+from refzarr.formats.source import Location
+from refzarr.model.group import RefGroup
+from refzarr.model.hierarchy import is_metadata_key, require_regular_grids
+
+__all__ = ["AppendOutcome", "append_parquet"]
+
+LOG = logging.getLogger(__name__)
+
+_RECORD = re.compile(r"refs\.(\d+)\.parq")
+_THREADS = 4
+_NO_LINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.EOPNOTSUPP, errno.ENOSYS}
+
+
+@dataclass(frozen=True, slots=True)
+class AppendOutcome:
+    """What an append to a Parquet set did.
+
+    Parameters
+    ----------
+    fast
+        Only the changed record files were written (else the whole set was rewritten).
+    reason
+        Why the whole set was rewritten ("" when it was not).
+    written
+        Record files written.
+    linked
+        Files of the old set hard-linked (or copied) into the new one unchanged.
+    """
+
+    fast: bool
+    reason: str = ""
+    written: int = 0
+    linked: int = 0
+
+
+def append_parquet(
+    group: RefGroup,
+    location: Location,
+    *,
+    target: str,
+    append_dim: str,
+    record_size: int | None,
+    storage_options: Mapping[str, Any] | None,
+    fast: bool = True,
+) -> AppendOutcome:
+    """Append ``group`` along ``append_dim`` to the Parquet set at ``location``.
+
+    Parameters
+    ----------
+    group
+        The new data.
+    location
+        The set's directory.
+    target
+        The set as the caller named it (error messages say ``<target> (existing set)``).
+    append_dim
+        The dimension to append along.
+    record_size
+        References per record file; None keeps the existing set's (a different one rewrites
+        the whole set).
+    storage_options
+        fsspec options for the referenced files (coordinate values, identity checks).
+    fast
+        False always rewrites the whole set (benchmarks compare the two).
+
+    Returns
+    -------
+    AppendOutcome
+        Which path ran and why (also logged at DEBUG level).
+    """
+    if location.is_local:  # a set a dead writer moved aside is put back before reading
+        clean_leftovers(location.path)
+    urls = [f"{target} (existing set)", "the appended data"]
+    zmeta, reason = _existing_layout(location, record_size, fast)
+    if zmeta is not None:
+        try:
+            plan = plan_append(
+                read_parquet(location, target=None, zmeta=zmeta),
+                group,
+                append_dim,
+                record_size=zmeta.record_size,
+                urls=urls,
+                storage_options=storage_options,
+            )
+        except NotFast as exc:
+            reason = str(exc)
+        except (RefzarrError, ValueError) as exc:  # combine's exact error comes from below
+            reason = f"the checks refused the append ({type(exc).__name__})"
+        else:
+            outcome = _write_fast(plan, location, zmeta.record_size)
+            LOG.debug(
+                "%s: appended along %r: %d record files written, %d files linked",
+                location.shown,
+                append_dim,
+                outcome.written,
+                outcome.linked,
+            )
+            return outcome
+    LOG.debug("%s: whole set rewritten to append along %r: %s", location.shown, append_dim, reason)
+    return _rewrite(group, location, target, urls, append_dim, record_size, storage_options, reason)
+
+
+def _existing_layout(
+    location: Location, record_size: int | None, fast: bool
+) -> tuple[ZMetadata | None, str]:
+    """The existing set's ``.zmetadata`` when only its changed files can be written, else
+    None and why not."""
+    if not fast:
+        return None, "asked for"
+    if not location.is_local:
+        return None, "the set is not on the local disk (object stores: whole set rewritten)"
+    try:
+        zmeta = load_zmetadata(location)
+    except (RefzarrError, OSError):
+        return None, "no Parquet reference set at the target"
+    if not zmeta.every_record_written:
+        return None, "the set was not written by refzarr (record files may be absent)"
+    if any(not is_metadata_key(key) for key in zmeta.metadata):
+        return None, "the set holds chunks in .zmetadata"
+    if record_size is not None and record_size != zmeta.record_size:
+        return None, f"record_size changes from {zmeta.record_size} to {record_size}"
+    return zmeta, ""
+
+
+# -- the fast path --------------------------------------------------------------------------
+
+
+def _write_fast(plan: AppendPlan, location: Location, record_size: int) -> AppendOutcome:
+    """A new directory of links and changed files, exchanged with the old one."""
+    with atomic_path(location, directory=True) as temporary:
+        linked = _link_unchanged(location.path, temporary, plan)
+        step("linked")
+        written = _write_changed(plan, temporary, record_size)
+        step("appended")
+        document = zmetadata_document(plan.group, record_size)
+        _create(os.path.join(temporary, ".zmetadata"), document)
+    return AppendOutcome(True, "", written, linked)
+
+
+def _link_unchanged(source: str, destination: str, plan: AppendPlan) -> int:
+    """Hard-link every file of the old set that the append leaves as it is."""
+    count = 0
+    for folder, _, files in os.walk(source):
+        relative = os.path.relpath(folder, source)
+        relative = "" if relative == "." else relative.replace(os.sep, "/")
+        into = os.path.join(destination, relative) if relative else destination
+        os.makedirs(into, exist_ok=True)
+        for name in files:
+            if not _changes(plan, relative, name):
+                _link(os.path.join(folder, name), os.path.join(into, name))
+                count += 1
+    return count
+
+
+def _changes(plan: AppendPlan, folder: str, name: str) -> bool:
+    """Whether the append writes file ``name`` of array directory ``folder`` anew."""
+    if not folder and name == ".zmetadata":
+        return True
+    record = _RECORD.fullmatch(name)
+    if record is None:
+        return False
+    if folder in plan.rewritten:
+        return True
+    first = plan.grown.get(folder)
+    return first is not None and int(record[1]) >= first
+
+
+def _link(source: str, destination: str) -> None:
+    """A hard link; a copy where the filesystem has none."""
+    try:
+        os.link(source, destination)
+    except OSError as exc:
+        if exc.errno not in _NO_LINKS:
+            raise
+        shutil.copy2(source, destination)
+
+
+def _write_changed(plan: AppendPlan, root: str, record_size: int) -> int:
+    """Write the changed and new record files (an append's few in this thread, where
+    handing them to threads would cost more than it saves)."""
+    arrays = [(path, plan.grown.get(path, 0)) for path in (*plan.rewritten, *plan.grown)]
+    count = sum(_record_count(plan, path, first, record_size) for path, first in arrays)
+    with contextlib.ExitStack() as stack:
+        pool = None if count <= _THREADS else stack.enter_context(ThreadPoolExecutor(_THREADS))
+        return sum(
+            _write_array(plan, root, path, first, record_size, pool) for path, first in arrays
+        )
+
+
+def _record_count(plan: AppendPlan, path: str, first: int, record_size: int) -> int:
+    array = plan.group[path]
+    assert not isinstance(array, RefGroup)
+    return max(0, -(-array.manifest.nchunks // record_size) - first)
+
+
+def _write_array(
+    plan: AppendPlan,
+    root: str,
+    path: str,
+    first: int,
+    record_size: int,
+    pool: ThreadPoolExecutor | None,
+) -> int:
+    array = plan.group[path]
+    assert not isinstance(array, RefGroup)
+    if not array.manifest.nchunks:
+        return 0
+    directory = os.path.join(root, *path.split("/"))
+    os.makedirs(directory, exist_ok=True)
+    return write_records(pool, _create, directory, array, record_size, first)
+
+
+def _create(path: str, data: bytes) -> None:
+    """Write a new file: never one linked from the old set (writing through the link would
+    change the old set). Not flushed with fsync, like every record file `write_parquet`
+    writes: a kill leaves the old set or the new one, a power cut may not."""
+    with open(path, "xb") as file:
+        file.write(data)
+
+
+# -- the whole set ----------------------------------------------------------------------------
+
+
+def _rewrite(
+    group: RefGroup,
+    location: Location,
+    target: str,
+    urls: list[str],
+    append_dim: str,
+    record_size: int | None,
+    storage_options: Mapping[str, Any] | None,
+    reason: str,
+) -> AppendOutcome:
+    """Combine the whole existing set with ``group`` and write the result over it."""
+    from refzarr.combine import combine
+
+    size = record_size
+    try:
+        existing = read(target, storage_options)
+    except SourceNotFoundError:
+        combined, reason = group, "no set at the target yet"
+    else:
+        combined = combine(
+            [existing, group],
+            concat_dims=[append_dim],
+            urls=urls,
+            storage_options=storage_options,
+        )
+        if size is None:
+            size = _record_size_of(location)
+    require_regular_grids(combined)  # before any output exists: no partial reference set
+    size = size or DEFAULT_RECORD_SIZE
+    with atomic_path(location, directory=True) as temporary:
+        write_parquet(combined, location.fs, temporary, record_size=size)
+    return AppendOutcome(False, reason)
+
+
+def _record_size_of(location: Location) -> int | None:
+    """The existing set's record size (None when it is no Parquet set)."""
+    try:
+        return load_zmetadata(location).record_size
+    except (RefzarrError, OSError):
+        return None
