@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import pickle
 import zlib
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,19 @@ def test_missing_chunks_are_absent_and_read_as_fill(
     root = zarr.open_group(store, mode="r", zarr_format=2)
     with h5py.File(netcdf_file) as f:
         np.testing.assert_array_equal(root["sparse"][...], f["sparse"][...], strict=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_pickled_array_reads_the_same(refs: dict[str, Any], mode: str) -> None:
+    """A copy of the store (as dask sends one to a worker) serves its own arrays the same."""
+    array = zarr.open_array(ReferenceStore(refs, **MODES[mode]), path="temperature", mode="r")
+    expected = array[...]  # read first: the original has its decoders then
+    copy = pickle.loads(pickle.dumps(array))
+    assert (copy.store.check_chunks, copy.store.decoded) == (
+        array.store.check_chunks,
+        array.store.decoded,
+    )
+    np.testing.assert_array_equal(copy[...], expected, strict=True)
 
 
 def test_read_only(refs: dict[str, Any]) -> None:

@@ -132,6 +132,19 @@ class ReferenceStore(Store):
         self._served_decoded = {id(self._arrays[path]) for path in decoded_paths}
         self._metadata, self._unreadable = _render_metadata(self.group, self._arrays, decoded_paths)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # what the store is made of: its tables are keyed by the arrays' ids, which a copy
+        # (a dask worker's) rebuilds for its own arrays
+        return {
+            "refs": self.group,
+            "reader": self.reader,
+            "check_chunks": self.check_chunks,
+            "decoded": self.decoded,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, ReferenceStore)
