@@ -23,8 +23,9 @@ Three scenarios, each printed side by side with ratios:
     ``refzarr.open_dataset`` and h5py.
 
 Every measurement runs in a fresh Python process (imports before the clock, xarray's first-use
-import of dask included; peak resident memory is the child's own ``ru_maxrss``); times are
-medians of ``--repeat`` runs. Generated files live in ``benchmarks/.cache/read/`` and are reused.
+import of dask included; peak resident memory is the child's own ``ru_maxrss``); times (wall
+clock, and the process's CPU time, all its threads: steadier on a shared machine) are medians
+of ``--repeat`` runs. Generated files live in ``benchmarks/.cache/read/`` and are reused.
 
 Usage::
 
@@ -261,18 +262,20 @@ def run_worker(task: str, tool: str, args_json: str) -> None:
     call = TASKS[task](tool, args)
     _import_lazy_modules()
     before = _rss_mb()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         result = call()
         error = None
     except Exception as exc:  # reported in the table, never hidden
         result, error = None, f"{type(exc).__name__}: {str(exc)[:120]}"
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     nbytes = getattr(result, "nbytes", None) or (len(result) if isinstance(result, bytes) else 0)
     print(
         json.dumps(
             {
                 "seconds": seconds,
+                "cpu": cpu,
                 "peak_mb": _peak_mb(),
                 "before_mb": before,
                 "result_mb": nbytes / 2**20,
@@ -319,6 +322,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         return {"error": errors[0]}
     return {
         "seconds": statistics.median(r["seconds"] for r in runs),
+        "cpu": statistics.median(r["cpu"] for r in runs),
         "peak_mb": max(r["peak_mb"] for r in runs),
         "extra_mb": max(r["peak_mb"] - r["before_mb"] for r in runs),
         "result_mb": runs[0]["result_mb"],
@@ -572,7 +576,7 @@ def _rows(
             [
                 scenario,
                 tool,
-                f"{found['seconds']:.3f} s",
+                f"{found['seconds']:.3f} s (cpu {found['cpu']:.2f} s)",
                 ratio,
                 f"{found['peak_mb']:.0f} MB",
                 over,

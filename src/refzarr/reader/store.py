@@ -81,10 +81,10 @@ class ReferenceStore(Store):
     decoded
         With ``check_chunks``: serve chunks decoded, the arrays' ``.zarray`` listing no codecs
         (``filters`` and ``compressor`` null), so each chunk is decoded once (default). Arrays
-        of Python objects (variable-length strings) and byte ranges of codec-free chunks are
-        served as stored. False serves every chunk as stored under the reference set's codecs
-        and decodes it once more only to check it (zarr decodes it again): for callers that
-        want the stored bytes or the codecs, at 1.3-1.6x the read time.
+        of Python objects (variable-length strings) keep their codecs: their chunks are served
+        as stored, checked by a decode first. False serves every chunk so, under the
+        reference set's codecs: for callers that want the stored bytes or the codecs, at the
+        cost of decoding each chunk twice (refzarr checks, zarr decodes).
 
     Notes
     -----
