@@ -15,15 +15,23 @@ Three scenarios, each printed side by side with ratios:
 ``first``
     Time to the first value of a 10-million-reference set (JSON and Parquet): open, then read
     one chunk; refzarr vs fsspec's ReferenceFileSystem / LazyReferenceMapper + zarr.
+``store``
+    Whole read of a gzip float32 HDF5 dataset (400, 512, 512), chunks (1, 512, 512), through
+    `refzarr.ReferenceStore` in each of its modes (decoded, the default; ``decoded=False``,
+    stored bytes checked by a second decode; ``check_chunks=False``, stored bytes unchecked)
+    under ``xr.open_zarr`` (dask, as by default) and ``zarr.open_array``, vs
+    ``refzarr.open_dataset`` and h5py.
 
 Every measurement runs in a fresh Python process (imports before the clock, xarray's first-use
-import of dask included; peak resident memory is the child's own ``ru_maxrss``); times are
-medians of ``--repeat`` runs. Generated files live in ``benchmarks/.cache/read/`` and are reused.
+import of dask included; peak resident memory is the child's own ``ru_maxrss``); times (wall
+clock, and the process's CPU time, all its threads: steadier on a shared machine) are medians
+of ``--repeat`` runs. Generated files live in ``benchmarks/.cache/read/`` and are reused.
 
 Usage::
 
     python benchmarks/bench_read.py                        # everything, as the issue asks
     python benchmarks/bench_read.py --only local --mb 128  # a quick run
+    python benchmarks/bench_read.py --only store --steps 100
 """
 
 from __future__ import annotations
@@ -190,7 +198,47 @@ def task_first(tool: str, args: dict[str, Any]) -> Callable[[], object]:
     raise ValueError(tool)
 
 
-TASKS = {"local": task_local, "s3": task_s3, "first": task_first}
+STORE_MODES = {
+    "decoded": {},
+    "stored+checked": {"decoded": False},
+    "unchecked": {"check_chunks": False},
+}
+"""`ReferenceStore` keyword arguments of each mode measured by the ``store`` scenario."""
+
+
+def task_store(tool: str, args: dict[str, Any]) -> Callable[[], object]:
+    """Whole read through `ReferenceStore` (``"xarray <mode>"`` / ``"zarr <mode>"``), refzarr's
+    own reader or h5py."""
+    import xarray as xr
+    import zarr
+
+    import refzarr
+
+    if tool == "refzarr":
+        return lambda: refzarr.open_dataset(args["ours"])[VARIABLE].values
+    if tool == "h5py":
+        import h5py
+
+        def read_h5py() -> object:
+            with h5py.File(args["source"], "r") as f:
+                return f[VARIABLE][...]
+
+        return read_h5py
+    reader, _, mode = tool.partition(" ")
+    options = STORE_MODES[mode]
+    group = refzarr.read(args["ours"])  # parsed before the clock: the read is measured
+
+    def store() -> refzarr.ReferenceStore:
+        return refzarr.ReferenceStore(group, **options)
+
+    if reader == "xarray":
+        return lambda: xr.open_zarr(store(), zarr_format=2)[VARIABLE].values
+    if reader == "zarr":
+        return lambda: zarr.open_array(store(), path=VARIABLE, mode="r", zarr_format=2)[...]
+    raise ValueError(tool)
+
+
+TASKS = {"local": task_local, "s3": task_s3, "first": task_first, "store": task_store}
 
 
 def _import_lazy_modules() -> None:
@@ -214,18 +262,20 @@ def run_worker(task: str, tool: str, args_json: str) -> None:
     call = TASKS[task](tool, args)
     _import_lazy_modules()
     before = _rss_mb()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         result = call()
         error = None
     except Exception as exc:  # reported in the table, never hidden
         result, error = None, f"{type(exc).__name__}: {str(exc)[:120]}"
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     nbytes = getattr(result, "nbytes", None) or (len(result) if isinstance(result, bytes) else 0)
     print(
         json.dumps(
             {
                 "seconds": seconds,
+                "cpu": cpu,
                 "peak_mb": _peak_mb(),
                 "before_mb": before,
                 "result_mb": nbytes / 2**20,
@@ -251,12 +301,28 @@ def spawn(task: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def measure(task: str, tool: str, args: dict[str, Any], repeat: int) -> dict[str, Any]:
     """Median seconds and largest peak over ``repeat`` fresh processes."""
-    runs = [spawn(task, tool, args) for _ in range(repeat)]
+    return _summary([spawn(task, tool, args) for _ in range(repeat)])
+
+
+def measure_interleaved(
+    task: str, tools: list[str], args: dict[str, Any], repeat: int
+) -> dict[str, dict[str, Any]]:
+    """`measure` for several tools, taking turns (one run of each, ``repeat`` times), so that
+    a change of load on a shared machine weighs on every tool alike."""
+    runs: dict[str, list[dict[str, Any]]] = {tool: [] for tool in tools}
+    for _ in range(repeat):
+        for tool in tools:
+            runs[tool].append(spawn(task, tool, args))
+    return {tool: _summary(found) for tool, found in runs.items()}
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     errors = [r["error"] for r in runs if r.get("error")]
     if errors:
         return {"error": errors[0]}
     return {
         "seconds": statistics.median(r["seconds"] for r in runs),
+        "cpu": statistics.median(r["cpu"] for r in runs),
         "peak_mb": max(r["peak_mb"] for r in runs),
         "extra_mb": max(r["peak_mb"] - r["before_mb"] for r in runs),
         "result_mb": runs[0]["result_mb"],
@@ -311,6 +377,49 @@ def scenario_first(repeat: int) -> list[list[str]]:
         "fsspec parquet": measure("first", "fsspec parq", {"refs": str(parquet_refs)}, repeat),
     }
     return _rows("first value, 10M refs", results, base="fsspec json")
+
+
+def scenario_store(steps: int, repeat: int) -> list[list[str]]:
+    source = _store_file(steps)
+    ours = source.with_suffix(".refzarr.json")
+    if not ours.exists():
+        import refzarr
+
+        refzarr.write(refzarr.scan(str(source)), ours)
+    args = {"source": str(source), "ours": str(ours)}
+    tools = [f"{reader} {mode}" for reader in ("xarray", "zarr") for mode in STORE_MODES]
+    results = measure_interleaved("store", [*tools, "refzarr", "h5py"], args, repeat)
+    return _rows(f"store ({steps}, 512, 512)", results, base="xarray unchecked")
+
+
+def _store_file(steps: int) -> Path:
+    """``air`` float32 (steps, 512, 512), chunks (1, 512, 512), gzip level 4, in HDF5."""
+    import h5py
+    import numpy as np
+
+    path = CACHE / f"store_{steps}.h5"
+    if path.exists():
+        return path
+    CACHE.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    y, x = np.mgrid[0:512, 0:512].astype(np.float32)
+    base = 280 + 10 * np.sin(y / 40) * np.cos(x / 60)
+    partial = path.with_suffix(".part")
+    with h5py.File(partial, "w") as f:
+        var = f.create_dataset(
+            VARIABLE,
+            (steps, 512, 512),
+            dtype="f4",
+            chunks=(1, 512, 512),
+            compression="gzip",
+            compression_opts=4,
+        )
+        for start in range(0, steps, 50):
+            stop = min(start + 50, steps)
+            noise = rng.normal(0, 1, (stop - start, 512, 512)).astype(np.float32)
+            var[start:stop] = np.round(base + noise, 2)
+    partial.rename(path)
+    return path
 
 
 # -- S3 helpers -------------------------------------------------------------------------------
@@ -467,7 +576,7 @@ def _rows(
             [
                 scenario,
                 tool,
-                f"{found['seconds']:.3f} s",
+                f"{found['seconds']:.3f} s (cpu {found['cpu']:.2f} s)",
                 ratio,
                 f"{found['peak_mb']:.0f} MB",
                 over,
@@ -486,8 +595,9 @@ def _print(rows: list[list[str]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["local", "s3", "first"], action="append")
+    parser.add_argument("--only", choices=["local", "s3", "first", "store"], action="append")
     parser.add_argument("--mb", type=int, default=1024, help="size of the local variable")
+    parser.add_argument("--steps", type=int, default=400, help="length of the store array")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--generate-first", action="store_true", help=argparse.SUPPRESS)
@@ -498,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         run_worker(*args.worker)
         return 0
-    chosen = args.only or ["local", "s3", "first"]
+    chosen = args.only or ["local", "s3", "first", "store"]
     print(f"bench_read: {os.cpu_count()} CPUs, repeat {args.repeat}, local {args.mb} MB")
     rows: list[list[str]] = []
     if "local" in chosen:
@@ -507,6 +617,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += scenario_s3(args.repeat)
     if "first" in chosen:
         rows += scenario_first(args.repeat)
+    if "store" in chosen:
+        rows += scenario_store(args.steps, args.repeat)
     _print(rows)
     return 0
 

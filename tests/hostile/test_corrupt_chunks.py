@@ -3,16 +3,19 @@ raise the same refzarr errors, naming the key, with the range as given (never ov
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import zlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import xarray as xr
 import zarr
+from zarr.abc.store import RangeByteRequest
+from zarr.core.buffer import default_buffer_prototype
 
 import refzarr
 from refzarr.errors import ChunkDecodeError, ChunkFetchError
@@ -57,10 +60,23 @@ def through_xarray(group: RefGroup, chunk: int) -> Any:
 
 
 def through_zarr(group: RefGroup, chunk: int) -> Any:
+    """Through the store serving chunks decoded (its default)."""
     return zarr.open_array(refzarr.ReferenceStore(group), path="a", mode="r")[2 * chunk]
 
 
-READERS = [through_xarray, through_zarr]
+def through_zarr_as_stored(group: RefGroup, chunk: int) -> Any:
+    """Through the store serving chunks as stored, checked by a decode first."""
+    store = refzarr.ReferenceStore(group, decoded=False)
+    return zarr.open_array(store, path="a", mode="r")[2 * chunk]
+
+
+def through_open_zarr(group: RefGroup, chunk: int) -> Any:
+    """Through xarray's zarr engine over the store (dask chunks)."""
+    ds = xr.open_zarr(refzarr.ReferenceStore(group), zarr_format=2, consolidated=True)
+    return ds["a"][2 * chunk : 2 * chunk + 2].values
+
+
+READERS = [through_xarray, through_zarr, through_zarr_as_stored, through_open_zarr]
 
 
 @pytest.mark.parametrize("read", READERS)
@@ -103,8 +119,24 @@ def test_unchecked_store_leaves_decoding_to_zarr(group: RefGroup) -> None:
         zarr.open_array(store, path="a", mode="r")[2]
 
 
-def test_the_store_names_where_the_bytes_came_from(group: RefGroup, tmp_path: Path) -> None:
+@pytest.mark.parametrize("read", [through_zarr, through_zarr_as_stored])
+def test_the_store_names_where_the_bytes_came_from(
+    group: RefGroup, read: Callable[[RefGroup, int], Any]
+) -> None:
     with pytest.raises(ChunkDecodeError, match=r"a/1 \(bytes \d+-\d+ of file://.*data\.bin\)"):
-        through_zarr(group, 1)
+        read(group, 1)
     with pytest.raises(ChunkDecodeError, match=r"a/2 \(inlined in the reference set\)"):
-        through_zarr(group, 2)
+        read(group, 2)
+
+
+def test_a_byte_range_of_a_corrupt_chunk_is_a_chunk_decode_error(group: RefGroup) -> None:
+    store = refzarr.ReferenceStore(group)
+    request = RangeByteRequest(0, 4)
+    with pytest.raises(ChunkDecodeError, match=r"a/1\b"):
+        asyncio.run(store.get("a/1", default_buffer_prototype(), request))
+    whole = asyncio.run(store.get("a/0", default_buffer_prototype()))
+    part = asyncio.run(store.get("a/0", default_buffer_prototype(), request))
+    assert whole is not None
+    assert part is not None
+    assert whole.to_bytes() == np.arange(2, dtype="<i4").tobytes()
+    assert part.to_bytes() == whole.to_bytes()[:4]

@@ -4,9 +4,16 @@ Metadata keys (``.zgroup``, ``.zattrs``, ``.zarray``, ``.zmetadata``) are render
 as Zarr v2 documents; chunk keys resolve through the manifests: a missing chunk is absent (zarr
 reads the fill value), an inlined one is served from memory, a referenced one is fetched through
 the io layer (batched in `get_partial_values`). A chunk that cannot be fetched raises
-`ChunkFetchError`; a whole chunk is decoded once before it is served (``check_chunks``), so
-bytes that do not decode raise `ChunkDecodeError` naming the key and where the bytes came
-from, as `refzarr.open_dataset` does, rather than a codec's own error from inside zarr.
+`ChunkFetchError`.
+
+Chunks are decoded by refzarr, once, so bytes that do not decode raise `ChunkDecodeError` naming
+the key and where the bytes came from (as `refzarr.open_dataset` does) rather than a codec's own
+error from inside zarr. By default (``decoded=True``) the store serves each chunk decoded, and
+the ``.zarray`` of such an array lists no codecs: zarr only views the bytes as the dtype. Arrays
+of Python objects (variable-length strings) keep their codecs: their chunks are served as stored
+and decoded once more by zarr. ``decoded=False`` serves every chunk as stored under the codecs
+of the reference set, decoding it once first only to check it; ``check_chunks=False`` serves the
+stored bytes unchecked (zarr decodes them; a corrupt chunk raises the codec's own error).
 
 An array whose chunk grid is irregular (rectilinear, as combining files of uneven lengths makes
 it) has no Zarr v2 metadata: asking for its ``.zarray`` / ``.zattrs`` raises
@@ -19,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from zarr.abc.store import (
@@ -35,7 +42,7 @@ from refzarr.codecs.chunk import ChunkDecoder
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.formats.api import Source, read
 from refzarr.io import RangeReader
-from refzarr.model import MISSING, ChunkRef, RefArray, RefGroup
+from refzarr.model import MISSING, ArrayMeta, ChunkRef, RefArray, RefGroup
 from refzarr.model.hierarchy import (
     array_metadata,
     chunk_key,
@@ -49,7 +56,8 @@ __all__ = ["ReferenceStore"]
 
 
 class ReferenceStore(Store):
-    """A read-only Zarr store over references (Zarr v2 metadata, chunks fetched on demand).
+    """A read-only Zarr store over references (Zarr v2 metadata, chunks fetched and decoded
+    on demand).
 
     Parameters
     ----------
@@ -65,13 +73,26 @@ class ReferenceStore(Store):
         A `RangeReader` to share (it carries the fetch policies); built from the options above
         when not given.
     check_chunks
-        Decode every whole chunk served once, raising `ChunkDecodeError` (naming the key and
-        the URL and range) for bytes that do not decode (default). False serves the bytes
-        unchecked: zarr then decodes them and a corrupt chunk raises the codec's own error
-        (``zlib.error``, ...), which saves decoding each chunk twice.
+        Decode every chunk served with refzarr's decoders, raising `ChunkDecodeError` (naming
+        the key and the URL and range) for bytes that do not decode (default). False serves
+        the stored bytes under the reference set's codecs, unchecked: zarr decodes them and a
+        corrupt chunk raises the codec's own error (``zlib.error``, ...); ``decoded`` is then
+        ignored.
+    decoded
+        With ``check_chunks``: serve chunks decoded, the arrays' ``.zarray`` listing no codecs
+        (``filters`` and ``compressor`` null), so each chunk is decoded once (default). Arrays
+        of Python objects (variable-length strings) keep their codecs: their chunks are served
+        as stored, checked by a decode first. False serves every chunk so, under the
+        reference set's codecs: for callers that want the stored bytes or the codecs, at the
+        cost of decoding each chunk twice (refzarr checks, zarr decodes).
 
     Notes
     -----
+    Served decoded, an array opened with zarr has no ``filters`` / ``compressors`` and xarray's
+    ``encoding`` shows none; the values, dtype (byte order included), fill value, chunks and
+    attributes are those of the reference set. Copying the store elsewhere (``zarr.copy_store``)
+    copies decoded, uncompressed chunks.
+
     An array whose chunk grid is irregular (`ArrayMeta.rectilinear`) has no Zarr v2 metadata:
     getting its ``.zarray`` or ``.zattrs`` raises `UnsupportedFeatureError` (read it with
     `refzarr.open_dataset`), and the store then serves no ``.zmetadata``.
@@ -95,22 +116,41 @@ class ReferenceStore(Store):
         allowed_protocols: Sequence[str] | None = None,
         reader: RangeReader | None = None,
         check_chunks: bool = True,
+        decoded: bool = True,
     ) -> None:
         super().__init__(read_only=True)
         self.check_chunks = check_chunks
-        self._decoders: dict[int, ChunkDecoder] = {}
+        self.decoded = decoded and check_chunks
         self.group = refs if isinstance(refs, RefGroup) else read(refs, storage_options)
         self.reader = reader or RangeReader(
             storage_options=storage_options, allowed=allowed_protocols
         )
         self._arrays = dict(self.group.arrays())
-        self._metadata, self._unreadable = _render_metadata(self.group, self._arrays)
+        self._names = {id(array): path or "/" for path, array in self._arrays.items()}
+        self._decoders: dict[int, ChunkDecoder] = {}
+        decoded_paths = {p for p, a in self._arrays.items() if self.decoded and _decodable(a)}
+        self._served_decoded = {id(self._arrays[path]) for path in decoded_paths}
+        self._metadata, self._unreadable = _render_metadata(self.group, self._arrays, decoded_paths)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # what the store is made of: its tables are keyed by the arrays' ids, which a copy
+        # (a dask worker's) rebuilds for its own arrays
+        return {
+            "refs": self.group,
+            "reader": self.reader,
+            "check_chunks": self.check_chunks,
+            "decoded": self.decoded,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
 
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, ReferenceStore)
             and other.group is self.group
             and other.reader is self.reader
+            and (other.check_chunks, other.decoded) == (self.check_chunks, self.decoded)
         )
 
     def __hash__(self) -> int:
@@ -134,62 +174,47 @@ class ReferenceStore(Store):
         """Values of many keys; every referenced range is fetched in one batched read."""
         requests = list(key_ranges)
         out: list[Buffer | None] = [None] * len(requests)
-        fetch: list[tuple[int, str, int, int, str]] = []  # (slot, url, offset, length, key)
-        checks: list[
-            tuple[str, bytes | memoryview, str]
-        ] = []  # (key, whole chunk, where it came from)
+        fetch: list[tuple[_Chunk, str, int, int]] = []  # (chunk, url, offset, length)
+        chunks: list[tuple[_Chunk, bytes | memoryview, str]] = []  # (chunk, bytes, origin)
         for slot, (key, byte_range) in enumerate(requests):
-            value = self._resolve(key)
-            if value is None:
+            document = self._metadata.get(key)
+            if document is not None:
+                out[slot] = prototype.buffer.from_bytes(_slice(document, byte_range))
                 continue
+            found = self._chunk(slot, key, byte_range)
+            if found is None:
+                continue
+            chunk, value = found
             if isinstance(value, bytes):
-                out[slot] = prototype.buffer.from_bytes(_slice(value, byte_range))
-                if byte_range is None and key not in self._metadata:
-                    checks.append((key, value, "inlined in the reference set"))
+                inlined = _slice(value, chunk.fetched_range)
+                chunks.append((chunk, inlined, "inlined in the reference set"))
                 continue
-            url, offset, length = await self._range(value, byte_range)
-            fetch.append((slot, url, offset, length, key))
+            url, offset, length = await self._range(value, chunk.fetched_range)
+            fetch.append((chunk, url, offset, length))
         if fetch:
             datas = await asyncio.to_thread(
                 self.reader.read,
                 [f[1] for f in fetch],
                 [f[2] for f in fetch],
                 [f[3] for f in fetch],
-                [f[4] for f in fetch],
+                [f[0].key for f in fetch],
             )
-            for (slot, url, offset, length, key), data in zip(fetch, datas, strict=True):
-                out[slot] = prototype.buffer.from_bytes(bytes(data))
-                if requests[slot][1] is None:
-                    checks.append((key, data, f"bytes {offset}-{offset + length} of {url}"))
-        if checks and self.check_chunks:
-            await asyncio.to_thread(self._check, checks)
+            for (chunk, url, offset, length), data in zip(fetch, datas, strict=True):
+                chunks.append((chunk, data, f"bytes {offset}-{offset + length} of {url}"))
+        plain = [c for c in chunks if c[0].how == "stored"]
+        for chunk, stored, _ in plain:  # the bytes asked for, as stored
+            out[chunk.slot] = prototype.buffer.from_bytes(bytes(stored))
+        if len(plain) < len(chunks):
+            await asyncio.to_thread(self._decode, chunks, out, prototype)
         return out
 
-    def _check(self, checks: Sequence[tuple[str, bytes | memoryview, str]]) -> None:
-        """Decode whole chunks once; ChunkDecodeError names the key and the bytes' origin."""
-        for key, data, origin in checks:
-            located = self._locate(key)
-            if located is None or located[0].meta.rectilinear:
-                continue  # zarr reads no chunk of an array without Zarr v2 metadata
-            array = located[0]
-            decoder = self._decoders.get(id(array))
-            if decoder is None:
-                name = key.rpartition("/")[0] or "/"
-                decoder = self._decoders.setdefault(id(array), ChunkDecoder(array.meta, name))
-            decoder.decode(data, f"{key} ({origin})")
-
-    async def exists(self, key: str) -> bool:
-        """True for metadata keys and chunks that hold data."""
-        return key in self._unreadable or self._resolve(key) is not None
-
-    def _resolve(self, key: str) -> bytes | ChunkRef | None:
-        """Metadata bytes, inlined chunk bytes, a chunk's reference, or None.
+    def _chunk(
+        self, slot: int, key: str, byte_range: ByteRequest | None
+    ) -> tuple[_Chunk, bytes | ChunkRef] | None:
+        """How chunk ``key`` is served and its inlined bytes or reference (None: absent).
 
         Raises UnsupportedFeatureError for metadata that Zarr v2 cannot express.
         """
-        document = self._metadata.get(key)
-        if document is not None:
-            return document
         unreadable = self._unreadable.get(key)
         if unreadable is not None:
             raise UnsupportedFeatureError(unreadable)
@@ -197,7 +222,51 @@ class ReferenceStore(Store):
         if located is None:
             return None
         array, index = located
-        return array.manifest[index]
+        value = array.manifest[index]
+        if value is None:
+            return None
+        if id(array) in self._served_decoded and (byte_range is None or array.meta.codecs):
+            how = "decoded"  # the whole chunk is fetched and decoded, then cut
+        elif self.check_chunks and byte_range is None and array.meta.is_regular:
+            how = "checked"
+        else:
+            how = "stored"
+        return _Chunk(slot, key, array, byte_range, how), value
+
+    def _decode(
+        self,
+        chunks: Sequence[tuple[_Chunk, bytes | memoryview, str]],
+        out: list[Buffer | None],
+        prototype: BufferPrototype,
+    ) -> None:
+        """Decode chunks served decoded or checked; ChunkDecodeError names the key and the
+        bytes' origin."""
+        for chunk, data, origin in chunks:
+            if chunk.how == "stored":
+                continue
+            array = chunk.array
+            values = self._decoder(array).decode(data, f"{chunk.key} ({origin})")
+            if chunk.how == "checked":
+                out[chunk.slot] = prototype.buffer.from_bytes(bytes(data))
+                continue
+            raw = _decoded_bytes(values, array.meta)
+            start, stop = _bounds(len(raw), chunk.byte_range)
+            out[chunk.slot] = prototype.buffer.from_bytes(raw[start:stop].data)
+
+    def _decoder(self, array: RefArray) -> ChunkDecoder:
+        decoder = self._decoders.get(id(array))
+        if decoder is None:
+            decoder = ChunkDecoder(array.meta, self._names[id(array)])
+            decoder = self._decoders.setdefault(id(array), decoder)
+        return decoder
+
+    async def exists(self, key: str) -> bool:
+        """True for metadata keys and chunks that hold data."""
+        return (
+            key in self._metadata
+            or key in self._unreadable
+            or self._chunk(0, key, None) is not None
+        )
 
     def _locate(self, key: str) -> tuple[RefArray, tuple[int, ...]] | None:
         path, _, name = key.rpartition("/")
@@ -268,11 +337,41 @@ class ReferenceStore(Store):
         raise UnsupportedFeatureError(f"{key}: a ReferenceStore is read-only")
 
 
+class _Chunk(NamedTuple):
+    """A chunk asked for: where its value goes, and how it is served (``"decoded"``,
+    ``"checked"``: as stored after a decode, ``"stored"``: as stored)."""
+
+    slot: int
+    key: str
+    array: RefArray
+    byte_range: ByteRequest | None
+    how: str
+
+    @property
+    def fetched_range(self) -> ByteRequest | None:
+        """The range read: the whole chunk when it is decoded (then cut)."""
+        return None if self.how == "decoded" else self.byte_range
+
+
+def _decodable(array: RefArray) -> bool:
+    """Whether the array's chunks can be served decoded under codec-free metadata: a regular
+    grid and fixed-size values (decoded objects have no bytes: they need their codecs)."""
+    return array.meta.is_regular and not array.meta.dtype.hasobject
+
+
+def _decoded_bytes(values: np.ndarray[Any, Any], meta: ArrayMeta) -> np.ndarray[Any, Any]:
+    """A decoded chunk's bytes in the array's memory order (what zarr views as its dtype)."""
+    if values.dtype != meta.dtype:  # objects a codec made for a fixed-size dtype, as zarr does
+        values = np.asarray(values).astype(meta.dtype)
+    return values.ravel(order=meta.order).view(np.uint8)
+
+
 def _render_metadata(
-    group: RefGroup, arrays: Mapping[str, RefArray]
+    group: RefGroup, arrays: Mapping[str, RefArray], decoded: set[str]
 ) -> tuple[dict[str, bytes], dict[str, str]]:
     """The metadata keys as bytes, and the keys that cannot be rendered -> why (those of
-    arrays with irregular chunk grids; then there is no ``.zmetadata``)."""
+    arrays with irregular chunk grids; then there is no ``.zmetadata``). The arrays at
+    ``decoded`` paths are described without codecs."""
     documents: dict[str, Any] = {}
     unreadable: dict[str, str] = {}
     for path, node in hierarchy_metadata(group):  # each group's members right after it
@@ -280,6 +379,8 @@ def _render_metadata(
             documents.update(group_documents(path, node))
         elif node.meta.is_regular:
             documents.update(array_metadata(path, node))
+            if path in decoded:
+                documents[f"{path}/.zarray"].update(filters=None, compressor=None)
         else:
             why = _irregular_message(path, node)
             unreadable.update({f"{path}/.zarray": why, f"{path}/.zattrs": why})
