@@ -31,7 +31,7 @@ from zarr.abc.store import (
 )
 from zarr.core.buffer import Buffer, BufferPrototype
 
-from refzarr.codecs.chunk import ChunkDecoder
+from refzarr.codecs.chunk import ChunkDecoder, check_chunk_bytes
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.formats.api import Source, read
 from refzarr.io import RangeReader
@@ -142,6 +142,8 @@ class ReferenceStore(Store):
             value = self._resolve(key)
             if value is None:
                 continue
+            if key not in self._metadata:
+                self._check_size(key)
             if isinstance(value, bytes):
                 out[slot] = prototype.buffer.from_bytes(_slice(value, byte_range))
                 if byte_range is None and key not in self._metadata:
@@ -164,6 +166,12 @@ class ReferenceStore(Store):
         if checks and self.check_chunks:
             await asyncio.to_thread(self._check, checks)
         return out
+
+    def _check_size(self, key: str) -> None:
+        """ChunkDecodeError before zarr allocates a chunk larger than `max_chunk_bytes`."""
+        located = self._locate(key)
+        if located is not None and not located[0].meta.rectilinear:
+            check_chunk_bytes(located[0].meta.chunks, located[0].meta.dtype, key)
 
     def _check(self, checks: Sequence[tuple[str, bytes | memoryview, str]]) -> None:
         """Decode whole chunks once; ChunkDecodeError names the key and the bytes' origin."""
