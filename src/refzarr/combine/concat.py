@@ -267,7 +267,8 @@ def _indices(
     index = np.zeros((numbers.size, shift.size), dtype=np.int64)
     if grid:
         index[:, shift.size - len(grid) :] = np.stack(np.unravel_index(numbers, grid), axis=1)
-    return index + shift
+    index += shift
+    return index
 
 
 def _path_ids(
