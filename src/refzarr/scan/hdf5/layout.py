@@ -25,7 +25,7 @@ from fsspec import AbstractFileSystem
 from h5py import h5d
 
 from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec, filters_to_codecs
-from refzarr.errors import ScanError, SourceNotFoundError, UnsupportedFeatureError
+from refzarr.errors import RefFormatError, ScanError, SourceNotFoundError, UnsupportedFeatureError
 from refzarr.model import INLINED, ChunkManifest
 from refzarr.model.manifest import MAX_CHUNKS
 from refzarr.scan.hdf5.btree import read_btree_chunks
@@ -98,7 +98,10 @@ def manifest_for(
         columns = ChunkColumns.collect(ds, read_range)
         stages = dataset_filters(ds) if filters is None else filters
         recode = _recoder(ds, dtype, columns, codecs, where, stages)
-        manifest = columns.manifest(grid, url, read_range, inline_threshold, recode)
+        try:
+            manifest = columns.manifest(grid, url, read_range, inline_threshold, recode)
+        except RefFormatError as exc:  # an address or size past 2**63: a damaged index
+            raise ScanError(f"{where}: its chunk index is damaged: {exc}") from None
         return Layout(chunks, manifest, codecs)
     place = _Place(url, read_range, fs, inline_threshold, where)
     if layout == h5d.CONTIGUOUS:
