@@ -89,3 +89,20 @@ def test_the_limit_is_configurable(small_limit: None) -> None:
 
 def test_the_default_is_2_gib() -> None:
     assert chunk_module.MAX_CHUNK_BYTES == chunk_module.max_chunk_bytes() == 2**31
+
+
+def test_a_stored_range_past_the_limit_is_not_fetched(tmp_path: Any) -> None:
+    """``[url, 0, 2**40]`` for a chunk of four values: refused before any byte is read."""
+    data = tmp_path / "data.bin"
+    data.write_bytes(bytes(16))
+    refs = huge_chunk(None, chunk=4)
+    refs["refs"]["a/0"] = [data.as_uri(), 0, 2**40]
+    says = (
+        r"a/0: its stored range in file://.*data\.bin is 1,099,511,627,776 bytes long, over "
+        r"the limit of 2,147,483,648 bytes per chunk: not fetched"
+    )
+    with pytest.raises(refzarr.ChunkFetchError, match=says):
+        bounded(lambda: refzarr.open_dataset(refs)["a"][:3].values)
+    array = zarr.open_array(refzarr.ReferenceStore(refzarr.read(refs)), path="a", mode="r")
+    with pytest.raises(refzarr.ChunkFetchError, match=says):
+        bounded(lambda: array[:3])

@@ -13,13 +13,14 @@ from numcodecs.zlib import Zlib
 
 from refzarr.codecs.inflate import FastInflate
 from refzarr.codecs.unshuffle import faster
-from refzarr.errors import ChunkDecodeError
+from refzarr.errors import ChunkDecodeError, ChunkFetchError
 from refzarr.model import ArrayMeta
 
 __all__ = [
     "MAX_CHUNK_BYTES",
     "ChunkDecoder",
     "check_chunk_bytes",
+    "check_stored_bytes",
     "decode_whole",
     "max_chunk_bytes",
     "missing_value",
@@ -44,6 +45,17 @@ def set_max_chunk_bytes(nbytes: int) -> None:
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 1:
         raise ValueError(f"the limit must be a positive integer, got {nbytes!r}")
     _limits["chunk"] = nbytes
+
+
+def check_stored_bytes(length: int, key: str | Callable[[], str], url: str) -> None:
+    """Raise ChunkFetchError, before anything is fetched, when a chunk's stored range is
+    longer than the per-chunk limit (no chunk within the limit is stored in more bytes)."""
+    if length > _limits["chunk"]:
+        raise ChunkFetchError(
+            f"{_text(key)}: its stored range in {url} is {length:,} bytes long, over the limit "
+            f"of {_limits['chunk']:,} bytes per chunk: not fetched (raise it with "
+            "refzarr.codecs.chunk.set_max_chunk_bytes for a trusted reference set)"
+        )
 
 
 def max_chunk_bytes() -> int:

@@ -31,7 +31,7 @@ from zarr.abc.store import (
 )
 from zarr.core.buffer import Buffer, BufferPrototype
 
-from refzarr.codecs.chunk import ChunkDecoder, check_chunk_bytes
+from refzarr.codecs.chunk import ChunkDecoder, check_chunk_bytes, check_stored_bytes
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.formats.api import Source, read
 from refzarr.io import RangeReader
@@ -150,6 +150,7 @@ class ReferenceStore(Store):
                     checks.append((key, value, "inlined in the reference set"))
                 continue
             url, offset, length = await self._range(value, byte_range)
+            check_stored_bytes(length, key, url)
             fetch.append((slot, url, offset, length, key))
         if fetch:
             datas = await asyncio.to_thread(
