@@ -28,6 +28,8 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 FLIPS = int(os.environ.get("REFZARR_HDF5_FLIPS", "3"))
 CHILD_TIMEOUT = 240.0
@@ -251,3 +253,16 @@ def test_a_damaged_global_heap_object_size(outcomes: dict[str, Any]) -> None:
     assert "ScanError" in report["bases"], report
     assert "dataset '/strings'" in report["message"]
     assert "damaged global heap collection at byte" in report["message"]
+
+
+@given(st.binary(min_size=16, max_size=256), st.integers(0, 255), st.integers(16, 300))
+def test_the_global_heap_walk_never_raises(body: bytes, at: int, length: int) -> None:
+    """Any bytes after a collection header: the walk says what is wrong, never raises."""
+    from refzarr.scan.hdf5 import global_heap
+
+    collection = b"GCOL\x01\x00\x00\x00" + struct.pack("<Q", 16 + len(body)) + body
+    found = global_heap._objects(collection)
+    assert isinstance(found, dict | str)
+    data = collection + bytes(64)
+    reason = global_heap._damage(lambda o, n: data[o : o + n], 0, min(len(data), length), {1: at})
+    assert isinstance(reason, str)
