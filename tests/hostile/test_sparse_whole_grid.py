@@ -114,3 +114,29 @@ def test_hdf5_variables_shorter_than_their_unlimited_dimension(tmp_path: Path) -
     ds = refzarr.open_dataset(group, mask_and_scale=False)
     values = bounded(lambda: ds["a"][:, 6:9].values)
     np.testing.assert_array_equal(values, [[-1, 42, -1]] + [[-1, -1, -1]] * 4)
+
+
+def _with_constant(t: int, value: int) -> refzarr.RefGroup:
+    """A piece holding also ``s(x)``, 2**40 one-element chunks, chunk 5 holding ``value``."""
+    refs = refzarr.to_kerchunk(piece(t, {1: _inline(3)}))
+    zarray = json.loads(refs["a/.zarray"])
+    refs["s/.zarray"] = json.dumps({**zarray, "shape": [N], "chunks": [1]})
+    refs["s/.zattrs"] = '{"_ARRAY_DIMENSIONS":["x"]}'
+    refs["s/5"] = _inline(value)
+    return refzarr.from_kerchunk(refs)
+
+
+def test_comparing_sparse_copies_keeps_the_limit_error() -> None:
+    """``s`` is in every piece and must be identical: equal references are seen equal from
+    their written entries; different ones would be compared chunk by chunk, 2**40 slots:
+    refused, naming the variable, the pieces and the limit."""
+    first = _with_constant(0, 1)
+    combined = bounded(lambda: refzarr.combine([first, _with_constant(1, 1)], concat_dims=["t"]))
+    assert combined["s"].manifest.sparse
+    assert combined["s"].manifest.count_written() == 1
+    with pytest.raises(
+        refzarr.RefFormatError, match=r"variable 's': comparing its values in "
+    ) as info:
+        bounded(lambda: refzarr.combine([first, _with_constant(1, 2)], concat_dims=["t"]))
+    assert "1,099,511,627,776 manifest entries" in str(info.value)
+    assert "set_max_dense_entries" in str(info.value)

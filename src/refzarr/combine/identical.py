@@ -15,6 +15,7 @@ from refzarr.combine.values import fetch_raw, read_values
 from refzarr.errors import IncompatibleError
 from refzarr.model import ChunkManifest, ManifestBlock, RefArray
 from refzarr.model.frozen import json_identity
+from refzarr.model.sparse import check_dense
 
 __all__ = ["SameSet", "check_identical"]
 
@@ -48,6 +49,15 @@ def check_identical(
             pending.append((same, reps))
     if not pending:
         return
+    for same, reps in pending:  # values compared chunk by chunk: one slot per chunk
+        for k in reps:
+            manifest = same.arrays[k].manifest
+            if manifest.sparse:
+                files = f"{describe([same.files[reps[0]]])} and {describe([same.files[k]])}"
+                check_dense(
+                    manifest.nchunks,
+                    f"{same.what}: comparing its values in {files} (their references differ)",
+                )
     chosen = [same.arrays[k] for same, reps in pending for k in reps]
     raws = iter(fetch_raw(chosen, storage_options))
     still: list[tuple[SameSet, list[int]]] = []
