@@ -39,6 +39,11 @@ class ChunkFetchError(RefzarrError, OSError):
     """The bytes of a chunk could not be fetched (names url, offset, length and key)."""
 
 
+class ReferenceFetchError(ChunkFetchError):
+    """A remote reference set itself (a JSON file, a Parquet set's files) could not be
+    fetched: no answer within the read deadline, or its server failed (names the URL)."""
+
+
 class ChunkDecodeError(RefzarrError, ValueError):
     """A chunk's bytes could not be decoded into the array's chunk (names the chunk key)."""
 

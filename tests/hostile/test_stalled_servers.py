@@ -8,13 +8,15 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import refzarr
-from refzarr.errors import ChunkFetchError
+from refzarr.errors import ChunkFetchError, ReferenceFetchError
 from refzarr.io import REMOTE_POLICY, FetchPolicy, RangeReader, set_read_deadline
 from refzarr.io import fetch as fetch_module
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
@@ -156,3 +158,80 @@ def test_the_size_of_a_whole_file_on_a_stalled_server(stalled_url: str) -> None:
     error = finish_within(HARD_TIMEOUT, lambda: reader.size(stalled_url))
     assert isinstance(error, ChunkFetchError), error
     assert f"{stalled_url}: cannot get its size: no answer within the read deadline" in str(error)
+
+
+# -- the reference sets themselves -------------------------------------------------------------
+
+
+@pytest.fixture
+def short_deadline() -> Iterator[None]:
+    set_read_deadline(DEADLINE)
+    yield
+    set_read_deadline(fetch_module.DEFAULT_DEADLINE)
+
+
+@pytest.mark.parametrize(
+    ("name", "asked"),
+    [("refs.json", "looking for .zmetadata"), ("refs.parq", "reading .zmetadata")],
+)
+@pytest.mark.parametrize("server", ["stalled", "failing"])
+def test_reading_a_remote_reference_set(
+    request: pytest.FixtureRequest, short_deadline: None, server: str, name: str, asked: str
+) -> None:
+    """JSON and Parquet sets on a server that never answers end at the read deadline; on one
+    that answers 503 at once (fsspec's HTTP filesystem does not retry), at once."""
+    base = request.getfixturevalue(f"{server}_url").rpartition("/")[0]
+    url = f"{base}/{name}"
+    started = time.monotonic()
+    error = finish_within(HARD_TIMEOUT, lambda: refzarr.read(url))
+    assert isinstance(error, ReferenceFetchError), error
+    assert isinstance(error, ChunkFetchError)
+    message = str(error)
+    assert message.startswith(f"{url}: {asked}: ")
+    if server == "stalled":
+        assert f"no answer within the read deadline of {DEADLINE:g} s" in message
+        assert "set_read_deadline" in message
+    else:
+        assert "503" in message
+    assert time.monotonic() - started < 10 * DEADLINE + 5
+
+
+class _RecordsStall(http.server.SimpleHTTPRequestHandler):
+    """Serves a folder's ``.zmetadata`` files; requests of anything else never get an answer."""
+
+    release = threading.Event()
+
+    def do_GET(self) -> None:
+        if self.path.endswith(".zmetadata"):
+            super().do_GET()
+        else:
+            self.release.wait(HARD_TIMEOUT)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_the_record_files_of_a_remote_parquet_set(tmp_path: Path, short_deadline: None) -> None:
+    """.zmetadata answers, the record files stall: reading a chunk's reference ends at the
+    deadline with the record file named."""
+    manifest = ChunkManifest.from_arrays(["memory://x"], np.zeros(2, np.int32), [0, 8], [8, 8])
+    meta = ArrayMeta(shape=(2,), chunks=(1,), dtype=np.dtype("<i8"), dimension_names=("x",))
+    refzarr.write(RefGroup(members={"v": RefArray(meta, manifest)}), tmp_path / "refs.parq")
+    handler = partial(_RecordsStall, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/refs.parq"
+        group = refzarr.read(url)
+        started = time.monotonic()
+        error = finish_within(HARD_TIMEOUT, lambda: group["v"].manifest[0])
+    finally:
+        _RecordsStall.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert isinstance(error, ReferenceFetchError), error
+    assert f"{url}/v/refs.0.parq: reading it: no answer within the read deadline" in str(error)
+    assert time.monotonic() - started < 10 * DEADLINE + 5

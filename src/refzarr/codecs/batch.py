@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.codecs.chunk import ChunkDecoder
+from refzarr.codecs.chunk import ChunkDecoder, max_chunk_bytes
 from refzarr.codecs.inflate import CAN_FILL, FastInflate
 from refzarr.codecs.unshuffle import FastUnshuffle, interleave_planes
 
@@ -44,6 +44,8 @@ class BatchDecoder:
         if not CAN_FILL or decoder.inflate is None or decoder.order != "C" or not decoder.plain:
             return None
         nbytes = decoder.count * decoder.dtype.itemsize
+        if nbytes > max_chunk_bytes():  # one by one: `ChunkDecoder.decode` refuses them
+            return None
         if len(steps) == 1:
             return cls(decoder, decoder.inflate, 1)
         if len(steps) == 2 and isinstance(steps[1], FastUnshuffle):

@@ -13,10 +13,68 @@ from numcodecs.zlib import Zlib
 
 from refzarr.codecs.inflate import FastInflate
 from refzarr.codecs.unshuffle import faster
-from refzarr.errors import ChunkDecodeError
+from refzarr.errors import ChunkDecodeError, ChunkFetchError
 from refzarr.model import ArrayMeta
 
-__all__ = ["ChunkDecoder", "decode_whole", "missing_value"]
+__all__ = [
+    "MAX_CHUNK_BYTES",
+    "ChunkDecoder",
+    "check_chunk_bytes",
+    "check_stored_bytes",
+    "decode_whole",
+    "max_chunk_bytes",
+    "missing_value",
+    "set_max_chunk_bytes",
+]
+
+MAX_CHUNK_BYTES = 2**31
+"""Most bytes one chunk may decode to (2 GiB) unless `set_max_chunk_bytes` raised it: a
+reference set can declare ``chunks [2**40]`` and a few stored bytes."""
+
+_limits = {"chunk": MAX_CHUNK_BYTES}
+
+
+def set_max_chunk_bytes(nbytes: int) -> None:
+    """Allow chunks decoding to up to ``nbytes`` bytes (process-wide; trusted sets only).
+
+    Raises
+    ------
+    ValueError
+        When ``nbytes`` is not a positive integer.
+    """
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 1:
+        raise ValueError(f"the limit must be a positive integer, got {nbytes!r}")
+    _limits["chunk"] = nbytes
+
+
+def check_stored_bytes(length: int, key: str | Callable[[], str], url: str) -> None:
+    """Raise ChunkFetchError, before anything is fetched, when a chunk's stored range is
+    longer than the per-chunk limit (no chunk within the limit is stored in more bytes)."""
+    if length > _limits["chunk"]:
+        raise ChunkFetchError(
+            f"{_text(key)}: its stored range in {url} is {length:,} bytes long, over the limit "
+            f"of {_limits['chunk']:,} bytes per chunk: not fetched (raise it with "
+            "refzarr.codecs.chunk.set_max_chunk_bytes for a trusted reference set)"
+        )
+
+
+def max_chunk_bytes() -> int:
+    """The current limit (`MAX_CHUNK_BYTES` unless `set_max_chunk_bytes` changed it)."""
+    return _limits["chunk"]
+
+
+def check_chunk_bytes(
+    chunks: tuple[int, ...], dtype: np.dtype[Any], key: str | Callable[[], str]
+) -> None:
+    """Raise ChunkDecodeError, before anything is allocated, when a chunk of ``chunks``
+    values of ``dtype`` decodes to more bytes than the limit."""
+    nbytes = math.prod(chunks) * dtype.itemsize
+    if nbytes > _limits["chunk"]:
+        raise ChunkDecodeError(
+            f"{_text(key)}: a chunk of {chunks} {dtype} decodes to {nbytes:,} bytes, over the "
+            f"limit of {_limits['chunk']:,} bytes per chunk (raise it with "
+            "refzarr.codecs.chunk.set_max_chunk_bytes for a trusted reference set)"
+        )
 
 
 class ChunkDecoder:
@@ -35,7 +93,7 @@ class ChunkDecoder:
         self.dtype = meta.dtype
         self.chunks = meta.chunks
         self.order = meta.order
-        self.count = int(np.prod(meta.chunks, dtype=np.int64))
+        self.count = math.prod(meta.chunks)
         try:
             self.codecs = [_faster(numcodecs.get_codec(dict(config))) for config in meta.codecs]
         except (ValueError, KeyError, TypeError) as exc:
@@ -74,9 +132,12 @@ class ChunkDecoder:
         Raises
         ------
         ChunkDecodeError
-            When a codec fails or the decoded size is not the chunk's (names the key).
+            When a codec fails or the decoded size is not the chunk's (names the key), or
+            when the chunk would decode to more than `max_chunk_bytes` (checked first).
         """
         chunks, count = (self.chunks, self.count) if shape is None else (shape, math.prod(shape))
+        if count * self.dtype.itemsize > _limits["chunk"]:
+            check_chunk_bytes(chunks, self.dtype, key)
         buffer: Any = data
         try:
             steps = self.steps

@@ -6,10 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from refzarr.errors import IncompatibleError
-from refzarr.model import MISSING, ArrayMeta, RefArray
+from refzarr.model import ArrayMeta, RefArray
 from refzarr.model.dtypes import encode_fill_value
 from refzarr.model.frozen import json_identity, thaw_json
 
@@ -185,7 +183,7 @@ def combined_fill(arrays: Sequence[RefArray], describe: Describe, what: str) -> 
             "as the wrong value: rewrite the files with one fill value"
         )
     for k in fills.get(null, []):
-        if bool(np.any(arrays[k].manifest.path_id == MISSING)):
+        if arrays[k].manifest.count_written() < arrays[k].manifest.nchunks:  # some unwritten
             other = given[0][0]
             raise IncompatibleError(
                 f"{what}: {describe([k])} has chunks never written and no fill value (they "

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from refzarr.combine.checks import check_same, combined_fill
-from refzarr.errors import IncompatibleError
+from refzarr.errors import IncompatibleError, RefFormatError
 from refzarr.model import ArrayMeta, ChunkManifest, ManifestBlock, RectilinearAxis, RefArray
 
 __all__ = ["Placement", "concat_arrays"]
@@ -187,6 +187,8 @@ def _manifest(
     grid_shape: tuple[int, ...],
 ) -> ChunkManifest:
     manifests = [piece.manifest for piece in pieces]
+    if any(m.sparse for m in manifests):  # mostly unwritten grids: never their whole columns
+        return _written_manifest(manifests, placement, axes, grid_shape)
     blocks = [_flat(m) for m in manifests]
     counts = np.fromiter((b.path_id.shape[0] for b in blocks), np.int64, len(blocks))
     paths, path_id = _path_ids(blocks, counts)
@@ -202,6 +204,71 @@ def _manifest(
     path_ids, offsets, lengths = (column.reshape(-1) for column in columns)
     block = ManifestBlock(0, paths, path_ids, offsets, lengths, inlined)
     return ChunkManifest.from_block(grid_shape, block)
+
+
+def _written_manifest(
+    manifests: Sequence[ChunkManifest],
+    placement: Placement,
+    axes: list[_Axis],
+    grid_shape: tuple[int, ...],
+) -> ChunkManifest:
+    """The combined manifest from the pieces' written entries only: the cost is what they
+    hold, and the result is sparse again when it is mostly unwritten."""
+    table: dict[str, int] = {}
+    coords, ids, offsets, lengths = [], [], [], []
+    inlined: dict[tuple[int, ...], bytes] = {}
+    for k, manifest in enumerate(manifests):
+        shift = _shift(manifest, k, placement, axes)
+        written = manifest.written_entries()
+        referenced = written.path_id >= 0
+        remap = np.array([table.setdefault(u, len(table)) for u in written.paths], np.int64)
+        coords.append(_indices(written.numbers[referenced], manifest, shift))
+        ids.append(remap[written.path_id[referenced]])
+        offsets.append(written.offset[referenced])
+        lengths.append(written.length[referenced])
+        lead = (0,) * (shift.size - len(manifest.grid_shape))  # new (stacking) axes
+        for index, data in manifest.inlined.items():
+            at = zip(lead + index, shift.tolist(), strict=True)
+            inlined[tuple(i + s for i, s in at)] = data
+    try:
+        return ChunkManifest.from_entries(
+            grid_shape,
+            np.concatenate(coords),
+            list(table),
+            np.concatenate(ids),
+            np.concatenate(offsets),
+            np.concatenate(lengths),
+            inlined,
+            where="combined",
+        )
+    except RefFormatError as exc:  # a piece's chunk outside the combined grid
+        raise IncompatibleError(
+            f"the pieces' chunk grids do not tile the combined grid {grid_shape}: {exc}"
+        ) from None
+
+
+def _shift(
+    manifest: ChunkManifest, k: int, placement: Placement, axes: list[_Axis]
+) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Where piece ``k``'s chunk (0, ...) lies in the combined grid."""
+    n_new = len(placement.new_names)
+    cell = np.unravel_index(k, placement.grid_shape)
+    shift = np.zeros(n_new + len(manifest.grid_shape), dtype=np.int64)
+    for g, axis in enumerate(placement.axes):
+        shift[axis] = int(axes[g].starts[int(cell[g])])
+    return shift
+
+
+def _indices(
+    numbers: np.ndarray[Any, Any], manifest: ChunkManifest, shift: np.ndarray[Any, Any]
+) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Chunk numbers of a piece as indices into the combined grid."""
+    grid = manifest.grid_shape
+    index = np.zeros((numbers.size, shift.size), dtype=np.int64)
+    if grid:
+        index[:, shift.size - len(grid) :] = np.stack(np.unravel_index(numbers, grid), axis=1)
+    index += shift
+    return index
 
 
 def _path_ids(

@@ -13,8 +13,9 @@ import numpy as np
 from refzarr.combine.checks import CHECKED_ATTRIBUTES, certainly_alike, quick_key
 from refzarr.combine.values import fetch_raw, read_values
 from refzarr.errors import IncompatibleError
-from refzarr.model import MISSING, ChunkManifest, ManifestBlock, RefArray
+from refzarr.model import ChunkManifest, ManifestBlock, RefArray
 from refzarr.model.frozen import json_identity
+from refzarr.model.sparse import check_dense
 
 __all__ = ["SameSet", "check_identical"]
 
@@ -48,6 +49,15 @@ def check_identical(
             pending.append((same, reps))
     if not pending:
         return
+    for same, reps in pending:  # values compared chunk by chunk: one slot per chunk
+        for k in reps:
+            manifest = same.arrays[k].manifest
+            if manifest.sparse:
+                files = f"{describe([same.files[reps[0]]])} and {describe([same.files[k]])}"
+                check_dense(
+                    manifest.nchunks,
+                    f"{same.what}: comparing its values in {files} (their references differ)",
+                )
     chosen = [same.arrays[k] for same, reps in pending for k in reps]
     raws = iter(fetch_raw(chosen, storage_options))
     still: list[tuple[SameSet, list[int]]] = []
@@ -143,13 +153,16 @@ def _layout(array: RefArray) -> tuple[Any, ...]:
 
 def _fingerprint(array: RefArray) -> tuple[Any, ...]:
     """Equal fingerprints mean equal values: same layout and the same chunk entries."""
-    blocks = tuple(_block_entries(block) for block in array.manifest.iter_blocks())
+    # the blocks holding written chunks (every block, but a sparse manifest's few), placed
+    blocks = tuple(
+        (block.start, *_block_entries(block)) for block in array.manifest.iter_written_blocks()
+    )
     return (_layout(array), blocks)
 
 
 def _raw_key(array: RefArray, raw: list[bytes | memoryview | None]) -> tuple[Any, ...]:
     """Equal keys mean equal values: same layout and the same stored bytes, chunk by chunk."""
-    missing = np.asarray(array.manifest.path_id == MISSING).tobytes()
+    missing = array.manifest.written_entries().numbers.tobytes()  # which chunks are written
     return (_layout(array), missing, tuple(None if r is None else bytes(r) for r in raw))
 
 

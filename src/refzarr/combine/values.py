@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from refzarr.model import WHOLE_FILE, ArrayMeta, RefArray
+from refzarr.model.sparse import check_dense
 
 __all__ = ["fetch_raw", "read_values"]
 
@@ -45,6 +46,8 @@ def fetch_raw(
             if len(block.inlined) == n:
                 out.append([block.inlined[number] for number in range(n)])
                 continue
+        if manifest.sparse:  # one slot per chunk, written or not
+            check_dense(manifest.nchunks, "comparing a sparse array's values chunk by chunk")
         raw: Raw = [None] * manifest.nchunks
         for block in manifest.iter_blocks():
             for number, stored in block.inlined.items():

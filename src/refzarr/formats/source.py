@@ -6,13 +6,13 @@ import gzip
 import io
 import os
 import zlib
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar
 
 import fsspec
 import zstandard
 
-from refzarr.errors import RefFormatError, SourceNotFoundError
+from refzarr.errors import ReferenceFetchError, RefFormatError, SourceNotFoundError
 
 __all__ = [
     "Compression",
@@ -22,8 +22,10 @@ __all__ = [
     "detect_format",
     "locate",
     "read_bytes",
+    "remote_call",
 ]
 
+T = TypeVar("T")
 Compression = Literal["zstd", "gzip"] | None
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -41,12 +43,29 @@ class Location:
         """A path below this location."""
         return "/".join([self.path, *parts])
 
+    def ask(self, what: str, call: Callable[[], T]) -> T:
+        """``call()``, a request to this location's filesystem: within the read deadline
+        when remote (`refzarr.io.call_within_deadline`; ``what`` names the request)."""
+        return remote_call(self.fs, f"{self.shown}: {what}", call)
+
     @property
     def is_local(self) -> bool:
         """True when the filesystem is the local disk."""
         protocol = self.fs.protocol
         protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
         return "file" in protocols or "local" in protocols
+
+
+def remote_call(fs: Any, what: str, call: Callable[[], T]) -> T:
+    """``call()`` on filesystem ``fs``; for a remote one within the read deadline, its
+    failures a `ReferenceFetchError` naming ``what``."""
+    protocol = fs.protocol
+    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
+    if "file" in protocols or "local" in protocols or "memory" in protocols:
+        return call()
+    from refzarr.io.fetch import call_within_deadline
+
+    return call_within_deadline(call, what)
 
 
 def locate(source: str | os.PathLike[str], storage_options: Mapping[str, Any] | None) -> Location:
@@ -74,9 +93,15 @@ def detect_format(location: Location) -> Literal["json", "parquet"]:
     lowered = location.path.lower()
     if lowered.endswith((".parq", ".parquet")):
         return "parquet"
+    fs = location.fs
     try:
-        if location.fs.isdir(location.path) and location.fs.exists(location.join(".zmetadata")):
+        if location.ask(
+            "looking for .zmetadata",
+            lambda: fs.isdir(location.path) and fs.exists(location.join(".zmetadata")),
+        ):
             return "parquet"
+    except ReferenceFetchError:
+        raise
     except OSError:
         pass
     return "json"
@@ -85,7 +110,7 @@ def detect_format(location: Location) -> Literal["json", "parquet"]:
 def read_bytes(location: Location) -> bytes:
     """The whole file at ``location``; SourceNotFoundError when it does not exist."""
     try:
-        data: bytes = location.fs.cat_file(location.path)
+        data: bytes = location.ask("reading it", lambda: location.fs.cat_file(location.path))
     except FileNotFoundError as exc:
         raise SourceNotFoundError(f"{location.shown}: no such reference set") from exc
     except IsADirectoryError as exc:

@@ -8,6 +8,7 @@ from refzarr.io.fetch import (
     FetchedBlock,
     FetchPolicy,
     RangeReader,
+    call_within_deadline,
     set_read_deadline,
 )
 from refzarr.io.plan import Block, ReadPlan, plan_reads
@@ -22,6 +23,7 @@ __all__ = [
     "RangeReader",
     "ReadPlan",
     "URLPolicy",
+    "call_within_deadline",
     "normalize_url",
     "plan_reads",
     "set_read_deadline",

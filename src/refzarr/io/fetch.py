@@ -30,13 +30,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import fsspec
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
-from refzarr.errors import ChunkFetchError
+from refzarr.errors import ChunkFetchError, ReferenceFetchError, RefzarrError
 from refzarr.io.allow import URLPolicy
 from refzarr.io.plan import Block, ReadPlan, plan_reads
 
@@ -49,8 +49,11 @@ __all__ = [
     "FetchPolicy",
     "FetchedBlock",
     "RangeReader",
+    "call_within_deadline",
     "set_read_deadline",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_DEADLINE = 60.0
 """Seconds a remote block may take, all tries included, unless a policy says otherwise."""
@@ -562,6 +565,30 @@ def _members_by_block(plan: ReadPlan) -> list[np.ndarray[Any, np.dtype[np.int64]
     order = np.argsort(plan.block_of, kind="stable")
     bounds = np.searchsorted(plan.block_of[order], np.arange(len(plan.blocks) + 1))
     return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
+
+
+def call_within_deadline(call: Callable[[], T], what: str) -> T:
+    """``call()``, a request to a remote filesystem, within the process-wide read deadline.
+
+    Raises
+    ------
+    ReferenceFetchError
+        Naming ``what`` (the URL and what was asked), when no answer came within the
+        deadline (`set_read_deadline`) or the request failed otherwise; a missing file
+        (FileNotFoundError) and refzarr's own errors pass through.
+    """
+    seconds = REMOTE_POLICY.seconds()
+    try:
+        return cast("T", _within(seconds, call))
+    except TimeoutError:
+        raise ReferenceFetchError(
+            f"{what}: no answer within the read deadline of {seconds:g} s; raise it with "
+            "refzarr.io.set_read_deadline"
+        ) from None
+    except (RefzarrError, FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise
+    except Exception as exc:  # 5xx, resets, an unreachable host: named, not foreign
+        raise ReferenceFetchError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
 def _within(seconds: float | None, call: Callable[[], Any]) -> Any:

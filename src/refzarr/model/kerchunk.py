@@ -11,14 +11,14 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from refzarr.errors import RefFormatError
-from refzarr.model.group import RefGroup
+from refzarr.model.group import RefArray, RefGroup
 from refzarr.model.hierarchy import (
     array_metadata,
     assemble_group,
@@ -29,7 +29,7 @@ from refzarr.model.hierarchy import (
     parse_hierarchy,
     require_regular_grids,
 )
-from refzarr.model.manifest import INLINED, MAX_OFFSET, MISSING, WHOLE_FILE, ChunkManifest
+from refzarr.model.manifest import INLINED, MAX_OFFSET, WHOLE_FILE, ChunkManifest
 from refzarr.model.templates import expand_v1
 
 __all__ = [
@@ -208,22 +208,33 @@ def group_to_kerchunk(group: RefGroup) -> dict[str, Any]:
             continue
         array = node
         out.update((key, metadata_text(doc)) for key, doc in array_metadata(path, array))
-        manifest, sep = array.manifest, array.meta.dimension_separator
-        paths = manifest.paths
-        ids, offsets, lengths = manifest.path_id, manifest.offset, manifest.length
-        inlined = manifest.inlined
-        for index in np.ndindex(*manifest.grid_shape):
-            pid = int(ids[index])
-            if pid == MISSING:
-                continue
-            key = chunk_key(path, tuple(index), sep)
-            if pid == INLINED:
-                out[key] = encode_inline(inlined[tuple(index)])
-            elif lengths[index] == WHOLE_FILE:
-                out[key] = [paths[pid]]
-            else:
-                out[key] = [paths[pid], int(offsets[index]), int(lengths[index])]
+        out.update(_chunk_refs(path, array))
     return out
+
+
+def _chunk_refs(path: str, array: RefArray) -> Iterator[tuple[str, Any]]:
+    """The references of an array's written chunks, in C order (a sparse manifest's only:
+    nothing is built for its unwritten chunks)."""
+    manifest, sep = array.manifest, array.meta.dimension_separator
+    grid = manifest.grid_shape
+    written = manifest.written_entries()
+    inlined = manifest.inlined
+    columns = zip(
+        written.numbers.tolist(),
+        written.path_id.tolist(),
+        written.offset.tolist(),
+        written.length.tolist(),
+        strict=True,
+    )
+    for number, pid, offset, length in columns:
+        index = tuple(int(i) for i in np.unravel_index(number, grid)) if grid else ()
+        key = chunk_key(path, index, sep)
+        if pid == INLINED:
+            yield key, encode_inline(inlined[index])
+        elif length == WHOLE_FILE:
+            yield key, [written.paths[pid]]
+        else:
+            yield key, [written.paths[pid], offset, length]
 
 
 @dataclass

@@ -19,7 +19,13 @@ from typing import Any, overload
 import numpy as np
 
 from refzarr.codecs.batch import BatchDecoder
-from refzarr.codecs.chunk import ChunkDecoder, missing_value
+from refzarr.codecs.chunk import (
+    ChunkDecoder,
+    check_chunk_bytes,
+    check_stored_bytes,
+    max_chunk_bytes,
+    missing_value,
+)
 from refzarr.io import FetchedBlock, RangeReader
 from refzarr.model import INLINED, MISSING, WHOLE_FILE, RefArray
 from refzarr.reader.select import Axis, normalize_selection
@@ -155,7 +161,25 @@ class ArrayReader:
                     urls[row] = block.paths[pid]
                 elif pid == INLINED:
                     inlined[row] = block.inlined[number]
+        self._check_sizes(coords, path_id, urls, lengths)
         return _Entries(coords, path_id, urls, offsets, lengths, inlined)
+
+    def _check_sizes(
+        self,
+        coords: np.ndarray[Any, Any],
+        path_id: np.ndarray[Any, Any],
+        urls: list[str | None],
+        lengths: np.ndarray[Any, Any],
+    ) -> None:
+        """The per-chunk limit, before anything is fetched: on the decoded size of the
+        array's chunks, on the stored length of each referenced one."""
+        present = np.flatnonzero(path_id != MISSING)
+        if not present.size:
+            return
+        first = coords[present[0]]
+        check_chunk_bytes(self.array.meta.chunks, self.dtype, lambda: self._key(first))
+        for row in np.flatnonzero(lengths > max_chunk_bytes()).tolist():
+            check_stored_bytes(int(lengths[row]), self._key(coords[row]), str(urls[row]))
 
     def _key(self, coords: Sequence[int] | np.ndarray[Any, Any]) -> str:
         index = ".".join(str(int(c)) for c in coords) or "0"

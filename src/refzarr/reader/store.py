@@ -38,7 +38,7 @@ from zarr.abc.store import (
 )
 from zarr.core.buffer import Buffer, BufferPrototype
 
-from refzarr.codecs.chunk import ChunkDecoder
+from refzarr.codecs.chunk import ChunkDecoder, check_chunk_bytes, check_stored_bytes
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.formats.api import Source, read
 from refzarr.io import RangeReader
@@ -185,11 +185,14 @@ class ReferenceStore(Store):
             if found is None:
                 continue
             chunk, value = found
+            if chunk.array.meta.is_regular:
+                check_chunk_bytes(chunk.array.meta.chunks, chunk.array.meta.dtype, key)
             if isinstance(value, bytes):
                 inlined = _slice(value, chunk.fetched_range)
                 chunks.append((chunk, inlined, "inlined in the reference set"))
                 continue
             url, offset, length = await self._range(value, chunk.fetched_range)
+            check_stored_bytes(length, key, url)
             fetch.append((chunk, url, offset, length))
         if fetch:
             datas = await asyncio.to_thread(

@@ -142,9 +142,11 @@ def load_zmetadata(location: Location) -> ZMetadata:
     """
     where = f"{location.shown.rstrip('/')}/.zmetadata"
     try:
-        data = location.fs.cat_file(location.join(".zmetadata"))
+        data = location.ask(
+            "reading .zmetadata", lambda: location.fs.cat_file(location.join(".zmetadata"))
+        )
     except FileNotFoundError:
-        if location.fs.isdir(location.path):
+        if location.ask("listing it", lambda: location.fs.isdir(location.path)):
             raise RefFormatError(
                 f"{location.shown}: a directory without .zmetadata is not a Parquet reference set"
             ) from None

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from refzarr.errors import RefFormatError
 from refzarr.formats.parquet.records import RecordColumns, decode_record
+from refzarr.formats.source import remote_call
 from refzarr.model.manifest import INLINED, MISSING, WHOLE_FILE, ManifestBlock
 from refzarr.model.sparse import check_dense
 
@@ -105,7 +106,9 @@ class ParquetManifestSource:
         """The decoded rows of record ``number``; None when the array has no record files."""
         path = f"{self._directory}/{record_file_name(number)}"
         try:
-            data = self._fs.cat_file(path)
+            data = remote_call(
+                self._fs, f"{self.where(number)}: reading it", lambda: self._fs.cat_file(path)
+            )
         except FileNotFoundError:
             if self._every_record_written:
                 raise RefFormatError(

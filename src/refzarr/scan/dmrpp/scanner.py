@@ -208,7 +208,7 @@ class _Walk:
         size = self.required(element, "size", path)
         if not size.strip().isdigit():
             raise ScanError(f"{self.where(path, 'group')}: dimension {name!r} has size {size!r}")
-        self.sizes[_join(path, name)] = int(size)
+        self.sizes[_join(path, name)] = _dimension_size(size, self.where(path, "group"))
 
     # -- variables ------------------------------------------------------------------------
 
@@ -352,7 +352,7 @@ class _Walk:
             if name:
                 out.append((name.rpartition("/")[2], self.dimension_size(name, group, where)))
             elif size and size.strip().isdigit():
-                out.append((None, int(size)))
+                out.append((None, _dimension_size(size, where)))
             else:
                 raise ScanError(f"{where}: a Dim has neither a name nor a size ({dim.attrib})")
         return out
@@ -472,3 +472,13 @@ def _variable_name(name: str, siblings: set[str | None]) -> str:
 
 def _join(group: str, name: str) -> str:
     return f"{group.rstrip('/')}/{name}"
+
+
+def _dimension_size(text: str, where: str) -> int:
+    """A Dim size (digits), refused past 2**63 - 1 (no array is longer; 5,000 digits would
+    not even convert)."""
+    digits = text.strip().lstrip("0") or "0"
+    if len(digits) > 19 or int(digits) > 2**63 - 1:
+        shown = digits if len(digits) <= 40 else f"{digits[:20]}... ({len(digits)} digits)"
+        raise ScanError(f"{where}: dimension size {shown} is larger than 2**63 - 1")
+    return int(digits)

@@ -20,6 +20,7 @@ import numpy as np
 from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec, filters_to_codecs
 from refzarr.errors import RefFormatError, ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, ChunkManifest
+from refzarr.model.sparse import check_dense
 from refzarr.scan.dmrpp.locate import DataFiles
 from refzarr.scan.dmrpp.xmldoc import DMRPP
 from refzarr.scan.hdf5.masks import recoder
@@ -415,23 +416,32 @@ def _inflate(data: bytes, expected: int, where: str) -> bytes:
     return out
 
 
-def vlsa_values(vlsa: ET.Element, tag: str, where: str) -> list[bytes]:
-    """The values of a ``dmrpp:vlsa`` element (its ``<v>`` children are ``tag``): each
-    ``<v>`` (UTF-8 text, or base64 of zlib-compressed bytes, ``s`` of them), repeated ``c``
-    times."""
+def vlsa_values(vlsa: ET.Element, tag: str, where: str, shape: tuple[int, ...]) -> list[bytes]:
+    """The values of a ``dmrpp:vlsa`` element (its ``<v>`` children are ``tag``):
+    each ``<v>`` (UTF-8 text, or base64 of zlib-compressed bytes, ``s`` of them), repeated
+    ``c`` times. The repeat counts are checked before anything is repeated: a few bytes of
+    sidecar can say ``c="1000000000000"``."""
+    elements = list(vlsa.iter(tag))
+    counts = [1 if v.get("c") is None else _count(v.get("c") or "", where) for v in elements]
+    expected = math.prod(shape)
+    if sum(counts) != expected:
+        raise ScanError(
+            f"{where}: dmrpp:vlsa holds {sum(counts)} values for a shape {shape} "
+            f"({expected} values)"
+        )
+    check_dense(expected, f"{where}: dmrpp:vlsa (values inlined in the references)")
     values: list[bytes] = []
-    for v in vlsa.iter(tag):
+    for v, count in zip(elements, counts, strict=True):
         text = v.text or ""
         size = v.get("s")
         value = text.encode("utf-8") if size is None else _vlsa_inflated(text, size, where)
-        count = v.get("c")
-        values.extend([value] * (1 if count is None else _count(count, where)))
+        values.extend([value] * count)
     return values
 
 
 def _count(text: str, where: str) -> int:
-    if not text.strip().isdigit():
-        raise ScanError(f"{where}: a vlsa value's repeat count c={text!r} is not a count")
+    if not text.strip().isdigit() or len(text.strip()) > 19:
+        raise ScanError(f"{where}: a vlsa value's repeat count c={text[:40]!r} is not a count")
     return int(text)
 
 

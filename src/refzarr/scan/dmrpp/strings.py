@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.errors import ScanError, UnsupportedFeatureError
+from refzarr.errors import RefFormatError, ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, MISSING, ArrayMeta, ChunkManifest, RefArray
 from refzarr.scan.dmrpp.storage import vlsa_values
 from refzarr.scan.dmrpp.xmldoc import DMRPP
@@ -75,12 +75,10 @@ def vlen_array(
     where: str,
 ) -> RefArray:
     """A variable-length string variable, its ``dmrpp:vlsa`` values inlined."""
-    values = vlsa_values(vlsa, tag, where)
-    if len(values) != math.prod(shape):
-        raise ScanError(
-            f"{where}: dmrpp:vlsa holds {len(values)} values for a shape {shape} "
-            f"({math.prod(shape)} values)"
-        )
+    try:
+        values = vlsa_values(vlsa, tag, where, shape)
+    except RefFormatError as exc:  # more values than refzarr inlines
+        raise UnsupportedFeatureError(str(exc)) from None
     chunks = _chunk_shape(shape)
     encoded = _encoded(values, shape, chunks)
     utf8 = all(_is_utf8(v) for v in values)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from refzarr.errors import ScanError, UnsupportedFeatureError
+from refzarr.errors import RefFormatError, ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, MISSING, ChunkManifest
 from refzarr.scan.hdf4.dd import DDTable
 from refzarr.scan.hdf4.elements import (
@@ -255,9 +255,9 @@ def _chunked(
     codecs = codecs_for(storage.coder, storage.params, chunk_bytes, dtype, ctx.source.url, what)
     grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
     origins, refs = _chunk_table(ctx, storage, what)
-    path_id = np.full(grid, MISSING, np.int32)
-    offsets = np.zeros(grid, np.uint64)
-    lengths = np.zeros(grid, np.uint64)
+    written: list[tuple[int, ...]] = []  # the written chunks only: the grid may be 2**62
+    offsets: list[int] = []
+    lengths: list[int] = []
     inlined: dict[tuple[int, ...], bytes] = {}
     for origin, ref in zip(origins, refs, strict=True):
         if any(o >= g or o < 0 for o, g in zip(origin, grid, strict=True)):
@@ -267,12 +267,40 @@ def _chunked(
             continue
         offset, length = found
         if 0 < length < ctx.inline_threshold:
-            path_id[origin] = INLINED
             inlined[origin] = ctx.source.read(offset, length, f"{what}: chunk {origin}")
         elif length:
-            path_id[origin], offsets[origin], lengths[origin] = 0, offset, length
-    manifest = ChunkManifest.from_arrays([ctx.source.url], path_id, offsets, lengths, inlined)
+            written.append(origin)
+            offsets.append(offset)
+            lengths.append(length)
+    manifest = _written_manifest(ctx, grid, written, offsets, lengths, inlined, what)
     return Layout(chunks, manifest, codecs)
+
+
+def _written_manifest(
+    ctx: Context,
+    grid: tuple[int, ...],
+    coords: list[tuple[int, ...]],
+    offsets: list[int],
+    lengths: list[int],
+    inlined: dict[tuple[int, ...], bytes],
+    what: str,
+) -> ChunkManifest:
+    """The manifest of the written chunks (sparse when the grid is large and mostly empty)."""
+    where = f"{ctx.source.url}: {what}"
+    try:
+        return ChunkManifest.from_entries(
+            grid,
+            np.asarray(coords, np.int64).reshape(len(coords), len(grid)),
+            [ctx.source.url],
+            np.zeros(len(coords), np.int64),
+            np.asarray(offsets, np.uint64),
+            np.asarray(lengths, np.uint64),
+            inlined,
+            where=where,
+        )
+    except RefFormatError as exc:  # a grid past 2**62 chunks, a chunk listed twice
+        said = str(exc) if str(exc).startswith(where) else f"{where}: {exc}"
+        raise ScanError(f"{said} (the chunk table or the dimensions are damaged)") from exc
 
 
 def _chunk_table(

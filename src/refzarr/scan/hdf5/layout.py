@@ -25,8 +25,9 @@ from fsspec import AbstractFileSystem
 from h5py import h5d
 
 from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec, filters_to_codecs
-from refzarr.errors import ScanError, SourceNotFoundError, UnsupportedFeatureError
+from refzarr.errors import RefFormatError, ScanError, SourceNotFoundError, UnsupportedFeatureError
 from refzarr.model import INLINED, ChunkManifest
+from refzarr.model.manifest import MAX_CHUNKS
 from refzarr.scan.hdf5.btree import read_btree_chunks
 from refzarr.scan.hdf5.contiguous import ReadAt, Segment, contiguous_manifest
 from refzarr.scan.hdf5.external import external_segments, find_sibling
@@ -85,6 +86,11 @@ def manifest_for(
     layout = creation_plist(ds).get_layout()
     chunks = chunk_shape(ds)
     grid = _grid(ds.shape, chunks)
+    if math.prod(grid) > MAX_CHUNKS:  # HDF5 allows 2**64 - 1 per dimension
+        raise UnsupportedFeatureError(
+            f"{where}: a grid of {grid} chunks of {chunks}, more than a reference set can "
+            f"number ({MAX_CHUNKS:,} = 2**62)"
+        )
     codecs = list(codecs)
     if layout == h5d.COMPACT:
         return Layout(chunks, _compact(ds, dtype, grid), codecs)
@@ -92,7 +98,10 @@ def manifest_for(
         columns = ChunkColumns.collect(ds, read_range)
         stages = dataset_filters(ds) if filters is None else filters
         recode = _recoder(ds, dtype, columns, codecs, where, stages)
-        manifest = columns.manifest(grid, url, read_range, inline_threshold, recode)
+        try:
+            manifest = columns.manifest(grid, url, read_range, inline_threshold, recode)
+        except RefFormatError as exc:  # an address or size past 2**63: a damaged index
+            raise ScanError(f"{where}: its chunk index is damaged: {exc}") from None
         return Layout(chunks, manifest, codecs)
     place = _Place(url, read_range, fs, inline_threshold, where)
     if layout == h5d.CONTIGUOUS:

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 import h5py
-from h5py import h5i, h5l, h5o
+from h5py import h5i, h5l, h5o, h5t
 
 from refzarr.codecs.hdf5.filters import filters_to_codecs
 from refzarr.errors import RefzarrError, ScanError, UnsupportedFeatureError
@@ -30,6 +30,7 @@ from refzarr.scan.hdf5.dims import (
     is_dimension_only,
     variable_name,
 )
+from refzarr.scan.hdf5.global_heap import check_global_heaps
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5.links import follow_external_link
@@ -237,6 +238,8 @@ class _Walk:
         if needs_decoding(ds, tid):  # vlen strings, object references: decoded and inlined
             attrs = self.array_attributes(ds, path, where, table, tid)
             dims = dimension_names(ds, self.phony, table, self.scale_names)
+            if tid.get_class() == h5t.STRING:  # before h5py reads values from the heap
+                check_global_heaps(ds, self.source.read_range, self.source.size, where)
             return decoded_array(ds, where, attrs, dims)
         dtype = storage_dtype(ds, where, tid)
         # codecs before the chunk index: an unsupported filter fails before any chunk is read

@@ -19,7 +19,7 @@ import numpy as np
 from h5py import h5a, h5d, h5ds, h5i, h5r
 
 from refzarr.errors import UnsupportedFeatureError
-from refzarr.model import MISSING, ChunkManifest
+from refzarr.model import ChunkManifest
 from refzarr.scan.hdf5.attrs import AttributeTable, get_attribute
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.scale_names import UNKNOWN, ScaleNames
@@ -166,16 +166,27 @@ def extend_to(
     if shape == old:
         return manifest
     grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
-    _check_edge_chunks(ds, old, shape, chunks, manifest, where)
-    pad = [(0, new - cur) for new, cur in zip(grid, manifest.grid_shape, strict=True)]
-    inlined = manifest.inlined
-    return ChunkManifest.from_arrays(
-        manifest.paths,
-        np.pad(manifest.path_id, pad, constant_values=MISSING),
-        np.pad(manifest.offset, pad),
-        np.pad(manifest.length, pad),
-        inlined,
+    written = manifest.written_entries()  # the written chunks only: the grid may be 2**40
+    index = _indices(written.numbers, manifest.grid_shape)
+    _check_edge_chunks(ds, old, shape, chunks, index, where)
+    referenced = written.path_id >= 0
+    return ChunkManifest.from_entries(
+        grid,
+        index[referenced],
+        written.paths,
+        written.path_id[referenced],
+        written.offset[referenced],
+        written.length[referenced],
+        manifest.inlined,
+        where=where,
     )
+
+
+def _indices(numbers: np.ndarray[Any, Any], grid: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """C-order chunk numbers as rows of chunk indices."""
+    if not grid:
+        return np.zeros((numbers.size, 0), dtype=np.int64)
+    return np.stack(np.unravel_index(numbers, grid), axis=1).astype(np.int64)
 
 
 def _check_edge_chunks(
@@ -183,16 +194,16 @@ def _check_edge_chunks(
     old: tuple[int, ...],
     shape: tuple[int, ...],
     chunks: tuple[int, ...],
-    manifest: ChunkManifest,
+    written: np.ndarray[Any, Any],
     where: str,
 ) -> None:
+    """``written``: the indices of the written chunks (rows)."""
     if creation_plist(ds).get_fill_time() != h5d.FILL_TIME_NEVER:
         return  # HDF5 filled every chunk with the fill value before writing into it
     for axis, (cur, new, size) in enumerate(zip(old, shape, chunks, strict=True)):
         if new == cur or cur % size == 0:
             continue
-        edge = np.take(manifest.path_id, cur // size, axis=axis)
-        if (edge != MISSING).any():
+        if (written[:, axis] == cur // size).any():  # an edge chunk was written
             raise UnsupportedFeatureError(
                 f"{where}: written without fill values and shorter ({cur}) than its unlimited "
                 f"dimension ({new}) inside a chunk: the records between cannot be read as "

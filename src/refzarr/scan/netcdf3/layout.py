@@ -104,7 +104,13 @@ def _slab(header: Header, var: Variable, record_dim: int | None, where: str) -> 
         _bad_dimensions(header, var, record_dim, where)
     is_record = bool(dimids) and dimids[0] == record_dim
     inner = tuple([dims[d].length for d in (dimids[1:] if is_record else dimids)])
-    return _Slab(inner, math.prod(inner) * ITEMSIZES[var.nc_type], is_record)
+    nbytes = math.prod(inner) * ITEMSIZES[var.nc_type]
+    if nbytes >= 2**63:  # no file holds it (and its size may be too long to print)
+        raise ScanError(
+            f"{where}: variable {var.name!r} declares {len(inner)} dimensions of more than "
+            "2**63 bytes in all, more than any file holds: the header is damaged"
+        )
+    return _Slab(inner, nbytes, is_record)
 
 
 def _bad_dimensions(header: Header, var: Variable, record_dim: int | None, where: str) -> None:

@@ -124,19 +124,21 @@ def _columns(
             f"{where}: some of its pages lie in other files (a multi-file OME-TIFF); scan "
             "each file, then combine them"
         )
+    for k, page in enumerate(pages):  # before allocating: the shape may claim 2**56 segments
+        if page is not None and (
+            len(page.dataoffsets) != segments or len(page.databytecounts) != segments
+        ):
+            raise ScanError(
+                f"{where}: page {k} lists {len(page.dataoffsets)} segment offsets and "
+                f"{len(page.databytecounts)} byte counts; its shape needs {segments:,} "
+                "(damaged tags)"
+            )
     offsets = np.zeros((len(pages), segments), dtype=np.uint64)
     counts = np.zeros((len(pages), segments), dtype=np.uint64)
     for k, page in enumerate(pages):
-        if page is None:
-            continue
-        page_offsets, page_counts = page.dataoffsets, page.databytecounts
-        if len(page_offsets) != segments or len(page_counts) != segments:
-            raise ScanError(
-                f"{where}: page {k} lists {len(page_offsets)} segment offsets and "
-                f"{len(page_counts)} byte counts; its shape needs {segments} (damaged tags)"
-            )
-        offsets[k] = page_offsets
-        counts[k] = page_counts
+        if page is not None:
+            offsets[k] = page.dataoffsets
+            counts[k] = page.databytecounts
     return offsets, counts
 
 

@@ -3,14 +3,16 @@ each chunk referenced whole (offset 0, the listed size); unlisted chunks are mis
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from refzarr.errors import ScanError
+from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.model import ChunkManifest
+from refzarr.model.manifest import MAX_CHUNKS
 from refzarr.scan.zarr.listing import StoreListing
 
 __all__ = ["ChunkKeys", "SizeRule", "chunk_manifest"]
@@ -102,6 +104,11 @@ def chunk_manifest(
     ScanError
         When a chunk's size cannot be right for the array's codecs (names the key).
     """
+    if math.prod(grid) > MAX_CHUNKS:  # before any column is built from the grid
+        raise UnsupportedFeatureError(
+            f"{where}: its shape and chunks make a grid of {grid} chunks, more than a reference "
+            f"set can number ({MAX_CHUNKS:,} = 2**62); its metadata may be damaged"
+        )
     names, sizes = listing.under(path)
     positions, indices = keys.parse(names, len(grid))
     inside = (indices < np.asarray(grid, dtype=np.int64)).all(axis=1)
