@@ -2,13 +2,14 @@
 
 `refzarr.combine` runs twice, on small stand-ins of the existing set: once on the coordinate
 along the dimension (and its CF bounds) in full, which checks duplicate, overlapping and
-unordered values exactly as combining everything would; once on the whole hierarchy with
-every other array along the dimension cut to its last chunks (as many positions as the least
-common multiple of their chunk lengths along it; a placeholder manifest marks the last chunk), which runs every other check (dtypes, codecs,
-fill values, CF packing, chunking, dimension names, variables expected identical, read in
-full). The placeholder shows where the existing data landed: only when it comes first (an
-append at the end) is the plan made; then each growing array's new chunks follow its
-existing ones in C order, so only its last record file and new ones change.
+unordered values exactly as combining everything would; once on the whole hierarchy with every
+other array along the dimension cut to its last chunks (as many positions as the least common
+multiple of their chunk lengths along it; a placeholder manifest marks the last chunk), which
+runs every other check (dtypes, codecs, fill values, CF packing, chunking, dimension names,
+variables expected identical, read in full). The placeholder shows where the existing data
+landed: only when it comes first (an append at the end) is the plan made; then each growing
+array's new chunks follow its existing ones in C order, so only its last record file and new
+ones change.
 """
 
 from __future__ import annotations
