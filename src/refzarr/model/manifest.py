@@ -638,17 +638,17 @@ class ChunkManifest:
 
     def iter_blocks(self) -> Iterator[ManifestBlock]:
         """Every block in order (loading each as it is reached)."""
-        for k in range(self.nblocks):
-            yield self.block(k)
+        only = self._blocks.get(0) if self.nblocks == 1 else None
+        if only is not None:  # the usual in-memory manifest, without a generator's cost
+            return iter((only,))
+        return (self.block(k) for k in range(self.nblocks))
 
     def iter_written_blocks(self) -> Iterator[ManifestBlock]:
         """The blocks that may hold written chunks, in order: every block, except that a
         sparse manifest (a mostly unwritten grid) skips blocks in which nothing was written."""
         if isinstance(self._source, SparseEntries):
-            for k in self._source.written_blocks():
-                yield self.block(k)
-        else:
-            yield from self.iter_blocks()
+            return (self.block(k) for k in self._source.written_blocks())
+        return self.iter_blocks()
 
     def written_entries(self) -> WrittenEntries:
         """The written chunks' columns (bounded by what is written for a sparse manifest)."""
