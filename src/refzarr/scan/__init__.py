@@ -147,7 +147,7 @@ def _configured(
         from refzarr.scan.detect import detect_format
 
         scan_format = detect_format(os.fspath(url), options.get("storage_options"))
-    own = scan_format.option_names()
+    own = scan_format.option_names() if options else frozenset()
     others = set(options) - own
     if format is None and others:  # options of other formats: fine for a mixed folder
         unknown = sorted(others - all_option_names())
