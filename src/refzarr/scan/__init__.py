@@ -15,12 +15,16 @@ from refzarr.scan.base import (
     ScanFormat,
     Scanner,
     ScanOptions,
+    all_option_names,
     format_named,
     registered_formats,
     scanner_for,
 )
+from refzarr.scan.detect import detect_format, detect_probe, open_local
 from refzarr.scan.paths import plain_local_path
 from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.sources.record import record_scan
+from refzarr.sources.state import scanned_state, stat_state
 
 __all__ = [
     "ScanFormat",
@@ -72,8 +76,6 @@ def scan(url: str | os.PathLike[str], *, format: str | None = None, **options: A
     TypeError
         When an option is not one of the format's.
     """
-    from refzarr.sources.record import record_scan
-    from refzarr.sources.state import scanned_state
 
     name = os.fspath(url)
     if format is None and plain_local_path(name, options.get("storage_options")) is not None:
@@ -88,10 +90,6 @@ def _scan_local(name: str, options: dict[str, Any]) -> RefGroup:
     and its first bytes read once, for detection, the scanner (when it has ``scan_opened``)
     and the record of sources (a small file's scan is a few hundred microseconds: these
     would add a fifth)."""
-    from refzarr.scan.detect import open_local
-    from refzarr.sources.record import record_scan
-    from refzarr.sources.state import scanned_state, stat_state
-
     probe, file = open_local(name)
     try:
         scan_format, scanner = _configured(name, None, options, probe)
@@ -133,19 +131,13 @@ def _configured(
     options: dict[str, Any],
     probe: Probe | None = None,
 ) -> tuple[ScanFormat, Scanner]:
-    from refzarr.scan.base import all_option_names
-
     if format is not None:
         scan_format = format_named(format)
     elif probe is not None:
-        from refzarr.scan.detect import detect_probe
-
         scan_format = detect_probe(probe)
     else:
         if url is None:
             raise TypeError("make_scanner needs a url or a format")
-        from refzarr.scan.detect import detect_format
-
         scan_format = detect_format(os.fspath(url), options.get("storage_options"))
     own = scan_format.option_names() if options else frozenset()
     others = set(options) - own

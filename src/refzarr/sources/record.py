@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from refzarr.errors import RefFormatError
-from refzarr.model import RefGroup
+from refzarr.model import ChunkManifest, RefGroup
 from refzarr.model.frozen import FrozenDict, freeze_json, thaw_json
 from refzarr.sources.state import SourceState, is_local, local_path, source_states
 
@@ -67,8 +67,10 @@ def scanned_url(url: str) -> str:
 def referenced_urls(group: RefGroup) -> list[str]:
     """Every URL the group's chunk references point to (each once, first seen first)."""
     urls: dict[str, None] = {}
-    for _, array in group.arrays():
-        for block in array.manifest.iter_written_blocks():
+    manifests: list[ChunkManifest] = []
+    _collect_manifests(group, manifests)
+    for manifest in manifests:
+        for block in manifest.iter_written_blocks():
             paths = block.paths
             if not paths:
                 continue  # inlined or missing chunks only (a loaded coordinate)
@@ -82,6 +84,16 @@ def referenced_urls(group: RefGroup) -> list[str]:
             counts = np.bincount(ids[ids >= 0], minlength=len(paths))
             urls.update((paths[int(i)], None) for i in np.flatnonzero(counts))
     return list(urls)
+
+
+def _collect_manifests(group: RefGroup, out: list[ChunkManifest]) -> None:
+    """The manifests of the group's arrays, in the order of `RefGroup.arrays` (depth first,
+    in member order), without its paths."""
+    for member in group.members.values():
+        if isinstance(member, RefGroup):
+            _collect_manifests(member, out)
+        else:
+            out.append(member.manifest)
 
 
 def _any_referenced(ids: npt.NDArray[np.int32]) -> bool:
