@@ -99,3 +99,21 @@ def test_a_format_without_scan_opened_is_scanned_by_path(tmp_path: Path) -> None
     with h5py.File(path, "w") as f:
         f["v"] = np.arange(4)
     _same(refzarr.scan(path), refzarr.scan(path, format="hdf5"))
+
+
+def test_pipes_sockets_and_unreadable_paths_are_said_as_before(tmp_path: Path) -> None:
+    import socket
+
+    fifo = tmp_path / "pipe.nc"
+    os.mkfifo(fifo)
+    with pytest.raises(ScanError, match="not a regular file"):
+        refzarr.scan(fifo)  # opened without waiting for a writer, never read
+    sock_path = tmp_path / "s.nc"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(sock_path))
+        with pytest.raises(ScanError, match="not a regular file"):
+            refzarr.scan(sock_path)
+    with pytest.raises(ScanError, match="no store refzarr scans"):
+        refzarr.scan(tmp_path)  # a directory that is no Zarr store
+    with pytest.raises(NotADirectoryError):
+        refzarr.scan(str(_nc3(tmp_path / "a.nc")) + "/")

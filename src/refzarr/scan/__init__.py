@@ -102,7 +102,8 @@ def _scan_local(name: str, options: dict[str, Any]) -> RefGroup:
     finally:
         if file is not None:
             os.close(file.fd)
-    return record_scan(group, name, scan_format.name, scanner, before)
+    shown = file.absolute if file is not None and file.path == name else None  # = abspath(name)
+    return record_scan(group, name, scan_format.name, scanner, before, shown)
 
 
 def _stat_is_recorded(name: str) -> bool:

@@ -86,31 +86,52 @@ def open_local(url: str, head_bytes: int = LOCAL_HEAD_BYTES) -> tuple[Probe, Loc
     """
     path = os.path.expanduser(url)
     try:
-        state = os.stat(path)
-        if stat.S_ISDIR(state.st_mode):
-            return Probe(url, b"", None, frozenset(os.listdir(path))), None
-        if not stat.S_ISREG(state.st_mode):  # a FIFO or a device would block or never end
-            raise ScanError(
-                f"{url}: not a regular file (a pipe, socket or device); refzarr "
-                "scans files and Zarr store directories"
-            )
-        fd = os.open(path, os.O_RDONLY)  # no file object: a scan of a small file is short
+        # opened first, then fstat-ed (one path lookup, not two); a FIFO opened without
+        # waiting for a writer, and none is read: only regular files are
+        fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError as exc:
         raise SourceNotFoundError(f"{url}: no such file or directory") from exc
     except PermissionError as exc:
         raise ScanError(f"{url}: cannot read it: permission denied") from exc
+    except OSError:  # a socket cannot be opened: said as for a pipe; else this error
+        _not_a_file(url, path, os.stat(path))
+        raise
     try:
-        head = os.pread(fd, head_bytes, 0)
+        state = os.fstat(fd)
+        regular = stat.S_ISREG(state.st_mode)
+        head = os.pread(fd, head_bytes, 0) if regular else b""
     except BaseException:
         os.close(fd)
         raise
+    if not regular:
+        os.close(fd)
+        return _not_a_file(url, path, state), None
 
     def read_at(offset: int, length: int) -> bytes:
         with open(path, "rb") as f:
             return os.pread(f.fileno(), length, offset)
 
     probe = Probe(url, head[:HEAD_BYTES], read_at)
-    return probe, LocalFile(url, plain_local_path(url, None) or path, fd, state, head)
+    plain = plain_local_path(url, None) or path
+    return probe, LocalFile(url, plain, fd, state, head, os.path.abspath(plain))
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+def _not_a_file(url: str, path: str, state: os.stat_result) -> Probe:
+    """The probe of a directory; `ScanError` for a pipe, socket or device."""
+    if not stat.S_ISDIR(state.st_mode):  # a FIFO or a device would block or never end
+        raise ScanError(
+            f"{url}: not a regular file (a pipe, socket or device); refzarr "
+            "scans files and Zarr store directories"
+        )
+    try:
+        return Probe(url, b"", None, frozenset(os.listdir(path)))
+    except FileNotFoundError as exc:
+        raise SourceNotFoundError(f"{url}: no such file or directory") from exc
+    except PermissionError as exc:
+        raise ScanError(f"{url}: cannot read it: permission denied") from exc
 
 
 def _size(fs: fsspec.AbstractFileSystem, path: str) -> int | None:

@@ -48,3 +48,5 @@ class LocalFile(NamedTuple):
     """Its state, taken before it was opened."""
     head: bytes
     """Its first `LOCAL_HEAD_BYTES` (fewer when it is shorter)."""
+    absolute: str
+    """``os.path.abspath(path)``: how references to it name it."""

@@ -110,18 +110,22 @@ def record_scan(
     format_name: str,
     scanner: Any,
     before: SourceState | None,
+    shown: str | None = None,
 ) -> RefGroup:
     """``group`` (a scan of ``url``) with its record: ``before`` is the scanned file's state
-    taken before scanning (None for a directory); the other referenced files are asked now."""
+    taken before scanning (None for a directory); the other referenced files are asked now.
+    ``shown``: ``scanned_url(url)``, when the caller has it."""
     storage_options = getattr(scanner, "storage_options", None)
-    shown = scanned_url(url)
+    if shown is None:
+        shown = scanned_url(url)
     files: dict[str, SourceState] = {}
     referenced = referenced_urls(group)
     if before is not None:
         files[_spelling(shown, referenced)] = before
     others = [u for u in referenced if u not in files]
-    states = source_states(others, storage_options)
-    files.update((u, state) for u, state in states.items() if isinstance(state, SourceState))
+    if others:
+        states = source_states(others, storage_options)
+        files.update((u, s) for u, s in states.items() if isinstance(s, SourceState))
     record = ScanRecord(shown, format_name, _options(scanner), files)
     recorded = _shallow_copy(group)
     object.__setattr__(recorded, "sources", _frozen_document(record))

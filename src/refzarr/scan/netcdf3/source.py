@@ -110,7 +110,7 @@ def opened_source(file: LocalFile) -> Source:
     head = file.head[:first]  # the same object when it holds no more
     if len(head) < first:  # `LocalFile` reads as many, unless the file shrank meanwhile
         head = os.pread(file.fd, first, 0)
-    return Source(os.path.abspath(file.path), size, file.fd, head)
+    return Source(file.absolute, size, file.fd, head)
 
 
 def _remote_options() -> dict[str, Any]:
