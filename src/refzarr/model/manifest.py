@@ -18,6 +18,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
@@ -39,6 +40,7 @@ __all__ = [
     "ManifestSource",
     "WrittenEntries",
     "share_bytes",
+    "trusted_pickling",
 ]
 
 MISSING = -1
@@ -91,9 +93,11 @@ class ManifestBlock:
         object.__setattr__(self, "inlined", MappingProxyType(dict(self.inlined)))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # rebuilt through the constructor: validated, columns read-only again, inlined a proxy
+        # rebuilt through the constructor: validated, columns read-only again, inlined a proxy;
+        # within `trusted_pickling`, rebuilt as it was (it was valid when pickled)
         columns = (self.path_id, self.offset, self.length)
-        return (_unpickled_block, (self.start, self.paths, *columns, dict(self.inlined)))
+        rebuild = _trusted_block if _TRUSTED.active else _unpickled_block
+        return (rebuild, (self.start, self.paths, *columns, dict(self.inlined)))
 
 
 def _unpickled_block(
@@ -108,6 +112,58 @@ def _unpickled_block(
     recently: the ``lat`` / ``lon`` every file of a scan_many holds are kept once."""
     shared = {number: share_bytes(data) for number, data in inlined.items()}
     return ManifestBlock(start, paths, path_id, offset, length, shared)
+
+
+class _Trusted(threading.local):
+    active = False
+
+
+_TRUSTED = _Trusted()
+
+
+@contextmanager
+def trusted_pickling() -> Iterator[None]:
+    """Within the block, manifests pickled in this thread unpickle without being checked
+    again: for results a process of ours sends to another of ours (`refzarr.scan_many`'s
+    workers), made of manifests that were checked when they were built. Any other pickle of
+    a manifest is checked as it is unpickled."""
+    before = _TRUSTED.active
+    _TRUSTED.active = True
+    try:
+        yield
+    finally:
+        _TRUSTED.active = before
+
+
+def _trusted_block(
+    start: int,
+    paths: tuple[str, ...],
+    path_id: IntArray,
+    offset: UIntArray,
+    length: UIntArray,
+    inlined: dict[int, bytes],
+) -> ManifestBlock:
+    """`_unpickled_block` of a block pickled within `trusted_pickling`: made as it was, without
+    the checks it passed when it was built (its columns read-only again, inlined a proxy)."""
+    block = object.__new__(ManifestBlock)
+    for column in (path_id, offset, length):
+        column.flags.writeable = False
+    shared = {number: share_bytes(data) for number, data in inlined.items()}
+    for name, value in (
+        ("start", start),
+        ("paths", paths),
+        ("path_id", path_id),
+        ("offset", offset),
+        ("length", length),
+        ("inlined", MappingProxyType(shared)),
+    ):
+        object.__setattr__(block, name, value)
+    return block
+
+
+def _trusted_manifest(grid: tuple[int, ...], block: ManifestBlock) -> ChunkManifest:
+    """A manifest of one in-memory block pickled within `trusted_pickling`."""
+    return ChunkManifest._of_block(grid, block)
 
 
 SHARED_MIN_BYTES = 1024
@@ -638,17 +694,17 @@ class ChunkManifest:
 
     def iter_blocks(self) -> Iterator[ManifestBlock]:
         """Every block in order (loading each as it is reached)."""
-        for k in range(self.nblocks):
-            yield self.block(k)
+        only = self._blocks.get(0) if self.nblocks == 1 else None
+        if only is not None:  # the usual in-memory manifest, without a generator's cost
+            return iter((only,))
+        return (self.block(k) for k in range(self.nblocks))
 
     def iter_written_blocks(self) -> Iterator[ManifestBlock]:
         """The blocks that may hold written chunks, in order: every block, except that a
         sparse manifest (a mostly unwritten grid) skips blocks in which nothing was written."""
         if isinstance(self._source, SparseEntries):
-            for k in self._source.written_blocks():
-                yield self.block(k)
-        else:
-            yield from self.iter_blocks()
+            return (self.block(k) for k in self._source.written_blocks())
+        return self.iter_blocks()
 
     def written_entries(self) -> WrittenEntries:
         """The written chunks' columns (bounded by what is written for a sparse manifest)."""
@@ -700,6 +756,8 @@ class ChunkManifest:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # the lock and the cache of loaded blocks stay behind; a lazy source must pickle
+        if _TRUSTED.active and isinstance(self._source, _InMemory):
+            return (_trusted_manifest, (self._grid_shape, self._source.block))
         return (ChunkManifest, (self._grid_shape, self._source))
 
     def __repr__(self) -> str:

@@ -11,14 +11,20 @@ from typing import Any
 
 from refzarr.model import RefGroup
 from refzarr.scan.base import (
+    Probe,
     ScanFormat,
     Scanner,
     ScanOptions,
+    all_option_names,
     format_named,
     registered_formats,
     scanner_for,
 )
+from refzarr.scan.detect import detect_format, detect_probe, open_local
+from refzarr.scan.paths import plain_local_path
 from refzarr.scan.result import ScannedGroup, Skipped
+from refzarr.sources.record import record_scan
+from refzarr.sources.state import scanned_state, stat_state
 
 __all__ = [
     "ScanFormat",
@@ -70,13 +76,42 @@ def scan(url: str | os.PathLike[str], *, format: str | None = None, **options: A
     TypeError
         When an option is not one of the format's.
     """
-    from refzarr.sources.record import record_scan
-    from refzarr.sources.state import scanned_state
 
     name = os.fspath(url)
+    if format is None and plain_local_path(name, options.get("storage_options")) is not None:
+        return _scan_local(name, options)
     scan_format, scanner = _configured(name, format, options)
     before = scanned_state(name, options.get("storage_options"))
     return record_scan(scanner(name), name, scan_format.name, scanner, before)
+
+
+def _scan_local(name: str, options: dict[str, Any]) -> RefGroup:
+    """`scan` of a plain local path whose format is to be detected: the file is opened, stat-ed
+    and its first bytes read once, for detection, the scanner (when it has ``scan_opened``)
+    and the record of sources (a small file's scan is a few hundred microseconds: these
+    would add a fifth)."""
+    probe, file = open_local(name)
+    try:
+        scan_format, scanner = _configured(name, None, options, probe)
+        if file is not None and _stat_is_recorded(name):
+            before = stat_state(file.stat)
+        else:
+            before = scanned_state(name)
+        scan_opened = None if file is None else getattr(scanner, "scan_opened", None)
+        group = scanner(name) if scan_opened is None else scan_opened(file)
+    finally:
+        if file is not None:
+            os.close(file.fd)
+    shown = file.absolute if file is not None and file.path == name else None  # = abspath(name)
+    return record_scan(group, name, scan_format.name, scanner, before, shown)
+
+
+def _stat_is_recorded(name: str) -> bool:
+    """Whether the file `open_local` stat-ed for ``name`` is the one the record of sources
+    names (`refzarr.sources.state.local_path`, which makes the path absolute as text): so
+    unless ``name`` starts with ``~`` (not expanded there) or holds ``..`` (which a symbolic
+    link may resolve elsewhere)."""
+    return not name.startswith("~") and "/../" not in f"/{name}/"
 
 
 def make_scanner(
@@ -92,19 +127,20 @@ def make_scanner(
 
 
 def _configured(
-    url: str | os.PathLike[str] | None, format: str | None, options: dict[str, Any]
+    url: str | os.PathLike[str] | None,
+    format: str | None,
+    options: dict[str, Any],
+    probe: Probe | None = None,
 ) -> tuple[ScanFormat, Scanner]:
-    from refzarr.scan.base import all_option_names
-
     if format is not None:
         scan_format = format_named(format)
+    elif probe is not None:
+        scan_format = detect_probe(probe)
     else:
         if url is None:
             raise TypeError("make_scanner needs a url or a format")
-        from refzarr.scan.detect import detect_format
-
         scan_format = detect_format(os.fspath(url), options.get("storage_options"))
-    own = scan_format.option_names()
+    own = scan_format.option_names() if options else frozenset()
     others = set(options) - own
     if format is None and others:  # options of other formats: fine for a mixed folder
         unknown = sorted(others - all_option_names())

@@ -47,6 +47,11 @@ class Scanner(Protocol):
 
     Scanners are immutable and picklable and keep no state between calls, so that scanning
     10,000 files is ``executor.map(scanner, urls)``.
+
+    A scanner may also have ``scan_opened(file)``, given a `refzarr.scan.paths.LocalFile`:
+    the group ``scanner(file.url)`` gives, of a plain local file `refzarr.scan` has opened to
+    detect its format (its descriptor, ``os.stat`` and first bytes), so that a small file is
+    opened once.
     """
 
     def __call__(self, url: str) -> RefGroup:

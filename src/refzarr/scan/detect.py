@@ -12,9 +12,9 @@ from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.scan.base import HEAD_BYTES, Probe, ScanFormat, formats_summary, registered_formats
-from refzarr.scan.paths import plain_local_path
+from refzarr.scan.paths import LOCAL_HEAD_BYTES, LocalFile, plain_local_path
 
-__all__ = ["describe_head", "detect_format", "detect_probe", "probe_source"]
+__all__ = ["describe_head", "detect_format", "detect_probe", "open_local", "probe_source"]
 
 
 def detect_format(url: str, storage_options: Mapping[str, Any] | None = None) -> ScanFormat:
@@ -68,31 +68,70 @@ def probe_source(url: str, storage_options: Mapping[str, Any] | None = None) -> 
 def _plain_local_probe(url: str) -> Probe:
     """`probe_source` for a plain local path, without fsspec (a scan of a small file costs a
     few milliseconds: fsspec's machinery would add a tenth of one)."""
+    probe, opened = open_local(url, HEAD_BYTES)
+    if opened is not None:
+        os.close(opened.fd)
+    return probe
+
+
+def open_local(url: str, head_bytes: int = LOCAL_HEAD_BYTES) -> tuple[Probe, LocalFile | None]:
+    """The probe of a plain local path (`plain_local_path` is not None) and, for a file, the
+    file itself, open (the caller closes ``fd``) with its first ``head_bytes``; None for a
+    directory.
+
+    Raises
+    ------
+    SourceNotFoundError, ScanError
+        As `probe_source` does.
+    """
     path = os.path.expanduser(url)
     try:
-        mode = os.stat(path).st_mode
-        if stat.S_ISDIR(mode):
-            return Probe(url, b"", None, frozenset(os.listdir(path)))
-        if not stat.S_ISREG(mode):  # a FIFO or a device would block or never end
-            raise ScanError(
-                f"{url}: not a regular file (a pipe, socket or device); refzarr "
-                "scans files and Zarr store directories"
-            )
-        fd = os.open(path, os.O_RDONLY)  # no file object: a scan of a small file is short
-        try:
-            head = os.pread(fd, HEAD_BYTES, 0)
-        finally:
-            os.close(fd)
+        # opened first, then fstat-ed (one path lookup, not two); a FIFO opened without
+        # waiting for a writer, and none is read: only regular files are
+        fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError as exc:
         raise SourceNotFoundError(f"{url}: no such file or directory") from exc
     except PermissionError as exc:
         raise ScanError(f"{url}: cannot read it: permission denied") from exc
+    except OSError:  # a socket cannot be opened: said as for a pipe; else this error
+        _not_a_file(url, path, os.stat(path))
+        raise
+    try:
+        state = os.fstat(fd)
+        regular = stat.S_ISREG(state.st_mode)
+        head = os.pread(fd, head_bytes, 0) if regular else b""
+    except BaseException:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        return _not_a_file(url, path, state), None
 
     def read_at(offset: int, length: int) -> bytes:
         with open(path, "rb") as f:
             return os.pread(f.fileno(), length, offset)
 
-    return Probe(url, head, read_at)
+    probe = Probe(url, head[:HEAD_BYTES], read_at)
+    plain = plain_local_path(url, None) or path
+    return probe, LocalFile(url, plain, fd, state, head, os.path.abspath(plain))
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+def _not_a_file(url: str, path: str, state: os.stat_result) -> Probe:
+    """The probe of a directory; `ScanError` for a pipe, socket or device."""
+    if not stat.S_ISDIR(state.st_mode):  # a FIFO or a device would block or never end
+        raise ScanError(
+            f"{url}: not a regular file (a pipe, socket or device); refzarr "
+            "scans files and Zarr store directories"
+        )
+    try:
+        return Probe(url, b"", None, frozenset(os.listdir(path)))
+    except FileNotFoundError as exc:
+        raise SourceNotFoundError(f"{url}: no such file or directory") from exc
+    except PermissionError as exc:
+        raise ScanError(f"{url}: cannot read it: permission denied") from exc
 
 
 def _size(fs: fsspec.AbstractFileSystem, path: str) -> int | None:

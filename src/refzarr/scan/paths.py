@@ -1,15 +1,22 @@
 """Plain local paths (no protocol, no storage options): scanners read them with ``open`` and
-``pread`` instead of fsspec, which costs a small file's scan a noticeable share."""
+``pread`` instead of fsspec, which costs a small file's scan a noticeable share; and
+`LocalFile`, such a file opened once by `refzarr.scan` for detection, its scanner and its
+record of sources."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from fsspec.implementations.local import LocalFileSystem
 
-__all__ = ["plain_local_path"]
+__all__ = ["LOCAL_HEAD_BYTES", "LocalFile", "plain_local_path"]
+
+LOCAL_HEAD_BYTES = 2**16
+"""Bytes of a plain local file `refzarr.scan` reads first: detection looks at the first
+`refzarr.scan.base.HEAD_BYTES` of them, a scanner may parse its header from them (a small
+netCDF3 file's header and coordinates are in them; the file is in the page cache anyway)."""
 
 
 def plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str | None:
@@ -21,3 +28,25 @@ def plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str
         return url.rstrip("/") or "/"
     path: str = LocalFileSystem._strip_protocol(url)
     return path
+
+
+class LocalFile(NamedTuple):
+    """A plain local file `refzarr.scan` opened to detect its format, lent to the scanner
+    (``scanner.scan_opened(file)``, where the scanner has that method) so that a small file's
+    scan opens, stats and reads its first bytes once.
+
+    The scan closes ``fd`` when the scanner returns; a scanner must not keep it.
+    """
+
+    url: str
+    """The path as given to `refzarr.scan`."""
+    path: str
+    """`plain_local_path` of it: the path a scanner given ``url`` would open."""
+    fd: int
+    """The open file (read-only)."""
+    stat: os.stat_result
+    """Its state, taken before it was opened."""
+    head: bytes
+    """Its first `LOCAL_HEAD_BYTES` (fewer when it is shorter)."""
+    absolute: str
+    """``os.path.abspath(path)``: how references to it name it."""

@@ -12,7 +12,7 @@ from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import RefGroup
 from refzarr.model.pickling import tuple_state
 
-__all__ = ["ScannedGroup", "Skipped", "build_or_skip", "reporting_members"]
+__all__ = ["ScannedGroup", "Skipped", "build_or_skip", "reporting_members", "reports_members"]
 
 T = TypeVar("T")
 
@@ -67,6 +67,11 @@ class ScannedGroup(RefGroup):
         if not self.skipped:
             return text
         return f"{text}\n  skipped ({len(self.skipped)}): {self.skipped[0].path}, ... (.skipped)"
+
+
+def reports_members() -> bool:
+    """Whether scanners in this thread (or task) report each member (`reporting_members`)."""
+    return _ON_MEMBER.get() is not None
 
 
 def build_or_skip(

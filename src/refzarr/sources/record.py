@@ -12,15 +12,17 @@ The document (written as the hidden root attribute ``_nc_refzarr_sources``)::
 from __future__ import annotations
 
 import copy
+import copyreg
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from refzarr.errors import RefFormatError
-from refzarr.model import RefGroup
+from refzarr.model import ChunkManifest, RefGroup
 from refzarr.model.frozen import FrozenDict, freeze_json, thaw_json
 from refzarr.sources.state import SourceState, is_local, local_path, source_states
 
@@ -65,21 +67,41 @@ def scanned_url(url: str) -> str:
 def referenced_urls(group: RefGroup) -> list[str]:
     """Every URL the group's chunk references point to (each once, first seen first)."""
     urls: dict[str, None] = {}
-    for _, array in group.arrays():
-        for block in array.manifest.iter_written_blocks():
+    manifests: list[ChunkManifest] = []
+    _collect_manifests(group, manifests)
+    for manifest in manifests:
+        for block in manifest.iter_written_blocks():
             paths = block.paths
-            if len(paths) == 1 and paths[0] in urls:
+            if not paths:
+                continue  # inlined or missing chunks only (a loaded coordinate)
+            if len(paths) == 1:
+                if paths[0] not in urls and _any_referenced(block.path_id):
+                    urls[paths[0]] = None
                 continue  # the usual case: one file, seen in an earlier array
             if all(p in urls for p in paths):
                 continue
             ids = block.path_id
-            if len(paths) == 1:
-                if ids.size and ids.max() >= 0:
-                    urls[paths[0]] = None
-                continue
             counts = np.bincount(ids[ids >= 0], minlength=len(paths))
             urls.update((paths[int(i)], None) for i in np.flatnonzero(counts))
     return list(urls)
+
+
+def _collect_manifests(group: RefGroup, out: list[ChunkManifest]) -> None:
+    """The manifests of the group's arrays, in the order of `RefGroup.arrays` (depth first,
+    in member order), without its paths."""
+    for member in group.members.values():
+        if isinstance(member, RefGroup):
+            _collect_manifests(member, out)
+        else:
+            out.append(member.manifest)
+
+
+def _any_referenced(ids: npt.NDArray[np.int32]) -> bool:
+    """Whether a block of path ids holds a reference (an id >= 0); a small block in plain
+    Python (numpy's reductions cost microseconds: this runs for every array scanned)."""
+    if ids.shape[0] <= 64:
+        return max(ids.tolist(), default=-1) >= 0
+    return bool(ids.size) and bool(ids.max() >= 0)
 
 
 def record_scan(
@@ -88,21 +110,37 @@ def record_scan(
     format_name: str,
     scanner: Any,
     before: SourceState | None,
+    shown: str | None = None,
 ) -> RefGroup:
     """``group`` (a scan of ``url``) with its record: ``before`` is the scanned file's state
-    taken before scanning (None for a directory); the other referenced files are asked now."""
+    taken before scanning (None for a directory); the other referenced files are asked now.
+    ``shown``: ``scanned_url(url)``, when the caller has it."""
     storage_options = getattr(scanner, "storage_options", None)
-    shown = scanned_url(url)
+    if shown is None:
+        shown = scanned_url(url)
     files: dict[str, SourceState] = {}
     referenced = referenced_urls(group)
     if before is not None:
         files[_spelling(shown, referenced)] = before
     others = [u for u in referenced if u not in files]
-    states = source_states(others, storage_options)
-    files.update((u, state) for u, state in states.items() if isinstance(state, SourceState))
+    if others:
+        states = source_states(others, storage_options)
+        files.update((u, s) for u, s in states.items() if isinstance(s, SourceState))
     record = ScanRecord(shown, format_name, _options(scanner), files)
-    recorded = copy.copy(group)  # a shallow copy: no validation of the members again
+    recorded = _shallow_copy(group)
     object.__setattr__(recorded, "sources", _frozen_document(record))
+    return recorded
+
+
+def _shallow_copy(group: RefGroup) -> RefGroup:
+    """``copy.copy(group)`` (no validation of the members again), made as it makes it for
+    the model's `tuple_state` classes, without the `copy` module's dispatch."""
+    cls = type(group)
+    plain = cls.__reduce_ex__ is object.__reduce_ex__ and cls.__reduce__ is object.__reduce__
+    if not plain or getattr(cls, "__copy__", None) is not None or cls in copyreg.dispatch_table:
+        return copy.copy(group)
+    recorded = cls.__new__(cls)
+    recorded.__setstate__(group.__getstate__())  # type: ignore[attr-defined]
     return recorded
 
 
@@ -131,15 +169,29 @@ def _options(scanner: Any) -> dict[str, Any]:
     """The scanner's options that differ from their defaults (storage options left out: they
     may hold credentials), as JSON: a refresh scans with them again."""
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(scanner):
-        value = getattr(scanner, f.name)
-        if f.name == "storage_options" or value == _default(f):
+    for name, default in _defaults(type(scanner)):
+        value = getattr(scanner, name)
+        if value == default:
             continue
         if isinstance(value, str | int | float | bool) or value is None:
-            out[f.name] = value
+            out[name] = value
         elif isinstance(value, list | tuple) and all(isinstance(v, str | int) for v in value):
-            out[f.name] = list(value)
+            out[name] = list(value)
     return out
+
+
+_DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}
+
+
+def _defaults(cls: type) -> tuple[tuple[str, Any], ...]:
+    """A scanner class's fields but ``storage_options``, each with its default (its
+    ``default_factory`` called once: defaults are immutable, as options of a frozen class)."""
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        fields = dataclasses.fields(cls)
+        found = tuple((f.name, _default(f)) for f in fields if f.name != "storage_options")
+        _DEFAULTS[cls] = found
+    return found
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:

@@ -23,6 +23,7 @@ __all__ = [
     "local_path",
     "scanned_state",
     "source_states",
+    "stat_state",
 ]
 
 LISTING_MIN = 8
@@ -222,3 +223,8 @@ def scanned_state(url: str, storage_options: Mapping[str, Any] | None = None) ->
         return None if S_ISDIR(stat.st_mode) else _stat_state(stat)
     state = source_states([url], storage_options)[url]
     return state if isinstance(state, SourceState) else None
+
+
+def stat_state(stat: os.stat_result) -> SourceState | None:
+    """`scanned_state` of a local file from the ``os.stat`` of it the caller has taken."""
+    return None if S_ISDIR(stat.st_mode) else _stat_state(stat)

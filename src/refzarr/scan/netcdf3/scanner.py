@@ -23,9 +23,10 @@ from refzarr.model.meta import DIMENSIONS_ATTR
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.netcdf3.header import Header, NeedMoreBytes, Variable, parse_header
 from refzarr.scan.netcdf3.layout import CHUNK_BYTES, Placement, place_variables
-from refzarr.scan.netcdf3.source import FIRST_READ, Source, open_source
+from refzarr.scan.netcdf3.source import FIRST_READ, Source, open_source, opened_source
 from refzarr.scan.netcdf3.types import CHAR, NC_TYPES
-from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip
+from refzarr.scan.paths import LocalFile
+from refzarr.scan.result import ScannedGroup, Skipped, build_or_skip, reports_members
 
 __all__ = ["NetCDF3Scanner"]
 
@@ -78,22 +79,35 @@ class NetCDF3Scanner(ScanOptions):
             When the file does not exist.
         """
         with open_source(str(url), self.storage_options) as source:
-            header = read_header(source)
-            records, placements = place_variables(header, source.size, source.url, self.chunk_bytes)
-            unlimited = None if records.dimension is None else header.dimensions[records.dimension]
-            members: dict[str, RefArray] = {}
-            skipped: list[Skipped] = []
-            for placement in placements:
-                name = placement.variable.name
-                record_dim = unlimited.name if placement.is_record and unlimited else None
-                built = build_or_skip(
-                    partial(self._checked_array, source, placement, record_dim),
-                    f"/{name}",
-                    self.on_unsupported,
-                    skipped,
-                )
-                if built is not None:
-                    members[name] = built
+            return self._scan(source)
+
+    def scan_opened(self, file: LocalFile) -> ScannedGroup:
+        """`__call__` of a plain local file `refzarr.scan` has opened to detect its format:
+        the same group, without opening, stat-ing and reading its first bytes again."""
+        return self._scan(opened_source(file))
+
+    def _scan(self, source: Source) -> ScannedGroup:
+        """The group of the open file ``source``."""
+        header = read_header(source)
+        records, placements = place_variables(header, source.size, source.url, self.chunk_bytes)
+        unlimited = None if records.dimension is None else header.dimensions[records.dimension]
+        members: dict[str, RefArray] = {}
+        skipped: list[Skipped] = []
+        plain = self.on_unsupported == "raise" and not reports_members()
+        for placement in placements:
+            name = placement.variable.name
+            record_dim = unlimited.name if placement.is_record and unlimited else None
+            if plain:  # what `build_or_skip` does then, without its cost per variable
+                members[name] = self._checked_array(source, placement, record_dim)
+                continue
+            built = build_or_skip(
+                partial(self._checked_array, source, placement, record_dim),
+                f"/{name}",
+                self.on_unsupported,
+                skipped,
+            )
+            if built is not None:
+                members[name] = built
         attributes = frozen_attributes(header.attributes, header.types, kept=header.kept)
         return _unchecked(
             ScannedGroup,

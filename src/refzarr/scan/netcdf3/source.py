@@ -19,9 +19,9 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
-from refzarr.scan.paths import plain_local_path
+from refzarr.scan.paths import LocalFile, plain_local_path
 
-__all__ = ["FIRST_READ", "Source", "open_source"]
+__all__ = ["FIRST_READ", "Source", "open_source", "opened_source"]
 
 FIRST_READ = 2**16
 """Bytes read first for the header (most headers are far smaller; a longer one is read
@@ -100,6 +100,17 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
         size = int(fs.size(fs_path) if known is None else known)
         head = raw.read(min(size, FIRST_READ))
         yield Source(os.path.abspath(fs_path) if local else url, size, raw, head)
+
+
+def opened_source(file: LocalFile) -> Source:
+    """The source `open_source` gives for a plain local file, of a file `refzarr.scan` has
+    open already (the caller closes it): its first `FIRST_READ` bytes are those it read."""
+    size = file.stat.st_size
+    first = min(size, FIRST_READ)
+    head = file.head[:first]  # the same object when it holds no more
+    if len(head) < first:  # `LocalFile` reads as many, unless the file shrank meanwhile
+        head = os.pread(file.fd, first, 0)
+    return Source(file.absolute, size, file.fd, head)
 
 
 def _remote_options() -> dict[str, Any]:
