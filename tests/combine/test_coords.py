@@ -221,3 +221,30 @@ def test_time_bounds_follow_the_coordinate_into_one_epoch(tmp_path: Path) -> Non
     xr.testing.assert_identical(got, expected)
     raw = refzarr.open_dataset(combined, decode_times=False)
     np.testing.assert_array_equal(raw["time_bnds"].values, [[0, 1], [1, 2], [2, 3], [3, 4]])
+
+
+def test_time_bounds_appended_to_a_combined_set_stay_writable(tmp_path: Path) -> None:
+    """A set combined from files in two epochs holds its bounds as one inlined chunk; a file in
+    the set's own units appended to it holds its bounds as its own chunk: the joined bounds
+    are inlined (regular, writable) instead of an irregular grid."""
+    paths = []
+    units = ["days since 2000-01-01", "hours since 2000-01-02", "days since 2000-01-01"]
+    for k, unit in enumerate(units):
+        ds = daily(f"2000-01-{1 + 2 * k:02d}", 2, seed=k)
+        start = ds["time"].values
+        ds["time_bnds"] = (("time", "nv"), np.stack([start, start + np.timedelta64(1, "D")], 1))
+        ds["time"].attrs["bounds"] = "time_bnds"
+        encoding = {"time": {"units": unit, "dtype": "int64"}}
+        paths.append(write_nc(ds, tmp_path / f"b{k}.nc", encoding=encoding))
+    first = refzarr.combine(scan_all(paths[:2]), concat_dims="time")
+    combined = refzarr.combine([first, *scan_all(paths[2:])], concat_dims="time")
+    bounds = combined["time_bnds"]
+    assert isinstance(bounds, RefArray)
+    assert bounds.meta.is_regular
+    target = tmp_path / "refs.json"
+    refzarr.write(combined, target)
+    with xr.open_mfdataset(
+        paths, combine="nested", concat_dim="time", data_vars="minimal", coords="minimal"
+    ) as ds:
+        expected = ds.load()
+    xr.testing.assert_identical(refzarr.open_dataset(refzarr.read(target)).load(), expected)

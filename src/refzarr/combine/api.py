@@ -377,19 +377,25 @@ class _Combination:
         return inlined_array(values, info.keys.dim, attributes, template)
 
     def _bounds_paths(self) -> dict[str, int]:
-        """CF time bounds (the coordinate's ``bounds`` attribute) to re-encode like it."""
+        """CF bounds of the concatenation coordinates (their ``bounds`` attribute): re-encoded
+        like the coordinate, or inlined where their chunks would not join regularly."""
         out = {}
         for d, info in enumerate(self.infos):
             name = info.attributes.get("bounds")
-            if info.reencoded and info.source is not None and isinstance(name, str):
+            if info.source is not None and isinstance(name, str):
                 prefix = info.source.rpartition("/")[0]
                 out[f"{prefix}/{name}" if prefix else name] = d
         return out
 
     def _bounds(self, path: str, arrays: list[RefArray], d: int) -> RefArray:
         """CF time bounds inherit the coordinate's units (CF 7.1): when those differ between
-        files, the bounds' values are read, re-encoded like the coordinate and inlined."""
+        files, the bounds' values are read, re-encoded like the coordinate and inlined. Bounds
+        whose chunks would join irregularly (a set combined before holds them as one inlined
+        chunk; a file appended to it holds its own) are read and inlined too: they are small,
+        and an irregular grid could not be written."""
         combined = self._variable(path, arrays)  # every check a variable gets
+        if not self.infos[d].reencoded and combined.meta.is_regular:
+            return combined
         dim = self.dims[d]
         if self._participating(path, arrays[0]) != [d]:
             raise IncompatibleError(
