@@ -18,30 +18,7 @@ import zarr
 import refzarr
 from refzarr import IncompatibleError, RefFormatError, SourceNotFoundError
 from refzarr.cli import main
-
-SOURCES_ATTR = "_nc_refzarr_sources"
-
-
-def write_day(
-    path: Path, day: int, *, scale: float = 1.0, chunks: tuple[int, int] = (2, 4)
-) -> Path:
-    """A small netCDF4 file of 4 times from ``4 * day``."""
-    with netCDF4.Dataset(path, "w") as ds:
-        ds.createDimension("time", None)
-        ds.createDimension("x", 8)
-        time = ds.createVariable("time", "f8", ("time",))
-        time.units = "days since 2000-01-01"
-        time[:] = np.arange(4) + 4 * day
-        v = ds.createVariable("v", "f4", ("time", "x"), chunksizes=chunks, zlib=True)
-        v[:] = (np.arange(32).reshape(4, 8) + 4 * day) * scale
-    return path
-
-
-def touch_later(path: Path, seconds: int = 5) -> None:
-    """Move a file's modification time on (a rewrite within the same second as its scan is
-    what file systems cannot tell apart: tests make the change visible without sleeping)."""
-    stat = os.stat(path)
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + seconds * 1_000_000_000))
+from sourceskit import SOURCES_ATTR, touch_later, write_day
 
 
 @pytest.fixture

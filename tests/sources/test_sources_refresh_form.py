@@ -9,36 +9,24 @@ import os
 from pathlib import Path
 from typing import Any
 
-import netCDF4
-import numpy as np
 import pytest
 import xarray as xr
 import zstandard
 
 import refzarr
 from refzarr.sources.refresh import json_version, written_form
-
-
-def _day(path: Path, day: int, scale: float = 1.0) -> Path:
-    with netCDF4.Dataset(path, "w") as ds:
-        ds.createDimension("time", None)
-        ds.createDimension("x", 8)
-        time = ds.createVariable("time", "f8", ("time",))
-        time[:] = np.arange(4) + 4 * day
-        v = ds.createVariable("v", "f4", ("time", "x"), chunksizes=(1, 4), zlib=True)
-        v[:] = (np.arange(32).reshape(4, 8) + 4 * day) * scale
-    return path
+from sourceskit import write_day
 
 
 @pytest.fixture
 def days(tmp_path: Path) -> list[Path]:
     folder = tmp_path / "data"
     folder.mkdir()
-    return [_day(folder / f"day{k}.nc", k) for k in range(2)]
+    return [write_day(folder / f"day{k}.nc", k, chunks=(1, 4), units=None) for k in range(2)]
 
 
 def _refresh_after_rewrite(days: list[Path], target: Path) -> None:
-    _day(days[1], 1, scale=3.0)
+    write_day(days[1], 1, scale=3.0, chunks=(1, 4), units=None)
     stat = os.stat(days[1])
     os.utime(days[1], ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
     assert len(refzarr.refresh(target)) == 1

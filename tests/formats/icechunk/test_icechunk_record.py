@@ -4,7 +4,6 @@ files' new references."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import zarr
 import refzarr
 from refzarr import IncompatibleError, RefFormatError, RefGroup, SourceNotFoundError
 from refzarr.cli import main
+from sourceskit import SOURCES_ATTR, touch_later, write_day
 
 icechunk = pytest.importorskip("icechunk")
 
@@ -26,29 +26,10 @@ from refzarr.formats.icechunk.record import REGIONS_ATTR  # noqa: E402
 from refzarr.formats.icechunk.refresh import refresh_icechunk  # noqa: E402
 from refzarr.formats.icechunk.repository import commit_icechunk  # noqa: E402
 
-SOURCES_ATTR = "_nc_refzarr_sources"
-
-
-def _day(path: Path, day: int, scale: float = 1.0, chunks: tuple[int, int] = (2, 4)) -> Path:
-    with netCDF4.Dataset(path, "w") as ds:
-        ds.createDimension("time", None)
-        ds.createDimension("x", 8)
-        time = ds.createVariable("time", "f8", ("time",))
-        time.units = "days since 2000-01-01"
-        time[:] = np.arange(4) + 4 * day
-        v = ds.createVariable("v", "f4", ("time", "x"), chunksizes=chunks, zlib=True)
-        v[:] = (np.arange(32).reshape(4, 8) + 4 * day) * scale
-    return path
-
-
-def _later(path: Path) -> None:
-    stat = os.stat(path)
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
-
 
 def _rewrite(path: Path, day: int, **kwargs: Any) -> None:
-    _day(path, day, **kwargs)
-    _later(path)
+    write_day(path, day, **kwargs)
+    touch_later(path)
 
 
 def _repo(repo: Path, folder: Path) -> Any:
@@ -86,7 +67,7 @@ def folder(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def days(folder: Path) -> list[Path]:
-    return [_day(folder / f"d{k}.nc", k) for k in range(3)]
+    return [write_day(folder / f"d{k}.nc", k) for k in range(3)]
 
 
 def _scan_to_repo(days: list[Path], repo: Path) -> None:
@@ -140,7 +121,7 @@ def test_a_rewritten_source_is_reported_refreshed_and_read_anew(
 
 
 def test_a_single_scan_repository_is_written_again_whole(tmp_path: Path, folder: Path) -> None:
-    path = _day(folder / "a.nc", 0)
+    path = write_day(folder / "a.nc", 0)
     repo = tmp_path / "repo"
     commit_icechunk(refzarr.scan(path), repo, message="first")
     _rewrite(path, 5, scale=3.0)  # other values, other time coordinate (loaded: inlined)
@@ -203,7 +184,7 @@ def test_chunks_missing_after_a_rewrite_read_as_fill(tmp_path: Path, folder: Pat
     repo = tmp_path / "repo"
     _scan_to_repo(paths, repo)
     _sparse(paths[1], 1, full=False)
-    _later(paths[1])
+    touch_later(paths[1])
     refzarr.refresh(repo)
     got = _open(repo, folder)
     xr.testing.assert_identical(got, _expected(paths))
@@ -257,14 +238,14 @@ def test_an_s3_repository_with_sources_on_s3(
 
     bucket, options = s3
     fs = s3fs.S3FileSystem(**options)
-    days = [_day(tmp_path / f"d{k}.nc", k) for k in range(3)]
+    days = [write_day(tmp_path / f"d{k}.nc", k) for k in range(3)]
     for path in days:
         fs.put(str(path), f"{bucket}/data/{path.name}")
     repo, shown = f"s3://{bucket}/repo", json.dumps(options)
     argv = ["scan", f"s3://{bucket}/data/d*.nc", "-o", repo, "--format", "icechunk"]
     assert main([*argv, "--concat-dim", "time", "--storage-options", shown]) == 0
     assert main(["validate", repo, "--sources", "--storage-options", shown]) == 0
-    _day(days[1], 1, scale=4.0)
+    write_day(days[1], 1, scale=4.0)
     fs.put(str(days[1]), f"{bucket}/data/d1.nc")  # a new ETag
     capsys.readouterr()
     assert main(["validate", repo, "--sources", "--storage-options", shown]) == 1

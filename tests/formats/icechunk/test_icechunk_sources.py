@@ -4,18 +4,16 @@ repositories with virtual chunks on S3 (moto); commit conflicts and unreachable 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-import netCDF4
-import numpy as np
 import pytest
 import xarray as xr
 
 import refzarr
 from refzarr import RefGroup, UnsupportedFeatureError
 from refzarr.cli import main
+from sourceskit import touch_later, write_day
 
 icechunk = pytest.importorskip("icechunk")
 
@@ -24,23 +22,6 @@ from refzarr.formats.icechunk.repository import (  # noqa: E402
     commit_icechunk,
     source_prefixes,
 )
-
-
-def _day(path: Path, day: int, scale: float = 1.0) -> Path:
-    with netCDF4.Dataset(path, "w") as ds:
-        ds.createDimension("time", None)
-        ds.createDimension("x", 8)
-        time = ds.createVariable("time", "f8", ("time",))
-        time.units = "days since 2000-01-01"
-        time[:] = np.arange(4) + 4 * day
-        v = ds.createVariable("v", "f4", ("time", "x"), chunksizes=(2, 4), zlib=True)
-        v[:] = (np.arange(32).reshape(4, 8) + 4 * day) * scale
-    return path
-
-
-def _later(path: Path) -> None:
-    stat = os.stat(path)
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
 
 
 def _local_repo(repo: Path, folder: Path) -> Any:
@@ -64,15 +45,15 @@ def folder(tmp_path: Path) -> Path:
 def test_a_rewritten_source_is_refused_by_icechunk_and_validate(
     tmp_path: Path, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    days = [_day(folder / f"d{k}.nc", k) for k in range(2)]
+    days = [write_day(folder / f"d{k}.nc", k) for k in range(2)]
     repo, refs = tmp_path / "repo", tmp_path / "refs.json"
     common = ["--concat-dim", "time"]
     assert main(["scan", *map(str, days), "-o", str(repo), "--format", "icechunk", *common]) == 0
     assert main(["scan", *map(str, days), "-o", str(refs), *common]) == 0
     with xr.open_mfdataset(days, combine="nested", concat_dim="time") as expected:
         xr.testing.assert_equal(_open(_local_repo(repo, folder)).load(), expected.load())
-    _day(days[1], 1, scale=2.0)  # rewritten after the scan and the write
-    _later(days[1])
+    write_day(days[1], 1, scale=2.0)  # rewritten after the scan and the write
+    touch_later(days[1])
     with pytest.raises(icechunk.IcechunkError, match="checksum of the object"):
         _open(_local_repo(repo, folder)).v.values  # noqa: B018
     capsys.readouterr()
@@ -83,21 +64,21 @@ def test_a_rewritten_source_is_refused_by_icechunk_and_validate(
 def test_the_checksum_is_the_scans_not_the_writes(tmp_path: Path, folder: Path) -> None:
     """A change between scan and write is caught too (a writer recording the write time
     would miss it)."""
-    path = _day(folder / "a.nc", 0)
+    path = write_day(folder / "a.nc", 0)
     group = refzarr.scan(path)
-    _day(path, 0, scale=3.0)
-    _later(path)
+    write_day(path, 0, scale=3.0)
+    touch_later(path)
     commit_icechunk(group, tmp_path / "repo")
     with pytest.raises(icechunk.IcechunkError, match="checksum"):
         _open(_local_repo(tmp_path / "repo", folder)).v.values  # noqa: B018
 
 
 def test_a_group_without_record_is_written_without_checksums(tmp_path: Path, folder: Path) -> None:
-    path = _day(folder / "a.nc", 0)
+    path = write_day(folder / "a.nc", 0)
     scanned = refzarr.scan(path)
     bare = RefGroup(scanned.attributes, scanned.members)
     commit_icechunk(bare, tmp_path / "repo")
-    _later(path)  # same bytes, newer time: nothing to refuse without a checksum
+    touch_later(path)  # same bytes, newer time: nothing to refuse without a checksum
     with xr.open_dataset(path) as expected:
         xr.testing.assert_equal(_open(_local_repo(tmp_path / "repo", folder)).load(), expected)
 
@@ -105,7 +86,7 @@ def test_a_group_without_record_is_written_without_checksums(tmp_path: Path, fol
 def test_a_concurrent_commit_is_reported_and_nothing_is_half_written(
     tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first, second = _day(folder / "a.nc", 0), _day(folder / "b.nc", 1)
+    first, second = write_day(folder / "a.nc", 0), write_day(folder / "b.nc", 1)
     repo_path = tmp_path / "repo"
     commit_icechunk(refzarr.scan(first), repo_path, message="first")
     from refzarr.formats.icechunk import write
@@ -129,7 +110,7 @@ def test_a_concurrent_commit_is_reported_and_nothing_is_half_written(
 
 
 def test_references_outside_every_container_are_named(tmp_path: Path, folder: Path) -> None:
-    path = _day(folder / "a.nc", 0)
+    path = write_day(folder / "a.nc", 0)
     storage = icechunk.local_filesystem_storage(str(tmp_path / "repo"))
     repo = icechunk.Repository.create(storage)  # no virtual chunk container at all
     session = repo.writable_session("main")
@@ -159,7 +140,7 @@ def test_sources_of_other_protocols_are_named() -> None:
 
 
 def test_unreachable_sources_are_named(folder: Path) -> None:
-    group = refzarr.scan(_day(folder / "a.nc", 0))
+    group = refzarr.scan(write_day(folder / "a.nc", 0))
     url = "nosuchprotocol://bucket/a.nc"
     scan = {"url": url, "format": "hdf5", "options": {}, "files": {url: {"size": 1}}}
     moved = RefGroup(group.attributes, group.members, sources={"version": 1, "scans": [scan]})
@@ -200,7 +181,7 @@ def test_s3_repository_with_virtual_chunks_on_s3(
 
     bucket, options = s3
     fs = s3fs.S3FileSystem(**options)
-    days = [_day(tmp_path / f"d{k}.nc", k) for k in range(3)]
+    days = [write_day(tmp_path / f"d{k}.nc", k) for k in range(3)]
     for path in days:
         fs.put(str(path), f"{bucket}/data/{path.name}")
     argv = [
@@ -219,7 +200,7 @@ def test_s3_repository_with_virtual_chunks_on_s3(
     repo = _s3_repo(bucket, options)
     with xr.open_mfdataset(days, combine="nested", concat_dim="time") as expected:
         xr.testing.assert_equal(_open(repo).load(), expected.load())
-    fs.put(str(_day(tmp_path / "other.nc", 1, scale=2.0)), f"{bucket}/data/d1.nc")
+    fs.put(str(write_day(tmp_path / "other.nc", 1, scale=2.0)), f"{bucket}/data/d1.nc")
     with pytest.raises(icechunk.IcechunkError, match="checksum"):
         _open(_s3_repo(bucket, options)).v.values  # noqa: B018
 
@@ -231,7 +212,7 @@ def test_python_path_appends_to_an_s3_repository(
 
     bucket, options = s3
     fs = s3fs.S3FileSystem(**options)
-    days = [_day(tmp_path / f"d{k}.nc", k) for k in range(2)]
+    days = [write_day(tmp_path / f"d{k}.nc", k) for k in range(2)]
     urls = []
     for path in days:
         fs.put(str(path), f"{bucket}/{path.name}")
