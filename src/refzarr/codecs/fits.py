@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -217,6 +218,12 @@ def decode_tile(codec: FitsTile, data: bytes, shape: tuple[int, ...]) -> np.ndar
     return np.asarray(values).astype(dtype, copy=False).reshape(shape)
 
 
+_HCOMPRESS_LOCK = threading.Lock()
+"""cfitsio's H-decompression keeps its bit-reader state in static variables: two threads
+decoding at once (zarr and refzarr's reader decode chunks concurrently) corrupt each other's
+tiles ("qtree_decode64: bad format code"), so one tile is decoded at a time."""
+
+
 def _hdecompress(codec: FitsTile, data: bytes, shape: tuple[int, ...]) -> Any:
     from astropy.io.fits.hdu.compressed._codecs import HCompress1
 
@@ -228,7 +235,9 @@ def _hdecompress(codec: FitsTile, data: bytes, shape: tuple[int, ...]) -> Any:
     hcomp = HCompress1(
         scale=codec.scale, smooth=bool(codec.smooth), bytepix=8, nx=plane[0], ny=plane[1]
     )
-    return hcomp.decode(np.frombuffer(data, np.uint8))[: math.prod(shape)]
+    with _HCOMPRESS_LOCK:
+        values = hcomp.decode(np.frombuffer(data, np.uint8))
+    return values[: math.prod(shape)]
 
 
 class FitsAsciiTable(Codec):  # type: ignore[misc]
