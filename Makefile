@@ -37,8 +37,10 @@ VENV312 := .venv312
 STAMP312 := $(VENV312)/.installed
 NEWEST_TESTS := \
 	tests/reader/test_store.py tests/reader/test_array_reader.py \
-	tests/codecs tests/formats/kerchunk_json tests/formats/parquet/test_parquet.py \
-	tests/formats/test_roundtrip_kerchunk.py tests/formats/icechunk tests/interop \
+	tests/codecs/hdf5/test_hdf5_codecs.py tests/codecs/hdf4 tests/codecs/test_fits_codecs.py \
+	tests/codecs/test_batch.py tests/codecs/test_unshuffle.py \
+	tests/formats/kerchunk_json tests/formats/parquet/test_parquet.py \
+	tests/formats/icechunk tests/interop \
 	tests/scan/hdf5/test_hdf5_xarray.py tests/scan/netcdf3/test_netcdf3_corpus.py \
 	tests/scan/tiff/test_tiff_corpus.py tests/scan/grib/test_grib_corpus.py \
 	tests/scan/fits/test_fits_corpus.py tests/scan/hdf4/test_hdf4_corpus.py \
