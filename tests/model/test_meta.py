@@ -255,9 +255,9 @@ def test_zero_dimensional_array_with_dimension_names_renders_an_empty_list() -> 
         ("<c16", complex(1, np.nan), [1.0, "NaN"]),
         ("|b1", True, True),
         (">u8", 2**64 - 1, 2**64 - 1),
-        ("<M8[ns]", np.datetime64("NaT"), -(2**63)),
+        ("<M8[ns]", np.datetime64("NaT", "ns"), -(2**63)),
         (">M8[s]", np.datetime64(7, "s"), 7),
-        (">m8[D]", np.timedelta64("NaT"), -(2**63)),
+        (">m8[D]", np.timedelta64("NaT", "D"), -(2**63)),
         ("<U3", "héé", "héé"),
         ("|S2", b"ab", "YWI="),
         ("|V3", np.frombuffer(b"\x00\x01\x02", "V3")[0], "AAEC"),
@@ -271,7 +271,7 @@ def test_fill_value_encodings(dtype: str, fill: Any, encoded: Any) -> None:
 
 def test_big_endian_datetime_fill_values_are_not_byte_swapped() -> None:
     """Regression: a NaT fill of a '>M8' array was written as 128 (its bytes read natively)."""
-    meta = _meta(dtype=np.dtype(">M8[ns]"), fill_value=np.datetime64("NaT"))
+    meta = _meta(dtype=np.dtype(">M8[ns]"), fill_value=np.datetime64("NaT", "ns"))
     assert meta.to_zarr_v2()[0]["fill_value"] == -(2**63)
     parsed = ArrayMeta.from_zarr_v2(
         {"shape": [1], "chunks": [1], "dtype": ">M8[ns]", "fill_value": 5}

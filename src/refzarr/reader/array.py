@@ -153,7 +153,9 @@ class ArrayReader:
             path_id[rows] = ids
             offsets[rows] = block.offset[local].astype(np.int64)
             raw_lengths = block.length[local]
-            lengths[rows] = np.where(raw_lengths == WHOLE_FILE, -1, raw_lengths).astype(np.int64)
+            # -1 as int64 (numpy >= 2.5 refuses a Python -1 in a uint64 np.where)
+            whole = raw_lengths == WHOLE_FILE
+            lengths[rows] = np.where(whole, np.int64(-1), raw_lengths.astype(np.int64))
             for row, pid, number in zip(
                 rows.tolist(), ids.tolist(), numbers[rows].tolist(), strict=True
             ):

@@ -296,7 +296,9 @@ class _Walk:
 
     def enumeration(self, element: ET.Element, where: str) -> tuple[str, dict[str, int]]:
         ref = element.get("enum", "")
-        definition = self.enums.get(ref) or self.enums.get(_join(where.rpartition("/")[0], ref))
+        definition = self.enums.get(ref)
+        if definition is None:  # never an Element's truth value (deprecated in Python 3.12)
+            definition = self.enums.get(_join(where.rpartition("/")[0], ref))
         if definition is None:
             raise ScanError(f"{where}: its enumeration {ref!r} is not declared")
         base = definition.get("basetype", "")

@@ -157,7 +157,10 @@ def open_tiff(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[T
         with _tifffile_warnings(reference) as warnings:
             try:
                 tiff = stack.enter_context(tifffile.TiffFile(raw, name=os.path.basename(path)))
-                series = tiff.series  # parses every IFD: damage shows now
+                # walk every IFD now, so that damage is logged inside this window (newer
+                # tifffile, e.g. 2026.11, parses pages later than `series` returns)
+                len(tiff.pages)
+                series = tiff.series
             except Exception as exc:  # tifffile raises many types on damaged headers
                 raise ScanError(f"{url}: tifffile cannot read it as TIFF: {exc}") from exc
             _raise_on_damage(reference, warnings)
