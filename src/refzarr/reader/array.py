@@ -153,7 +153,8 @@ class ArrayReader:
             path_id[rows] = ids
             offsets[rows] = block.offset[local].astype(np.int64)
             raw_lengths = block.length[local]
-            lengths[rows] = np.where(raw_lengths == WHOLE_FILE, -1, raw_lengths).astype(np.int64)
+            whole = raw_lengths == WHOLE_FILE  # numpy 2.5 refuses -1 as a uint64 operand
+            lengths[rows] = np.where(whole, np.int64(-1), raw_lengths.astype(np.int64))
             for row, pid, number in zip(
                 rows.tolist(), ids.tolist(), numbers[rows].tolist(), strict=True
             ):
