@@ -75,7 +75,7 @@ def test_zero_dimensional_and_empty_arrays() -> None:
 
 icechunk = pytest.importorskip("icechunk")
 
-from refzarr.formats.icechunk.repository import commit_icechunk  # noqa: E402
+from refzarr.formats.icechunk.repository import commit_icechunk, local_access  # noqa: E402
 from refzarr.formats.icechunk.write import to_icechunk  # noqa: E402
 
 
@@ -147,7 +147,7 @@ def test_the_writer_uses_columns_where_icechunk_has_them(tmp_path: Path, skips: 
     prefix = folder.resolve().as_uri() + "/"
     repo = icechunk.Repository.open(
         icechunk.local_filesystem_storage(str(tmp_path / "repo")),
-        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: None}),
+        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: local_access()}),
     )
     session = repo.writable_session("main")
     writable = session.store  # a new object at each access: keep this one

@@ -28,8 +28,8 @@ _SUFFIXES = (".json", ".json.zst", ".json.zstd", ".json.gz", ".parq", ".parquet"
 
 def is_icechunk_repository(url: str, storage_options: Mapping[str, Any] | None = None) -> bool:
     """Whether ``url`` (a local path or fsspec URL) is an Icechunk repository: a folder
-    holding ``snapshots/`` and ``refs/`` (Icechunk's layout; a reference set's suffix is
-    never asked about)."""
+    holding ``snapshots/`` and either ``refs/`` (Icechunk 1.x's layout) or the ``repo``
+    object (2.x's); a reference set's suffix is never asked about."""
     import fsspec
 
     if url.lower().rstrip("/").endswith(_SUFFIXES):
@@ -37,7 +37,9 @@ def is_icechunk_repository(url: str, storage_options: Mapping[str, Any] | None =
     try:
         fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
         path = path.rstrip("/")
-        return bool(fs.isdir(f"{path}/snapshots") and fs.isdir(f"{path}/refs"))
+        if not fs.isdir(f"{path}/snapshots"):
+            return False
+        return bool(fs.isdir(f"{path}/refs") or fs.isfile(f"{path}/repo"))
     except (OSError, ValueError, ImportError):
         return False
 

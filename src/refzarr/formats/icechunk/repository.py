@@ -15,6 +15,7 @@ __all__ = [
     "CommitConflictError",
     "commit_icechunk",
     "commit_session",
+    "local_access",
     "open_repository",
     "source_prefixes",
 ]
@@ -215,11 +216,22 @@ def _container_store(prefix: str, options: Mapping[str, Any] | None) -> Any:
     )
 
 
+def local_access() -> Any:
+    """The credential that authorises reading a ``file://`` virtual chunk container: Icechunk
+    2.x's explicit ``icechunk.credentials.LocalFileSystemAccess`` where the installed Icechunk
+    has it (it deprecates None there), else None (Icechunk 1.x): use it as
+    ``icechunk.containers_credentials({"file:///data/": local_access()})``.
+    """
+    import icechunk.credentials
+
+    return getattr(icechunk.credentials, "LocalFileSystemAccess", None)
+
+
 def _credentials(prefix: str, options: Mapping[str, Any] | None) -> Any:
     import icechunk
 
     if prefix.startswith("file://"):
-        return None
+        return local_access()
     settings = _s3_settings(options)
     if settings["anon"]:
         return icechunk.s3_anonymous_credentials()
