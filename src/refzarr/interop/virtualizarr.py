@@ -300,9 +300,10 @@ def _normalized_paths(manifests: Any, name: str, paths: tuple[str, ...]) -> list
         return []
     column = np.array(paths, dtype=np.dtypes.StringDType())
     zeros = np.zeros(len(paths), dtype=np.uint64)
+    ones = np.ones(len(paths), dtype=np.uint64)  # 2.8 refuses zero-length references
     try:
         probe = manifests.ChunkManifest.from_arrays(
-            paths=column, offsets=zeros, lengths=zeros, validate_paths=True
+            paths=column, offsets=zeros, lengths=ones, validate_paths=True
         )
     except ValueError as exc:
         raise RefFormatError(
