@@ -91,9 +91,9 @@ def unrecorded_locations(
     """The virtual chunk locations of the branch that no recorded scan names (chunks another
     writer added: their files cannot be checked). Reads every manifest of the snapshot."""
     from refzarr.formats.icechunk.repository import open_repository
-    from refzarr.formats.icechunk.write import absolute_url
+    from refzarr.formats.icechunk.write import location
 
     repo = open_repository(repository, storage_options)
-    known = {absolute_url(url, "") for scan in scans for url in scan.files}
+    known = {location(url, "") for scan in scans for url in scan.files}
     locations = repo.readonly_session(branch=branch).all_virtual_chunk_locations()
     return sorted(set(locations) - known)
