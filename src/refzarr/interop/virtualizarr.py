@@ -215,7 +215,8 @@ class _Context:
 
 
 def _manifest_group(context: _Context, group: RefGroup, prefix: str) -> Any:
-    arrays, groups, records = {}, {}, {}
+    arrays, groups = {}, {}
+    records: dict[str, Any] = {}
     for name, member in group.members.items():
         path = f"{prefix}{name}"
         if isinstance(member, RefArray):
