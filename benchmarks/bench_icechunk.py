@@ -177,17 +177,28 @@ def run_worker(tool: str, n: int) -> None:
     print(json.dumps({"seconds": seconds, "peak_mb": peak}))
 
 
-def measure(tool: str, n: int, repeat: int) -> tuple[float, float]:
-    runs = []
+def measure_once(tool: str, n: int) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", tool, "--n", str(n)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure(tools: list[str], n: int, repeat: int) -> dict[str, tuple[float, float]]:
+    """Median seconds and peak MB of each tool; the tools take turns in every round, so a
+    machine load that drifts during the runs weighs on all of them alike."""
+    runs: dict[str, list[dict[str, float]]] = {tool: [] for tool in tools}
     for _ in range(repeat):
-        out = subprocess.run(
-            [sys.executable, __file__, "--worker", tool, "--n", str(n)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    return statistics.median(r["seconds"] for r in runs), max(r["peak_mb"] for r in runs)
+        for tool in tools:
+            runs[tool].append(measure_once(tool, n))
+    return {
+        tool: (statistics.median(r["seconds"] for r in rs), max(r["peak_mb"] for r in rs))
+        for tool, rs in runs.items()
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     print(", ".join(f"{name} {version(name)}" for name in names) + f"; median of {args.repeat}")
     print(f"{'refs':>9} {'tool':<13} {'seconds':>8} {'x bulk':>7} {'x arr':>6} {'peak MB':>8}")
     for n in (parse_size(s) for s in args.sizes.split(",")):
-        results = {tool: measure(tool, n, args.repeat) for tool in tools}
+        results = measure(tools, n, args.repeat)
         floor = results.get("bulk", (float("nan"), 0))[0]
         arr = results.get("bulk-arr", (float("nan"), 0))[0]
         for tool, (seconds, peak) in results.items():
