@@ -9,7 +9,10 @@ repository and committed, three ways:
   ``ManifestArray`` built from the same columns (``ChunkManifest.from_arrays``);
 - ``bulk``: Icechunk's own bulk call, ``store.set_virtual_refs(path, specs)`` after zarr
   creates the array: the list of ``VirtualChunkSpec`` is built before the clock starts, so
-  this is the floor any writer built on Icechunk can reach.
+  this is the floor any writer built on Icechunk 1.x can reach;
+- ``bulk-arr`` (Icechunk 2.x only): its column-wise call, ``store.set_virtual_refs_arr(path,
+  grid, locations, offsets, lengths)``, the columns built before the clock starts: the floor
+  on 2.x (refzarr and VirtualiZarr 2.8 both write through it there).
 
 Each measurement runs in a fresh process (its own peak memory, ``ru_maxrss``); the clock covers
 the write and the commit. Medians of ``--repeat`` runs.
@@ -39,7 +42,7 @@ import numpy as np
 
 NFILES = 1_000
 CHUNK = 1_000  # float32 values per chunk
-TOOLS = ("bulk", "refzarr", "virtualizarr")
+TOOLS = ("bulk", "bulk-arr", "refzarr", "virtualizarr")
 SUFFIXES = {"k": 1_000, "M": 1_000_000}
 
 
@@ -128,7 +131,32 @@ def write_bulk(store: Any, n: int) -> None:
     store.set_virtual_refs("data", specs, validate_containers=True)
 
 
-WRITERS = {"bulk": write_bulk, "refzarr": write_refzarr, "virtualizarr": write_virtualizarr}
+def write_bulk_arr(store: Any, n: int) -> None:
+    import zarr
+
+    urls, ids, offsets, lengths = columns(n)
+    locations = np.asarray(urls, dtype=object)[ids].tolist()
+    START()
+    root = zarr.open_group(store, mode="w")
+    root.create_array(
+        "data", shape=(n * CHUNK,), chunks=(CHUNK,), dtype="<f4", dimension_names=("x",)
+    )
+    store.set_virtual_refs_arr("data", (n,), locations, offsets, lengths)
+
+
+def has_columns() -> bool:
+    """Whether the installed Icechunk has the column-wise ``set_virtual_refs_arr`` (2.x)."""
+    import icechunk
+
+    return hasattr(icechunk.IcechunkStore, "set_virtual_refs_arr")
+
+
+WRITERS = {
+    "bulk": write_bulk,
+    "bulk-arr": write_bulk_arr,
+    "refzarr": write_refzarr,
+    "virtualizarr": write_virtualizarr,
+}
 _CLOCK: list[float] = []
 
 
@@ -149,17 +177,28 @@ def run_worker(tool: str, n: int) -> None:
     print(json.dumps({"seconds": seconds, "peak_mb": peak}))
 
 
-def measure(tool: str, n: int, repeat: int) -> tuple[float, float]:
-    runs = []
+def measure_once(tool: str, n: int) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", tool, "--n", str(n)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure(tools: list[str], n: int, repeat: int) -> dict[str, tuple[float, float]]:
+    """Median seconds and peak MB of each tool; the tools take turns in every round, so a
+    machine load that drifts during the runs weighs on all of them alike."""
+    runs: dict[str, list[dict[str, float]]] = {tool: [] for tool in tools}
     for _ in range(repeat):
-        out = subprocess.run(
-            [sys.executable, __file__, "--worker", tool, "--n", str(n)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    return statistics.median(r["seconds"] for r in runs), max(r["peak_mb"] for r in runs)
+        for tool in tools:
+            runs[tool].append(measure_once(tool, n))
+    return {
+        tool: (statistics.median(r["seconds"] for r in rs), max(r["peak_mb"] for r in rs))
+        for tool, rs in runs.items()
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,14 +213,18 @@ def main(argv: list[str] | None = None) -> int:
         run_worker(args.worker, args.n)
         return 0
     tools = [t for t in TOOLS if t in args.tools.split(",")]
+    if not has_columns():
+        tools = [t for t in tools if t != "bulk-arr"]
     names = ("icechunk", "zarr", "virtualizarr")
     print(", ".join(f"{name} {version(name)}" for name in names) + f"; median of {args.repeat}")
-    print(f"{'refs':>6} {'tool':<13} {'seconds':>8} {'x bulk':>7} {'peak MB':>8}")
+    print(f"{'refs':>9} {'tool':<13} {'seconds':>8} {'x bulk':>7} {'x arr':>6} {'peak MB':>8}")
     for n in (parse_size(s) for s in args.sizes.split(",")):
-        results = {tool: measure(tool, n, args.repeat) for tool in tools}
+        results = measure(tools, n, args.repeat)
         floor = results.get("bulk", (float("nan"), 0))[0]
+        arr = results.get("bulk-arr", (float("nan"), 0))[0]
         for tool, (seconds, peak) in results.items():
-            print(f"{n:>6,} {tool:<13} {seconds:>8.3f} {seconds / floor:>7.2f} {peak:>8.0f}")
+            ratios = f"{seconds / floor:>7.2f} {seconds / arr:>6.2f}"
+            print(f"{n:>9,} {tool:<13} {seconds:>8.3f} {ratios} {peak:>8.0f}")
     return 0
 
 

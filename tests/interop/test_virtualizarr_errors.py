@@ -102,7 +102,10 @@ def test_sharded_array_is_named() -> None:
         codecs=[
             {
                 "name": "sharding_indexed",
-                "configuration": {"chunk_shape": (2,), "codecs": [{"name": "bytes"}]},
+                "configuration": {
+                    "chunk_shape": (2,),
+                    "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                },
             }
         ],
         attributes={},

@@ -66,7 +66,8 @@ def test_virtual_dataset_looks_like_virtualizarrs_own(plain_netcdf4: Path) -> No
     )
     assert sorted(vds.variables) == sorted(theirs.variables)
     assert sorted(vds.coords) == sorted(theirs.coords)
-    assert vds.attrs == theirs.attrs
+    shown = {k: v for k, v in vds.attrs.items() if not k.startswith("_nc")}  # xarray hides
+    assert shown == theirs.attrs
     for name, ours in vds.variables.items():
         other = theirs[name].variable
         assert isinstance(ours.data, ManifestArray) == isinstance(other.data, ManifestArray), name
@@ -266,3 +267,37 @@ def test_hierarchy_as_datatree_round_trips() -> None:
     xr.testing.assert_identical(
         refzarr.open_datatree(back).load(), refzarr.open_datatree(scanned).load()
     )
+
+
+def test_zarr_v3_written_by_virtualizarr_shows_no_refzarr_records(
+    vds: xr.Dataset, scanned: refzarr.RefGroup, netcdf4: Path, tmp_path: Path
+) -> None:
+    """refzarr's per-array records travel in a hidden group attribute: an Icechunk (Zarr v3)
+    store written by VirtualiZarr shows none of them through xarray (which shows every v3
+    array attribute), reads the source's values, and the records are all in the group."""
+    icechunk = pytest.importorskip("icechunk")
+    import zarr
+
+    from refzarr.formats.icechunk.repository import local_access
+    from refzarr.model.hierarchy import ARRAY_RECORDS_ATTR
+
+    prefix = netcdf4.parent.resolve().as_uri() + "/"
+    config = icechunk.RepositoryConfig.default()
+    store = icechunk.local_filesystem_store(str(netcdf4.parent.resolve()))
+    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, store))
+    repo = icechunk.Repository.create(
+        icechunk.local_filesystem_storage(str(tmp_path / "repo")),
+        config,
+        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: local_access()}),
+    )
+    session = repo.writable_session("main")
+    vds.vz.to_icechunk(session.store)
+    session.commit("virtualizarr")
+    written = repo.readonly_session("main").store
+    with xr.open_zarr(written, consolidated=False) as got:
+        shown = [(n, k) for n, v in got.variables.items() for k in v.attrs if k.startswith("_nc")]
+        assert shown == []
+        assert not [k for k in got.attrs if k.startswith("_nc")]
+        assert_same_values(got.load(), _netcdf(netcdf4), ["temp", "packed", "count", "lzf"])
+    records = zarr.open_group(written, mode="r").attrs[ARRAY_RECORDS_ATTR]
+    assert sorted(records) == sorted(p for p, _ in scanned.arrays())  # each has notes

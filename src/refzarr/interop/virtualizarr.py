@@ -21,6 +21,8 @@ import numpy as np
 from refzarr.errors import MissingDependencyError, RefFormatError, UnsupportedFeatureError
 from refzarr.interop.vz_masking import mark, unmark
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
+from refzarr.model.attr_types import LAYOUT_ATTR, TYPES_ATTR
+from refzarr.model.hierarchy import ARRAY_RECORDS_ATTR
 from refzarr.model.manifest import WHOLE_FILE
 
 if TYPE_CHECKING:
@@ -107,15 +109,17 @@ def to_virtual_dataset(
     node = _subgroup(group, group_path)
     virtual: dict[str, xr.Variable] = {}
     loaded: dict[str, xr.Variable] = {}
+    records: dict[str, Any] = {}
     for name, array in node.members.items():
         if not isinstance(array, RefArray):
             continue
         if _has_inlined(array):
-            loaded[name] = _loaded_variable(context, name, array)
+            loaded[name] = _loaded_variable(context, name, array, records)
         else:
-            marr = _manifest_array(context, name, array)
+            marr = _manifest_array(context, name, array, records, name)
             virtual[name] = marr.to_virtual_variable()
-    dataset: xr.Dataset = _assemble(xr, virtual, loaded, _thaw(node.attributes))
+    attributes = _with_records(_thaw(node.attributes), records)
+    dataset: xr.Dataset = _assemble(xr, virtual, loaded, attributes)
     return dataset
 
 
@@ -212,17 +216,18 @@ class _Context:
 
 def _manifest_group(context: _Context, group: RefGroup, prefix: str) -> Any:
     arrays, groups = {}, {}
+    records: dict[str, Any] = {}
     for name, member in group.members.items():
         path = f"{prefix}{name}"
         if isinstance(member, RefArray):
             try:
-                arrays[name] = _manifest_array(context, path, member)
+                arrays[name] = _manifest_array(context, path, member, records, name)
             except UnsupportedFeatureError:
                 if not context.skip_unsupported:
                     raise
         else:
             groups[name] = _manifest_group(context, member, f"{path}/")
-    attributes = _thaw(group.attributes)
+    attributes = _with_records(_thaw(group.attributes), records)
     return context.manifests.ManifestGroup(arrays=arrays, groups=groups, attributes=attributes)
 
 
@@ -244,12 +249,14 @@ class _MemorySink:
         return f"{self.prefix}/{key}"
 
 
-def _manifest_array(context: _Context, name: str, array: RefArray) -> Any:
+def _manifest_array(
+    context: _Context, name: str, array: RefArray, records: dict[str, Any], key: str
+) -> Any:
     from refzarr.interop.vz_metadata import v3_metadata
 
     manifest = array.manifest
     missing = manifest.count_written() < manifest.nchunks
-    attributes = _vz_attributes(array.meta, context.round_trip)
+    attributes = _hide_records(_vz_attributes(array.meta, context.round_trip), records, key)
     metadata = v3_metadata(name, array.meta, attributes, missing_chunks=missing)
     manifest = _vz_manifest(context, name, array)
     return context.manifests.ManifestArray(metadata=metadata, chunkmanifest=manifest)
@@ -300,9 +307,10 @@ def _normalized_paths(manifests: Any, name: str, paths: tuple[str, ...]) -> list
         return []
     column = np.array(paths, dtype=np.dtypes.StringDType())
     zeros = np.zeros(len(paths), dtype=np.uint64)
+    ones = np.ones(len(paths), dtype=np.uint64)  # 2.8 refuses zero-length references
     try:
         probe = manifests.ChunkManifest.from_arrays(
-            paths=column, offsets=zeros, lengths=zeros, validate_paths=True
+            paths=column, offsets=zeros, lengths=ones, validate_paths=True
         )
     except ValueError as exc:
         raise RefFormatError(
@@ -329,7 +337,9 @@ def _whole_files(
         lengths[whole & (ids == pid)] = int(fs.size(path))
 
 
-def _loaded_variable(context: _Context, name: str, array: RefArray) -> xr.Variable:
+def _loaded_variable(
+    context: _Context, name: str, array: RefArray, records: dict[str, Any]
+) -> xr.Variable:
     """An inlined array's values, CF-decoded as xarray's Zarr backend decodes them."""
     import xarray as xr
 
@@ -341,7 +351,8 @@ def _loaded_variable(context: _Context, name: str, array: RefArray) -> xr.Variab
         raise RefFormatError(f"array {name!r} has no dimension names; xarray needs them")
     reader = ArrayReader(array, name, RangeReader(storage_options=context.storage_options))
     attrs = mark(meta, _thaw(meta.attributes), loaded=True, notes=context.round_trip)
-    raw = xr.Variable(meta.dimension_names or (), reader.read(), attrs)
+    raw_attrs = _hide_records(attrs, records, name)
+    raw = xr.Variable(meta.dimension_names or (), reader.read(), raw_attrs)
     times = context.decode_times
     kwargs = {} if times is None else {"decode_times": times}
     return xr.conventions.decode_cf_variable(name, raw, **kwargs)
@@ -372,25 +383,32 @@ def from_virtual_dataset(vds: xr.Dataset | xr.DataTree) -> RefGroup:
         members: dict[str, Any] = dict(from_virtual_dataset(own).members)
         for name, child in vds.children.items():
             members[str(name)] = from_virtual_dataset(child)
-        return RefGroup(attributes=_jsonable(dict(vds.attrs)), members=members)
+        attributes = _jsonable(dict(vds.attrs))
+        attributes.pop(ARRAY_RECORDS_ATTR, None)  # its own arrays' (taken in `own`)
+        return RefGroup(attributes=attributes, members=members)
     variables, attrs = xr.conventions.encode_dataset_coordinates(vds)
-    members = {str(n): _from_variable(str(n), v) for n, v in variables.items()}
-    return RefGroup(attributes=_jsonable(dict(attrs)), members=members)
+    attrs = _jsonable(dict(attrs))
+    records = attrs.pop(ARRAY_RECORDS_ATTR, None)
+    records = records if isinstance(records, dict) else {}
+    members = {
+        str(n): _from_variable(str(n), v, records.get(str(n)) or {}) for n, v in variables.items()
+    }
+    return RefGroup(attributes=attrs, members=members)
 
 
-def _from_variable(name: str, var: xr.Variable) -> RefArray:
+def _from_variable(name: str, var: xr.Variable, records: dict[str, Any]) -> RefArray:
     from virtualizarr.manifests import ManifestArray
 
     if isinstance(var.data, ManifestArray):
-        return _from_manifest_array(name, var)
-    return _from_loaded(name, var)
+        return _from_manifest_array(name, var, records)
+    return _from_loaded(name, var, records)
 
 
-def _from_manifest_array(name: str, var: xr.Variable) -> RefArray:
+def _from_manifest_array(name: str, var: xr.Variable, records: dict[str, Any]) -> RefArray:
     from refzarr.interop.vz_metadata import meta_from_v3
 
     marr = var.data
-    attrs = _jsonable(dict(var.attrs))
+    attrs = _jsonable(dict(var.attrs)) | records
     meta = meta_from_v3(name, marr.metadata, tuple(map(str, var.dims)), attrs)
     return RefArray(meta, _from_vz_manifest(name, marr.manifest, meta.grid_shape))
 
@@ -439,7 +457,7 @@ def _local(url: str) -> str:
     return url.removeprefix(_FILE) if url.startswith(_FILE + "/") else url
 
 
-def _from_loaded(name: str, var: xr.Variable) -> RefArray:
+def _from_loaded(name: str, var: xr.Variable, records: dict[str, Any]) -> RefArray:
     """A loaded variable, CF-encoded back to what is stored, as one inlined chunk."""
     import xarray as xr
 
@@ -450,7 +468,7 @@ def _from_loaded(name: str, var: xr.Variable) -> RefArray:
             f"variable {name!r} holds Python objects (variable-length strings?); refzarr inlines "
             "fixed-size values only: cast it to a fixed-width dtype ('S' or 'U') first"
         )
-    attrs = _jsonable(dict(encoded.attrs))
+    attrs = _jsonable(dict(encoded.attrs)) | records
     fill = attrs.get("_FillValue")
     numeric = isinstance(fill, int | float) and values.dtype.kind in "iufc"
     attrs, fill = unmark(attrs, fill if numeric else None, values.dtype)
@@ -539,6 +557,26 @@ class RefzarrParser:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+_RECORDS = (TYPES_ATTR, LAYOUT_ATTR)
+"""refzarr's per-array records (attribute types with `vz_masking` notes, a loaded
+coordinate's source layout): Zarr v2 readers hide them, Zarr v3 readers show them."""
+
+
+def _hide_records(attrs: dict[str, Any], records: dict[str, Any], key: str) -> dict[str, Any]:
+    """``attrs`` without refzarr's per-array records, which go to ``records[key]`` (then into
+    the group's hidden `ARRAY_RECORDS_ATTR`: xarray shows no ``_nc`` group attribute)."""
+    found = {k: attrs.pop(k) for k in _RECORDS if k in attrs}
+    if found:
+        records[key] = found
+    return attrs
+
+
+def _with_records(attributes: dict[str, Any], records: dict[str, Any]) -> dict[str, Any]:
+    if records:
+        attributes[ARRAY_RECORDS_ATTR] = records
+    return attributes
 
 
 def _thaw(value: Any) -> Any:

@@ -123,6 +123,8 @@ def _big_endian_fields(dtype: np.dtype[Any]) -> bool:
 
 
 def _bytes_codec(dtype: np.dtype[Any]) -> dict[str, Any]:
+    if dtype.names is not None:  # little-endian fields (`_check_expressible`); zarr 3.4 warns
+        return {"name": "bytes", "configuration": {"endian": "little"}}  # when it is absent
     if dtype.byteorder == "|" or (dtype.itemsize == 1 and dtype.kind != "V"):
         return {"name": "bytes"}
     big = dtype.byteorder == ">" or (dtype.byteorder == "=" and np.little_endian is False)
@@ -145,7 +147,7 @@ def _zarr_class(codec: Mapping[str, Any]) -> Any:
 
     try:
         return get_codec_class(f"numcodecs.{codec['id']}")
-    except KeyError:
+    except (KeyError, ValueError):  # zarr 3.4 raises UnknownCodecError (a ValueError)
         return None
 
 

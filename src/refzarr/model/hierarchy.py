@@ -28,7 +28,14 @@ SOURCES_ATTR = "_nc_refzarr_sources"
 prefix makes xarray's Zarr backend hide it (as it hides NCZarr's keys); zarr-python and
 fsspec show it as an attribute but never act on it."""
 
+ARRAY_RECORDS_ATTR = "_nc_refzarr_arrays"
+"""A group attribute holding, by array name, per-array records moved out of the arrays'
+attributes (``{"v": {"_nczarr_attr": {...}}}``): the VirtualiZarr interop puts them there
+because Zarr v3 readers show every array attribute, while xarray hides ``_nc`` group
+attributes. Reading puts them back onto the arrays."""
+
 __all__ = [
+    "ARRAY_RECORDS_ATTR",
     "METADATA_NAMES",
     "SOURCES_ATTR",
     "Hierarchy",
@@ -246,6 +253,9 @@ def _make_group(
     def position(name: str) -> tuple[int, str]:
         return rank.get(prefix + name, last), name
 
+    if ARRAY_RECORDS_ATTR in attrs:
+        attrs = dict(attrs)
+        members = _with_array_records(members, attrs.pop(ARRAY_RECORDS_ATTR), where, path)
     sources = None
     if not path and SOURCES_ATTR in attrs:
         attrs = dict(attrs)
@@ -257,6 +267,21 @@ def _make_group(
         return RefGroup(attributes=freeze_json(attrs), members=ordered, sources=sources)
     except (RefFormatError, TypeError) as exc:
         raise RefFormatError(f"{_where(where, path or '/')}: {exc}") from exc
+
+
+def _with_array_records(
+    members: dict[str, Node], records: Any, where: str, path: str
+) -> dict[str, Node]:
+    """``members`` with each array's records (`ARRAY_RECORDS_ATTR`) back in its attributes."""
+    if not isinstance(records, Mapping):
+        raise RefFormatError(f"{_where(where, path or '/')}: {ARRAY_RECORDS_ATTR!r} is no object")
+    out = dict(members)
+    for name, record in records.items():
+        array = out.get(name)
+        if isinstance(array, RefArray) and isinstance(record, Mapping):
+            attributes = {**array.meta.attributes, **record}
+            out[name] = RefArray(array.meta.replace(attributes=attributes), array.manifest)
+    return out
 
 
 def hierarchy_metadata(group: RefGroup) -> Iterator[tuple[str, RefGroup | RefArray]]:

@@ -1,6 +1,8 @@
 """Icechunk 2.x's column-wise ``set_virtual_refs_arr``: the arguments `arr_calls` builds
-(one call per checksum, each the box of its chunks), and the writer's guarded path through a
-stand-in that gives an Icechunk 1.x store the 2.x method (Icechunk 2.x needs Python 3.12)."""
+(one call per checksum, each the box of its chunks); the writer's guarded path through a
+stand-in that gives an Icechunk 1.x store the 2.x method; and, where the installed Icechunk
+has it (2.x, Python 3.12+), the real method: slabs with gaps, checksums, files interleaved in
+the grid (overlapping boxes; too scattered: chunk specs), appends at an offset."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 
 import refzarr
+from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from refzarr.formats.icechunk.columns import MAX_BOX_RATIO, Columns, arr_calls
 
 
@@ -75,7 +79,12 @@ def test_zero_dimensional_and_empty_arrays() -> None:
 
 icechunk = pytest.importorskip("icechunk")
 
-from refzarr.formats.icechunk.repository import commit_icechunk  # noqa: E402
+from refzarr.formats.icechunk.repository import (  # noqa: E402
+    commit_icechunk,
+    local_access,
+    open_repository,
+    source_prefixes,
+)
 from refzarr.formats.icechunk.write import to_icechunk  # noqa: E402
 
 
@@ -147,7 +156,7 @@ def test_the_writer_uses_columns_where_icechunk_has_them(tmp_path: Path, skips: 
     prefix = folder.resolve().as_uri() + "/"
     repo = icechunk.Repository.open(
         icechunk.local_filesystem_storage(str(tmp_path / "repo")),
-        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: None}),
+        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: local_access()}),
     )
     session = repo.writable_session("main")
     writable = session.store  # a new object at each access: keep this one
@@ -167,3 +176,128 @@ def test_the_writer_uses_columns_where_icechunk_has_them(tmp_path: Path, skips: 
         ds["v"][0, 0] = -1.0  # a chunk written: the file changed
     with pytest.raises(icechunk.IcechunkError, match="checksum"):
         xr.open_zarr(repo.readonly_session("main").store, consolidated=False).v.values  # noqa: B018
+
+
+# -- the real set_virtual_refs_arr (Icechunk 2.x) ----------------------------------------------
+
+HAS_COLUMNS = hasattr(icechunk.IcechunkStore, "set_virtual_refs_arr")
+needs_columns = pytest.mark.skipif(
+    not HAS_COLUMNS, reason="the installed Icechunk has no store.set_virtual_refs_arr"
+)
+
+
+class _Spy:
+    """Counts the writer's ``set_virtual_refs_arr`` calls, passing them to the real method."""
+
+    def __init__(self, method: Any) -> None:
+        self.method, self.calls = method, []
+
+    def __call__(self, array_path: str, chunk_grid_shape: list[int], *args: Any, **kw: Any) -> Any:
+        self.calls.append((array_path, tuple(chunk_grid_shape), kw.get("checksum")))
+        return self.method(array_path, chunk_grid_shape, *args, **kw)
+
+
+def _spied(repo: Any) -> tuple[Any, Any, _Spy]:
+    session = repo.writable_session("main")
+    store = session.store  # a new object at each access: keep this one
+    spy = _Spy(store.set_virtual_refs_arr)
+    store.set_virtual_refs_arr = spy
+    return session, store, spy
+
+
+@needs_columns
+def test_real_columns_slabs_with_gaps_and_checksums(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    days = [_day(folder / f"d{k}.nc", k) for k in range(3)]
+    group = refzarr.combine([refzarr.scan(p) for p in days], concat_dims="time")
+    commit_icechunk(group, tmp_path / "repo")  # a repository with the containers
+    repo = open_repository(str(tmp_path / "repo"), None, None, source_prefixes(group))
+    session, store, spy = _spied(repo)
+    to_icechunk(group, store)
+    session.commit("columns")
+    assert [c[1:] for c in spy.calls if c[0] == "v"] == [
+        ((2, 2), datetime(2023, 11, 14, 22, 13, 20 + k, tzinfo=UTC)) for k in range(3)
+    ]
+    with xr.open_mfdataset(days, combine="nested", concat_dim="time") as expected:
+        xr.testing.assert_equal(_read(repo), expected.load())
+    with netCDF4.Dataset(days[2], "a") as ds:
+        ds["v"][0, 0] = -1.0  # a chunk written: the file changed
+    with pytest.raises(icechunk.IcechunkError, match="checksum"):
+        _read(repo).v.values  # noqa: B018
+
+
+@needs_columns
+def test_real_columns_append_at_an_offset(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    days = [_day(folder / f"d{k}.nc", k) for k in (0, 2)]
+    groups = [refzarr.scan(p) for p in days]
+    commit_icechunk(groups[0], tmp_path / "repo")
+    repo = open_repository(str(tmp_path / "repo"), None, None, source_prefixes(groups[1]))
+    session, store, spy = _spied(repo)
+    to_icechunk(groups[1], store, append_dim="time")
+    session.commit("append")
+    assert [c[1] for c in spy.calls if c[0] == "v"] == [(2, 2)]
+    with xr.open_mfdataset(days, combine="nested", concat_dim="time") as expected:
+        xr.testing.assert_equal(_read(repo), expected.load())
+
+
+def _plain(repo: Any) -> tuple[Any, Any, None]:
+    session = repo.writable_session("main")
+    return session, session.store, None
+
+
+def _read(repo: Any) -> xr.Dataset:
+    return xr.open_zarr(repo.readonly_session("main").store, consolidated=False).load()
+
+
+def _interleaved(
+    folder: Path, owner: np.ndarray[Any, Any]
+) -> tuple[RefGroup, np.ndarray[Any, Any]]:
+    """An int32 array of one-element chunks whose chunk (i, j) is in file ``owner[i, j]``, each
+    file with its own modification time (so its own checksum) in the group's record."""
+    values = np.arange(owner.size, dtype="<i4").reshape(owner.shape)
+    count = int(owner.max()) + 1
+    urls = [str(folder / f"part{k}.bin") for k in range(count)]
+    offsets = np.zeros(owner.shape, dtype=np.uint64)
+    scans = []
+    for k, url in enumerate(urls):
+        mine = owner == k
+        offsets[mine] = np.arange(int(mine.sum()), dtype=np.uint64) * 4
+        Path(url).write_bytes(values[mine].tobytes())
+        os.utime(url, (1_700_000_000 + k, 1_700_000_000 + k))
+        when = datetime.fromtimestamp(1_700_000_000 + k, UTC).isoformat()
+        files = {url: {"size": int(mine.sum()) * 4, "mtime": when}}
+        scans.append({"url": url, "format": "raw", "options": {}, "files": files})
+    manifest = ChunkManifest.from_arrays(urls, owner, offsets, np.full(owner.shape, 4, np.uint64))
+    meta = ArrayMeta(
+        shape=owner.shape,
+        chunks=(1, 1),
+        dtype=np.dtype("<i4"),
+        fill_value=-1,
+        dimension_names=("y", "x"),
+    )
+    array = RefArray(meta, manifest)
+    return RefGroup(members={"v": array}, sources={"version": 1, "scans": scans}), values
+
+
+@pytest.mark.parametrize(
+    ("files", "by_columns"),
+    [(2, True), (16, False)],
+    ids=["checkerboard-overlapping-boxes", "round-robin-too-scattered"],
+)
+def test_files_interleaved_in_the_grid(tmp_path: Path, files: int, by_columns: bool) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    y, x = np.indices((40, 40))
+    owner = (y + x) % 2 if files == 2 else (y * 40 + x) % files
+    group, values = _interleaved(folder, owner)
+    repo = open_repository(str(tmp_path / "repo"), None, None, source_prefixes(group), create=True)
+    session, store, spy = _spied(repo) if HAS_COLUMNS else _plain(repo)
+    to_icechunk(group, store)
+    session.commit("interleaved")
+    if spy is not None:
+        assert len(spy.calls) == (files if by_columns else 0)
+    got = zarr.open_array(repo.readonly_session("main").store, path="v", mode="r")[:]
+    np.testing.assert_array_equal(got, values)

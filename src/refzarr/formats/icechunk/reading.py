@@ -28,8 +28,8 @@ _SUFFIXES = (".json", ".json.zst", ".json.zstd", ".json.gz", ".parq", ".parquet"
 
 def is_icechunk_repository(url: str, storage_options: Mapping[str, Any] | None = None) -> bool:
     """Whether ``url`` (a local path or fsspec URL) is an Icechunk repository: a folder
-    holding ``snapshots/`` and ``refs/`` (Icechunk's layout; a reference set's suffix is
-    never asked about)."""
+    holding ``snapshots/`` and either ``refs/`` (Icechunk 1.x's layout) or the ``repo``
+    object (2.x's); a reference set's suffix is never asked about."""
     import fsspec
 
     if url.lower().rstrip("/").endswith(_SUFFIXES):
@@ -37,7 +37,9 @@ def is_icechunk_repository(url: str, storage_options: Mapping[str, Any] | None =
     try:
         fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
         path = path.rstrip("/")
-        return bool(fs.isdir(f"{path}/snapshots") and fs.isdir(f"{path}/refs"))
+        if not fs.isdir(f"{path}/snapshots"):
+            return False
+        return bool(fs.isdir(f"{path}/refs") or fs.isfile(f"{path}/repo"))
     except (OSError, ValueError, ImportError):
         return False
 
@@ -89,9 +91,9 @@ def unrecorded_locations(
     """The virtual chunk locations of the branch that no recorded scan names (chunks another
     writer added: their files cannot be checked). Reads every manifest of the snapshot."""
     from refzarr.formats.icechunk.repository import open_repository
-    from refzarr.formats.icechunk.write import absolute_url
+    from refzarr.formats.icechunk.write import location
 
     repo = open_repository(repository, storage_options)
-    known = {absolute_url(url, "") for scan in scans for url in scan.files}
+    known = {location(url, "") for scan in scans for url in scan.files}
     locations = repo.readonly_session(branch=branch).all_virtual_chunk_locations()
     return sorted(set(locations) - known)

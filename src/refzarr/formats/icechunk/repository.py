@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote
 
 from refzarr.errors import RefzarrError, UnsupportedFeatureError
 from refzarr.model import RefGroup
@@ -15,6 +16,7 @@ __all__ = [
     "CommitConflictError",
     "commit_icechunk",
     "commit_session",
+    "local_access",
     "open_repository",
     "source_prefixes",
 ]
@@ -45,7 +47,7 @@ def source_prefixes(group: RefGroup) -> list[str]:
 def _prefix(url: str) -> str:
     if "://" not in url or url.startswith("file://"):
         folder = os.path.dirname(os.path.abspath(url.removeprefix("file://")))
-        return f"file://{folder.rstrip('/')}/"
+        return f"file://{_plain_ancestor(folder).rstrip('/')}/"
     protocol, _, rest = url.partition("://")
     if protocol in ("s3", "s3a"):
         return f"s3://{rest.split('/', 1)[0]}/"
@@ -54,6 +56,15 @@ def _prefix(url: str) -> str:
         "for other stores, make the repository (with its containers) in Python and call "
         "refzarr.to_icechunk"
     )
+
+
+def _plain_ancestor(folder: str) -> str:
+    """``folder``, or its nearest ancestor whose path needs no percent-encoding: chunk
+    locations are encoded (`write.location`) but Icechunk matches a container's prefix
+    as written, so a prefix with a space, ``#``, ``%``, non-ASCII letter... matches none."""
+    parts = folder.split("/")
+    plain = next((k for k, part in enumerate(parts) if quote(part) != part), len(parts))
+    return "/".join(parts[:plain]) or "/"
 
 
 def _urls(blocks: Iterable[Any]) -> set[str]:
@@ -215,11 +226,22 @@ def _container_store(prefix: str, options: Mapping[str, Any] | None) -> Any:
     )
 
 
+def local_access() -> Any:
+    """The credential that authorises reading a ``file://`` virtual chunk container: Icechunk
+    2.x's explicit ``icechunk.credentials.LocalFileSystemAccess`` where the installed Icechunk
+    has it (it deprecates None there), else None (Icechunk 1.x): use it as
+    ``icechunk.containers_credentials({"file:///data/": local_access()})``.
+    """
+    import icechunk.credentials
+
+    return getattr(icechunk.credentials, "LocalFileSystemAccess", None)
+
+
 def _credentials(prefix: str, options: Mapping[str, Any] | None) -> Any:
     import icechunk
 
     if prefix.startswith("file://"):
-        return None
+        return local_access()
     settings = _s3_settings(options)
     if settings["anon"]:
         return icechunk.s3_anonymous_credentials()

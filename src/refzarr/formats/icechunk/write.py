@@ -15,6 +15,7 @@ import struct
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
@@ -294,6 +295,7 @@ def write_chunks(
         return
     grid = manifest.grid_shape
     sizes: dict[str, int] = {}
+    locations: dict[str, str] = {}
     specs = []
     inlined: dict[tuple[int, ...], bytes] = {}
     index: list[int]
@@ -311,10 +313,10 @@ def write_chunks(
         lengths = block.length[referenced].tolist()
         for k in range(len(referenced)):
             source = block.paths[ids[k]]
-            url = absolute_url(source, path)
+            url = locations.get(source) or locations.setdefault(source, location(source, path))
             length = lengths[k]
             if length == int(WHOLE_FILE):
-                length = sizes.get(url) or sizes.setdefault(url, _size(url))
+                length = sizes.get(source) or sizes.setdefault(source, _size(source, path))
             index = list(_shifted([axis[k] for axis in indices], shift))
             etag, modified = checksums.get(source, _NO_CHECKSUM)
             specs.append(
@@ -377,18 +379,19 @@ def _write_columns(
 def manifest_columns(
     manifest: ChunkManifest, path: str, checksums: Checksums
 ) -> tuple[Any, dict[str, str | datetime | None]]:
-    """The referenced chunks of ``manifest`` as `Columns` (absolute URLs, whole-file lengths
-    resolved), and each URL's checksum argument (its ETag, else modification time)."""
+    """The referenced chunks of ``manifest`` as `Columns` (Icechunk locations, whole-file
+    lengths resolved), and each location's checksum argument (its ETag, else modification
+    time)."""
     from refzarr.formats.icechunk.columns import Columns
 
     written = manifest.written_entries()
     ids = np.asarray(written.path_id)
     rows = np.flatnonzero(ids >= 0)
-    urls = [absolute_url(u, path) for u in written.paths]
+    urls = [location(u, path) for u in written.paths]
     lengths = np.asarray(written.length)[rows].astype(np.uint64)
     whole = lengths == np.uint64(int(WHOLE_FILE))
     if whole.any():
-        sizes = {k: _size(urls[k]) for k in np.unique(ids[rows][whole]).tolist()}
+        sizes = {k: _size(written.paths[k], path) for k in np.unique(ids[rows][whole]).tolist()}
         lengths[whole] = [sizes[k] for k in ids[rows][whole].tolist()]
     columns = Columns(
         np.asarray(written.numbers, dtype=np.int64)[rows],
@@ -456,7 +459,7 @@ def _set_native(store: Any, path: str, index: tuple[int, ...], data: bytes) -> N
 
 
 def absolute_url(url: str, path: str) -> str:
-    """An absolute URL with a protocol, as Icechunk's virtual chunk containers match them."""
+    """An absolute URL with a protocol (local paths as ``file://`` URLs), in fsspec's form."""
     if "://" in url:
         return url
     if ":" in url.split("/", 1)[0]:
@@ -464,8 +467,23 @@ def absolute_url(url: str, path: str) -> str:
     return "file://" + os.path.abspath(url)
 
 
-def _size(url: str) -> int:
+def location(url: str, path: str) -> str:
+    """The location Icechunk stores for a chunk of ``url``: its absolute URL with the file path
+    or object key percent-encoded (Icechunk parses locations as URLs: a raw ``#``, ``?``,
+    ``%``, space or non-ASCII letter would name another file or none). HTTP(S) URLs, already
+    in URL form, are kept as they are."""
+    absolute = absolute_url(url, path)
+    protocol, _, rest = absolute.partition("://")
+    if protocol in ("http", "https"):
+        return absolute
+    if protocol == "file":
+        return "file://" + quote(rest, safe="/")
+    host, slash, key = rest.partition("/")
+    return f"{protocol}://{host}{slash}{quote(key, safe='/')}"
+
+
+def _size(url: str, path: str) -> int:
     import fsspec
 
-    fs, file_path = fsspec.core.url_to_fs(url)
+    fs, file_path = fsspec.core.url_to_fs(absolute_url(url, path))
     return int(fs.size(file_path))
