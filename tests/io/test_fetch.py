@@ -3,6 +3,13 @@ failures are ChunkFetchError naming url, range and key, never short or padded da
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import pickle
+import threading
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +158,106 @@ def test_many_files_read_with_few_descriptors_open(
         assert bytes(data) == (big[k:] + big[:k])[offset : offset + length]
     assert opened
     assert max(opened) <= 4 + LOCAL_POLICY.concurrency  # the cap, plus files being read
+
+
+@pytest.fixture
+def pools_made(monkeypatch: pytest.MonkeyPatch) -> list[ThreadPoolExecutor]:
+    """Every thread pool the fetch module makes from now on (the shared ones start afresh)."""
+    from refzarr.io import fetch
+
+    made: list[ThreadPoolExecutor] = []
+
+    class Counted(ThreadPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(fetch, "ThreadPoolExecutor", Counted)
+    monkeypatch.setattr(fetch, "_SHARED_POOLS", {})
+    return made
+
+
+def _big_file(tmp_path: Path, blocks: int) -> tuple[Path, bytes, int]:
+    """A file of ``blocks`` large ranges apart more than a merge gap (each read by a thread)."""
+    from refzarr.io import fetch
+
+    size = fetch.SMALL_LOCAL_BLOCK * 2
+    stride = size + LOCAL_POLICY.max_gap + 1
+    data = (DATA * (stride * blocks // len(DATA) + 1))[: stride * blocks]
+    path = tmp_path / "big.bin"
+    path.write_bytes(data)
+    return path, data, stride
+
+
+def test_local_reads_make_no_pool_per_call(
+    tmp_path: Path, pools_made: list[ThreadPoolExecutor]
+) -> None:
+    """One range (as zarr asks through a store: one chunk at a time) is read in the calling
+    thread; several large ranges by one pool shared across reads and readers."""
+    path, data, stride = _big_file(tmp_path, 6)
+    size = stride - LOCAL_POLICY.max_gap - 1
+    for k in range(20):
+        (got,) = RangeReader().read([str(path)], [k * 7], [size])
+        assert bytes(got) == data[k * 7 : k * 7 + size]
+    assert pools_made == []
+    offsets = [k * stride for k in range(6)]
+    for reader in (RangeReader(), RangeReader(), RangeReader()):
+        for _ in range(3):
+            got = reader.read([str(path)] * 6, offsets, [size] * 6)
+            assert [bytes(g) for g in got] == [data[o : o + size] for o in offsets]
+    assert len(pools_made) == 1
+    assert len(pools_made[0]._threads) <= LOCAL_POLICY.concurrency
+
+
+def test_stopping_early_waits_for_its_blocks_in_flight(
+    tmp_path: Path, pools_made: list[ThreadPoolExecutor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read stopped after its first block cancels the blocks not started and waits for those
+    in flight in the shared pool before closing their descriptors (none read after closing,
+    none left open)."""
+    path, data, stride = _big_file(tmp_path, 12)
+    size = stride - LOCAL_POLICY.max_gap - 1
+    in_flight = [0]
+    real = RangeReader._fetch_block
+
+    def counted(self: RangeReader, *args: Any) -> bytes:
+        in_flight[0] += 1
+        try:
+            if threading.current_thread() is not threading.main_thread():
+                time.sleep(0.05)  # still in flight when the reader stops
+            return real(self, *args)
+        finally:
+            in_flight[0] -= 1
+
+    monkeypatch.setattr(RangeReader, "_fetch_block", counted)
+    opened = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    offsets = [k * stride for k in range(12)]
+    blocks = RangeReader().iter_blocks([str(path)] * 12, offsets, [size] * 12)
+    first = next(blocks)
+    blocks.close()
+    assert in_flight == [0]
+    assert bytes(first.data) == data[int(first.requests[0]) * stride :][:size]
+    assert len(pools_made) == 1
+    if opened is not None:
+        assert set(os.listdir("/proc/self/fd")) <= opened
+
+
+def test_a_forked_child_reads_with_its_own_pool(tmp_path: Path) -> None:
+    """The shared pool's threads do not exist in a forked child: it makes its own."""
+    path, data, stride = _big_file(tmp_path, 4)
+    size = stride - LOCAL_POLICY.max_gap - 1
+    offsets = [k * stride for k in range(4)]
+    reader = RangeReader()
+    reader.read([str(path)] * 4, offsets, [size] * 4)  # the parent's pool has threads now
+    context = multiprocessing.get_context("fork")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12)
+        with context.Pool(1) as pool:
+            result = pool.apply_async(_read_digest, (reader, str(path), offsets, size))
+            got = result.get(timeout=60)
+    assert got == [hash(data[o : o + size]) for o in offsets]
+    assert pickle.loads(pickle.dumps(reader)).read([str(path)], [0], [5])[0] == data[:5]
+
+
+def _read_digest(reader: RangeReader, path: str, offsets: list[int], size: int) -> list[int]:
+    return [hash(bytes(b)) for b in reader.read([path] * len(offsets), offsets, [size] * 4)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import pickle
 import zlib
 from pathlib import Path
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
 import refzarr
@@ -294,6 +295,68 @@ def test_object_arrays_keep_their_codecs_and_are_checked() -> None:
     broken = ReferenceStore(_vlen_refs(chunk[:-3]))
     with pytest.raises(ChunkDecodeError, match=r"a/0 \(inlined in the reference set\)"):
         zarr.open_array(broken, path="a", mode="r", zarr_format=2)[...]
+
+
+def _sizes(store: ReferenceStore, keys: list[str], old: bool = False) -> dict[str, int | str]:
+    """Each key's size, or the error it raises; ``old``: zarr's own ``getsize`` (``len(get)``),
+    what the store answered before it told sizes from the manifest."""
+    getsize = (lambda key: Store.getsize(store, key)) if old else store.getsize
+    found: dict[str, int | str] = {}
+    for key in keys:
+        try:
+            found[key] = asyncio.run(getsize(key))
+        except FileNotFoundError:
+            found[key] = "absent"
+    return found
+
+
+def _no_reads(*args: Any) -> None:
+    raise AssertionError("getsize fetched a chunk")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_getsize_answers_as_get_did_without_fetching(
+    refs: dict[str, Any], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ReferenceStore(refs, **MODES[mode])
+    sparse = refzarr.read(refs)["sparse"]
+    assert isinstance(sparse, refzarr.RefArray)
+    missing = next(i for i in np.ndindex(sparse.manifest.grid_shape) if sparse.manifest[i] is None)
+    keys = [
+        *asyncio.run(_collect(store.list())),
+        "sparse/" + ".".join(map(str, missing)),
+        "temperature/99.0.0",
+        "nothing/here",
+    ]
+    expected = _sizes(store, keys, old=True)
+    monkeypatch.setattr(store.reader, "read", _no_reads)
+    monkeypatch.setattr(store, "_decode", _no_reads)
+    assert _sizes(store, keys) == expected
+    assert list(expected.values()).count("absent") == 3
+    array = zarr.open_array(store, path="temperature", mode="r", zarr_format=2)
+    chunk_bytes = math.prod(array.chunks) * array.dtype.itemsize
+    if store.decoded:
+        assert asyncio.run(store.getsize("temperature/0.0.0")) == chunk_bytes
+    else:  # the stored length: the fixture's temperature is compressed
+        assert asyncio.run(store.getsize("temperature/0.0.0")) < chunk_bytes
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_getsize_of_inlined_and_whole_file_chunks(
+    layout: str, mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values, chunks, codecs, zarray = LAYOUTS[layout]
+    refs = _raw_refs(values, chunks, codecs, **zarray)
+    first = next(key for key in refs if key.startswith("a/") and not key.endswith(".zarray"))
+    whole = tmp_path / "chunk.bin"  # the first chunk as a whole-file reference
+    whole.write_bytes(base64.b64decode(refs[first].removeprefix("base64:")))
+    refs[first] = [str(whole)]
+    store = ReferenceStore(refs, **MODES[mode])
+    keys = asyncio.run(_collect(store.list()))
+    expected = _sizes(store, keys, old=True)
+    monkeypatch.setattr(store.reader, "read", _no_reads)
+    assert _sizes(store, keys) == expected
 
 
 async def _collect(iterator: Any) -> list[str]:

@@ -4,10 +4,11 @@
 block as blocks arrive, so a caller can decode while later blocks are still in flight and hold
 only what is in flight; `RangeReader.iter_blocks` yields the blocks themselves with where each
 request sits in them (no Python object per request: a caller slices them where it decodes).
-Local files are read with ``os.pread`` from a thread pool (no event loop; blocks of at most
-`SMALL_LOCAL_BLOCK` bytes in the calling thread, where a thread hand-off would cost more than
-the read), keeping at most `MAX_OPEN_FILES` descriptors open;
-any other fsspec URL through its filesystem's ``cat_file``. A failed block is retried with
+Local files are read with ``os.pread`` from a thread pool shared by the process (no event
+loop; blocks of at most `SMALL_LOCAL_BLOCK` bytes, and a read of a single block, in the calling
+thread, where a thread hand-off would cost more than it gains), keeping at most
+`MAX_OPEN_FILES` descriptors open; any other fsspec URL through its filesystem's ``cat_file``,
+from threads of the read's own. A failed block is retried with
 exponential backoff a bounded number of times, then raises `ChunkFetchError` naming the URL, the
 range and the keys that needed it. A range that comes back short (past the end of the object) is
 an error at once: missing bytes are never padded or read as fill values.
@@ -26,9 +27,9 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -328,10 +329,10 @@ class RangeReader:
         names = _Names(keys, chosen)
         with ExitStack() as stack:
             files = stack.enter_context(_LocalFiles()) if is_local else None
-            pool = ThreadPoolExecutor(policy.concurrency, thread_name_prefix="refzarr-fetch")
-            # a request stuck past its deadline is not waited for
-            stack.callback(lambda: pool.shutdown(wait=is_local, cancel_futures=True))
-            for block_index, data in self._fetch_blocks(plan, pool, policy, files, names, members):
+            pool = stack.enter_context(_Workers(policy.concurrency, is_local))
+            # closed first: it cancels its blocks not started and waits for its local ones
+            fetched = self._fetch_blocks(plan, pool, policy, files, names, members)
+            for block_index, data in stack.enter_context(closing(fetched)):
                 held = members[block_index]
                 yield FetchedBlock(
                     memoryview(data),
@@ -343,23 +344,24 @@ class RangeReader:
     def _fetch_blocks(
         self,
         plan: ReadPlan,
-        pool: ThreadPoolExecutor,
+        pool: _Workers,
         policy: FetchPolicy,
         files: _LocalFiles | None,
         names: _Names,
         members: list[np.ndarray[Any, np.dtype[np.int64]]],
-    ) -> Iterator[tuple[int, bytes]]:
+    ) -> Generator[tuple[int, bytes], None, None]:
         """Fetched blocks as they complete, with at most ``concurrency`` in flight."""
         pending: dict[Future[bytes], tuple[int, _Tries]] = {}
         queue = iter(range(len(plan.blocks)))
         timed = files is None
+        alone = len(plan.blocks) == 1
         try:
             while True:
                 for block_index in queue:
                     block = plan.blocks[block_index]
                     where = names.of(members[block_index])
                     tries = _Tries(policy.seconds() if timed else None)
-                    if files is not None and block.length <= SMALL_LOCAL_BLOCK:
+                    if files is not None and (alone or block.length <= SMALL_LOCAL_BLOCK):
                         yield block_index, self._fetch_block(block, policy, files, where, tries)
                         continue
                     future = pool.submit(self._fetch_block, block, policy, files, where, tries)
@@ -375,8 +377,9 @@ class RangeReader:
                 if not done:
                     _raise_overdue(pending, plan, names, members)
         finally:
-            for future in pending:
-                future.cancel()
+            running = [future for future in pending if not future.cancel()]
+            if files is not None:  # their descriptors close when the read ends
+                wait(running)
 
     def _fetch_block(
         self,
@@ -426,6 +429,65 @@ class RangeReader:
                 fs = fsspec.filesystem(protocol, **options)
                 found = self._filesystems[protocol] = (fs, isinstance(fs, LocalFileSystem))
         return found
+
+
+_SHARED_POOLS: dict[int, ThreadPoolExecutor] = {}
+"""The process's pools for local reads, by size (one per policy concurrency in use)."""
+
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared_pool(size: int) -> ThreadPoolExecutor:
+    """The process's pool of ``size`` threads for local reads (made on first use; its idle
+    threads end with the interpreter, joined by ``concurrent.futures``)."""
+    with _SHARED_LOCK:
+        pool = _SHARED_POOLS.get(size)
+        if pool is None:
+            pool = ThreadPoolExecutor(size, thread_name_prefix="refzarr-local")
+            _SHARED_POOLS[size] = pool
+        return pool
+
+
+def _forget_shared_pools() -> None:
+    """In a forked child: the parent's pool threads do not exist there, so new pools are made."""
+    global _SHARED_LOCK
+    _SHARED_LOCK = threading.Lock()
+    _SHARED_POOLS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_shared_pools)
+
+
+class _Workers:
+    """The threads one read hands blocks to, taken on the first hand-off.
+
+    Local reads share the process's pool of ``size`` threads (`_shared_pool`: no threads made
+    per read; concurrent reads wait their turn). Remote reads get a pool of their own, left
+    behind at the end without waiting: a request stuck past its deadline keeps its thread, not
+    a shared one.
+    """
+
+    def __init__(self, size: int, is_local: bool) -> None:
+        self._size = size
+        self._is_local = is_local
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None and not self._is_local:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def submit(self, call: Callable[..., bytes], *args: Any) -> Future[bytes]:
+        if self._pool is None:
+            self._pool = (
+                _shared_pool(self._size)
+                if self._is_local
+                else ThreadPoolExecutor(self._size, thread_name_prefix="refzarr-fetch")
+            )
+        return self._pool.submit(call, *args)
 
 
 class _LocalFiles:

@@ -78,7 +78,9 @@ class ChunkRef(NamedTuple):
 class ManifestBlock:
     """Entries for chunk numbers ``start .. start + len(path_id)`` (C order), flat columns.
 
-    ``inlined`` maps a chunk number (global, not block-relative) to its bytes.
+    ``inlined`` maps a chunk number (global, not block-relative) to its bytes. The block owns
+    its columns once checked: they are made read-only, and one that views memory another
+    array or buffer can still write (a slice of a caller's array) is copied first.
     """
 
     start: int
@@ -221,6 +223,9 @@ def _validate_block(block: ManifestBlock) -> None:
                 f"manifest column {name!r} must be 1-D {np.dtype(dtype)} of length {n}, "
                 f"got {column.dtype} with shape {column.shape}"
             )
+        if not _owned(column):
+            column = column.copy()
+            object.__setattr__(block, name, column)
         column.flags.writeable = False
     if n <= SMALL_BLOCK:
         inlined_numbers = _check_entries_small(block)
@@ -236,6 +241,24 @@ def _validate_block(block: ManifestBlock) -> None:
     for path in block.paths:
         if not isinstance(path, str) or not path:
             raise RefFormatError(f"manifest paths must be non-empty str, got {path!r}")
+
+
+def _owned(column: npt.NDArray[Any]) -> bool:
+    """Whether nothing but ``column`` can write its memory once it is made read-only: it owns
+    its memory, or views memory no other array or buffer can write (a read-only array, bytes,
+    an Arrow buffer). A view of a writeable array (a caller's) is not: a later change through
+    that array would bypass the block's checks, so the block takes a copy."""
+    base: Any = column.base
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    if base is None:
+        return True
+    try:
+        return memoryview(base).readonly
+    except TypeError:  # memory of an object without the buffer protocol: unknown
+        return False
 
 
 def _check_entries(block: ManifestBlock) -> set[int]:
@@ -361,6 +384,11 @@ class ChunkManifest:
             chunk and ``INLINED`` (-2) for one whose bytes are in ``inlined``.
         inlined
             Chunk index (a tuple, one int per dimension) -> bytes.
+
+        Notes
+        -----
+        The columns are copied (once, converted if need be): the caller's arrays stay the
+        caller's, writeable, and changing them later does not change the manifest.
         """
         ids = np.asarray(path_id)
         grid = ids.shape
@@ -382,9 +410,9 @@ class ChunkManifest:
         block = ManifestBlock(
             start=0,
             paths=tuple(paths),
-            path_id=_as_column(ids, np.int32, "path_id").ravel(),
-            offset=_as_column(offsets, np.uint64, "offset").ravel(),
-            length=_as_column(lengths, np.uint64, "length").ravel(),
+            path_id=_as_column(ids, np.int32, "path_id"),
+            offset=_as_column(offsets, np.uint64, "offset"),
+            length=_as_column(lengths, np.uint64, "length"),
             inlined=numbers,
         )
         return cls(grid, _InMemory(block))
@@ -812,8 +840,10 @@ def _column(values: npt.ArrayLike, count: int, name: str) -> npt.NDArray[np.uint
 
 
 def _as_column(values: npt.NDArray[Any], dtype: type[np.generic], name: str) -> Any:
+    """``values`` as a 1-D column of ``dtype`` in C order: a new array owning its memory (the
+    caller's arrays stay the caller's), made with one copy."""
     if values.dtype == dtype:  # no conversion: none of the range checks below can fail
-        return values.flatten()  # a C-order copy, 1-D as ascontiguousarray makes it
+        return values.flatten()
     if values.size and not np.issubdtype(values.dtype, np.integer):
         raise RefFormatError(f"{name} must be integers, got {values.dtype}")
     signed = np.issubdtype(values.dtype, np.signedinteger)
@@ -821,7 +851,7 @@ def _as_column(values: npt.NDArray[Any], dtype: type[np.generic], name: str) -> 
         raise RefFormatError(f"{name} must be non-negative, got {values.min()}")
     if dtype is np.int32 and values.size and (values.max() > np.iinfo(np.int32).max):
         raise RefFormatError(f"{name} exceeds the int32 range")
-    return np.ascontiguousarray(values, dtype=dtype).copy()
+    return np.asarray(values.ravel(), dtype=dtype)  # another dtype: a new array
 
 
 def _flat_numbers(grid: tuple[int, ...], coords: npt.NDArray[np.int64], where: str) -> Any:

@@ -4,7 +4,7 @@ Metadata keys (``.zgroup``, ``.zattrs``, ``.zarray``, ``.zmetadata``) are render
 as Zarr v2 documents; chunk keys resolve through the manifests: a missing chunk is absent (zarr
 reads the fill value), an inlined one is served from memory, a referenced one is fetched through
 the io layer (batched in `get_partial_values`). A chunk that cannot be fetched raises
-`ChunkFetchError`.
+`ChunkFetchError`. `getsize` answers from the manifests, fetching nothing.
 
 Chunks are decoded by refzarr, once, so bytes that do not decode raise `ChunkDecodeError` naming
 the key and where the bytes came from (as `refzarr.open_dataset` does) rather than a codec's own
@@ -25,6 +25,7 @@ zarr lists the members, reads the other arrays, and raises that error on reachin
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -255,6 +256,35 @@ class ReferenceStore(Store):
             raw = _decoded_bytes(values, array.meta)
             start, stop = _bounds(len(raw), chunk.byte_range)
             out[chunk.slot] = prototype.buffer.from_bytes(raw[start:stop].data)
+
+    async def getsize(self, key: str) -> int:
+        """The size in bytes of the value of ``key``, told by the manifest: no chunk is fetched
+        or decoded (a whole-file reference asks the file's size).
+
+        A chunk served decoded has the size of a whole decoded chunk (its chunk shape times its
+        item size), one served as stored its stored length; ``get`` may still raise for it
+        (`ChunkDecodeError` for bytes that do not decode, `ChunkFetchError`).
+
+        Raises
+        ------
+        FileNotFoundError
+            When ``key`` holds nothing (a missing chunk, an unknown key), as zarr's stores do.
+        UnsupportedFeatureError
+            For the metadata of an array Zarr v2 cannot describe, as ``get`` does.
+        """
+        document = self._metadata.get(key)
+        if document is not None:
+            return len(document)
+        found = self._chunk(0, key, None)
+        if found is None:
+            raise FileNotFoundError(key)
+        chunk, value = found
+        if chunk.how == "decoded":
+            meta = chunk.array.meta
+            return math.prod(meta.chunks) * meta.dtype.itemsize
+        if isinstance(value, bytes):
+            return len(value)
+        return (await self._range(value, None))[2]
 
     def _decoder(self, array: RefArray) -> ChunkDecoder:
         decoder = self._decoders.get(id(array))

@@ -102,7 +102,7 @@ def _scan_local(name: str, options: dict[str, Any]) -> RefGroup:
     finally:
         if file is not None:
             os.close(file.fd)
-    shown = file.absolute if file is not None and file.path == name else None  # = abspath(name)
+    shown = file.absolute if file is not None and file.path == name else None  # = opened_path(name)
     return record_scan(group, name, scan_format.name, scanner, before, shown)
 
 

@@ -12,7 +12,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.scan.base import HEAD_BYTES, Probe, ScanFormat, formats_summary, registered_formats
-from refzarr.scan.paths import LOCAL_HEAD_BYTES, LocalFile, plain_local_path
+from refzarr.scan.paths import LOCAL_HEAD_BYTES, LocalFile, opened_path, plain_local_path
 
 __all__ = ["describe_head", "detect_format", "detect_probe", "open_local", "probe_source"]
 
@@ -113,7 +113,7 @@ def open_local(url: str, head_bytes: int = LOCAL_HEAD_BYTES) -> tuple[Probe, Loc
 
     probe = Probe(url, head[:HEAD_BYTES], read_at)
     plain = plain_local_path(url, None) or path
-    return probe, LocalFile(url, plain, fd, state, head, os.path.abspath(plain))
+    return probe, LocalFile(url, plain, fd, state, head, opened_path(plain))
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)

@@ -95,8 +95,11 @@ def is_local(url: str) -> bool:
 
 
 def local_path(url: str) -> str:
-    """The absolute local path of a plain path or ``file://`` URL."""
-    return os.path.abspath(url.removeprefix("file://"))
+    """The absolute local path of a plain path or ``file://`` URL, as scanners reference it
+    (`refzarr.scan.paths.opened_path`: ``link/..`` resolved as the system does)."""
+    from refzarr.scan.paths import opened_path  # here: refzarr.scan imports this module
+
+    return opened_path(url.removeprefix("file://"))
 
 
 def source_states(

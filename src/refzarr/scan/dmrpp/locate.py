@@ -21,6 +21,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
+from refzarr.scan.paths import opened_path
 
 __all__ = ["PLACEHOLDER", "DataFiles", "data_file_url", "is_absolute_url", "local_or_url"]
 
@@ -38,12 +39,11 @@ def is_absolute_url(href: str | None) -> bool:
 
 
 def local_or_url(url: str, storage_options: Mapping[str, Any] | None) -> str:
-    """``url`` as the HDF5 scanner references a file: a plain local path made absolute (what
-    fsspec gives), any other URL as given."""
+    """``url`` as the HDF5 scanner references a file: a plain local path made absolute
+    (`opened_path` of what fsspec gives), any other URL as given."""
     if storage_options or ":" in url:
         return url
-    path: str = LocalFileSystem._strip_protocol(url)
-    return path
+    return opened_path(LocalFileSystem._strip_protocol(url))
 
 
 def data_file_url(

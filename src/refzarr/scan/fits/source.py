@@ -3,7 +3,6 @@ never), byte ranges of the same open file, its size, and the URL references carr
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -17,6 +16,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.scan.detect import describe_head
+from refzarr.scan.paths import opened_path
 
 __all__ = ["OpenFits", "open_fits"]
 
@@ -77,5 +77,5 @@ def open_fits(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[O
                     "cards ending with an END card, in 2880-byte blocks"
                 ) from exc
         stack.callback(hdul.close)
-        reference = os.path.abspath(path) if local and ":" not in url else url
+        reference = opened_path(path) if local and ":" not in url else url
         yield OpenFits(hdul, reference, raw, size)

@@ -6,7 +6,6 @@ read-ahead cache of large blocks: a file of many small messages costs few reques
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
+from refzarr.scan.paths import opened_path
 
 __all__ = ["GribSource", "open_source"]
 
@@ -61,7 +61,7 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
         raise SourceNotFoundError(f"{url}: no such file") from exc
     with raw:
         size = int(fs.size(path))
-        yield GribSource(os.path.abspath(path) if local else url, size, raw)
+        yield GribSource(opened_path(path) if local else url, size, raw)
 
 
 def _remote(fs: fsspec.AbstractFileSystem, path: str) -> BinaryIO:

@@ -13,6 +13,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
+from refzarr.scan.paths import opened_path
 
 __all__ = ["Source", "open_source"]
 
@@ -69,5 +70,5 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
         raise SourceNotFoundError(f"{url}: no such file") from exc
     with raw:
         size = os.fstat(raw.fileno()).st_size if local else int(fs.size(path))
-        reference = os.path.abspath(path) if local and "://" not in url else url
+        reference = opened_path(path) if local and "://" not in url else url
         yield Source(reference, raw, size, local, fs)

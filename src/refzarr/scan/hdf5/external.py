@@ -19,6 +19,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.scan.hdf5.contiguous import Segment
+from refzarr.scan.paths import opened_path
 
 __all__ = ["candidates", "external_segments", "find_sibling"]
 
@@ -30,9 +31,9 @@ def candidates(base_url: str, name: str, local: bool) -> list[str]:
     """Where a file named ``name`` by the file at ``base_url`` may be, in lookup order."""
     if local:
         if os.path.isabs(name):
-            return [name]
-        found = [os.path.join(os.path.dirname(base_url), name), os.path.abspath(name)]
-        return list(dict.fromkeys(os.path.normpath(p) for p in found))
+            return [opened_path(name)]
+        found = [os.path.join(os.path.dirname(base_url), name), name]
+        return list(dict.fromkeys(opened_path(p) for p in found))
     if name.startswith("/") or "://" in name:
         return [] if name.startswith("/") else [name]
     protocol, sep, path = base_url.rpartition("://")

@@ -26,7 +26,7 @@ from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.model import WHOLE_FILE, ChunkManifest, ChunkRef
 from refzarr.scan.detect import describe_head
 from refzarr.scan.hdf5.signature import hdf5_signature_offset
-from refzarr.scan.paths import plain_local_path
+from refzarr.scan.paths import opened_path, plain_local_path
 
 __all__ = [
     "BLOCK_SIZE",
@@ -300,4 +300,4 @@ def _open_options(local: bool) -> dict[str, Any]:
 
 
 def _reference_url(url: str, path: str, local: bool) -> str:
-    return os.path.abspath(path) if local else url
+    return opened_path(path) if local else url

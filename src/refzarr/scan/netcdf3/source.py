@@ -19,7 +19,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
-from refzarr.scan.paths import LocalFile, plain_local_path
+from refzarr.scan.paths import LocalFile, opened_path, plain_local_path
 
 __all__ = ["FIRST_READ", "Source", "open_source", "opened_source"]
 
@@ -84,7 +84,7 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
             if S_ISDIR(stat.st_mode):
                 raise SourceNotFoundError(f"{url}: no such file")
             head = os.pread(fd, min(stat.st_size, FIRST_READ), 0)
-            yield Source(os.path.abspath(path), stat.st_size, fd, head)
+            yield Source(opened_path(path), stat.st_size, fd, head)
         finally:
             os.close(fd)
         return
@@ -99,7 +99,7 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
         known = getattr(raw, "size", None)
         size = int(fs.size(fs_path) if known is None else known)
         head = raw.read(min(size, FIRST_READ))
-        yield Source(os.path.abspath(fs_path) if local else url, size, raw, head)
+        yield Source(opened_path(fs_path) if local else url, size, raw, head)
 
 
 def opened_source(file: LocalFile) -> Source:

@@ -14,6 +14,7 @@ import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
+from refzarr.scan.paths import opened_path
 
 __all__ = ["StoreListing", "list_store"]
 
@@ -65,7 +66,7 @@ class StoreListing:
         """The URLs references to ``keys`` hold: absolute paths for a local store, else the
         objects' URLs with their protocol."""
         if self.is_local:
-            base = os.path.abspath(self.root)
+            base = opened_path(self.root)
         else:
             base = self.fs.unstrip_protocol(self.root).rstrip("/")
         return [f"{base}/{key}" for key in keys]
