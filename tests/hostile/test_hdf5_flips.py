@@ -6,20 +6,17 @@ layout, filter pipeline, attribute, link info, symbol table) of files the tests 
 
 Every scan must end, within a hard timeout, in a result (a flip HDF5 does not notice) or in
 a refzarr error naming the file; never a foreign error, a crash or a hang. The scans run in
-one child process (a crash in the HDF5 library must fail the test, not kill pytest), one
-JSON line per file, so a crash names the file that caused it. The flips are drawn from a
-seeded generator, reproducible; ``REFZARR_HDF5_FLIPS`` (default 3) sets how many per
-structure (a deeper run: ``REFZARR_HDF5_FLIPS=50``).
+one child process (`childkit`: a crash in the HDF5 library must fail the test, not kill
+pytest; a "started" line per file, so a crash or hang names the file that caused it). The
+flips are drawn from a seeded generator, reproducible; ``REFZARR_HDF5_FLIPS`` (default 3)
+sets how many per structure (a deeper run: ``REFZARR_HDF5_FLIPS=50``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import struct
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +27,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from childkit import Outcome, scan_in_child
 
 FLIPS = int(os.environ.get("REFZARR_HDF5_FLIPS", "3"))
 CHILD_TIMEOUT = 240.0
@@ -139,22 +138,6 @@ def flipped(data: bytes, regions: list[tuple[int, int]], rng: random.Random) -> 
     return bytes(damaged)
 
 
-_CHILD = r"""
-import json, sys
-import refzarr
-
-for case in json.loads(sys.stdin.read()):
-    print(json.dumps({"id": case["id"], "started": True}), flush=True)
-    try:
-        group = refzarr.scan(case["url"])
-        outcome = {"outcome": "result"}
-    except Exception as exc:  # reported, not raised: the test judges it
-        outcome = {"outcome": "error", "bases": [c.__name__ for c in type(exc).__mro__],
-                   "message": str(exc)}
-    print(json.dumps({"id": case["id"], **outcome}), flush=True)
-"""
-
-
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every flipped file, scanned in one child; its outcome by file name."""
@@ -179,30 +162,10 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         {"id": "global-heap-object-size.h5", "url": str(folder / "global-heap-object-size.h5")}
     )
     started = time.monotonic()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD],
-            input=json.dumps(cases),
-            capture_output=True,
-            text=True,
-            timeout=CHILD_TIMEOUT,
-            check=False,
-        )
-        stdout, ended = done.stdout, f"exit code {done.returncode}: {done.stderr[-2000:]}"
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout
-        stdout = out.decode() if isinstance(out, bytes) else (out or "")
-        ended = f"still running after {CHILD_TIMEOUT} s"
-    reports: dict[str, Any] = {}
-    for line in stdout.splitlines():
-        report = json.loads(line)
-        reports[report["id"]] = report
-    unfinished = [k for k, r in reports.items() if "outcome" not in r]
+    found = scan_in_child(cases, CHILD_TIMEOUT)
     return {
         "cases": [c["id"] for c in cases],
-        "reports": reports,
-        "unfinished": unfinished,
-        "ended": ended,
+        "outcomes": found,
         "seconds": time.monotonic() - started,
     }
 
@@ -219,40 +182,39 @@ def test_every_structure_kind_is_damaged(tmp_path: Path) -> None:
 
 
 def test_no_flip_crashes_or_hangs_the_scan(outcomes: dict[str, Any]) -> None:
-    assert not outcomes["unfinished"], (outcomes["unfinished"], outcomes["ended"])
-    missing = [c for c in outcomes["cases"] if c not in outcomes["reports"]]
-    assert not missing, (missing[:3], outcomes["ended"])
+    found: dict[str, Outcome] = outcomes["outcomes"]
+    unfinished = {k: o for k, o in found.items() if o.outcome not in ("result", "error")}
+    assert not unfinished, list(unfinished.items())[:3]
     assert outcomes["seconds"] < CHILD_TIMEOUT
 
 
 def test_every_failure_is_a_refzarr_error_naming_the_file(outcomes: dict[str, Any]) -> None:
     foreign = []
-    for name, report in outcomes["reports"].items():
-        if report.get("outcome") != "error":
+    for name, outcome in outcomes["outcomes"].items():
+        if outcome.outcome != "error":
             continue
-        if "RefzarrError" not in report["bases"] or name not in report["message"]:
-            foreign.append((name, report["bases"][0], report["message"][:200]))
+        if "RefzarrError" not in outcome.bases or name not in outcome.message:
+            foreign.append((name, outcome.type, outcome.message[:200]))
     assert not foreign, foreign
 
 
 def test_the_healthy_files_scan(outcomes: dict[str, Any]) -> None:
     for version in LIBVERS:
-        assert outcomes["reports"][f"healthy-{version}.h5"]["outcome"] == "result"
+        assert outcomes["outcomes"][f"healthy-{version}.h5"].outcome == "result"
 
 
 def test_most_flips_are_noticed(outcomes: dict[str, Any]) -> None:
     """Not a bar (many bytes are names, reserved or unused), a sign the flips land."""
-    reports = list(outcomes["reports"].values())
-    errors = sum(1 for r in reports if r.get("outcome") == "error")
-    assert errors >= len(reports) // 4, (errors, len(reports))
+    found = list(outcomes["outcomes"].values())
+    errors = sum(1 for o in found if o.outcome == "error")
+    assert errors >= len(found) // 4, (errors, len(found))
 
 
 def test_a_damaged_global_heap_object_size(outcomes: dict[str, Any]) -> None:
     """libhdf5 loops forever reading such a collection: checked before h5py reads it."""
-    report = outcomes["reports"]["global-heap-object-size.h5"]
-    assert "ScanError" in report["bases"], report
-    assert "dataset '/strings'" in report["message"]
-    assert "damaged global heap collection at byte" in report["message"]
+    outcomes["outcomes"]["global-heap-object-size.h5"].assert_error(
+        "ScanError", "dataset '/strings'", "damaged global heap collection at byte"
+    )
 
 
 @given(st.binary(min_size=16, max_size=256), st.integers(0, 255), st.integers(16, 300))

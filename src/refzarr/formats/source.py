@@ -95,9 +95,9 @@ def detect_format(location: Location) -> Literal["json", "parquet"]:
         return "parquet"
     fs = location.fs
     try:
-        if location.ask(
-            "looking for .zmetadata",
-            lambda: fs.isdir(location.path) and fs.exists(location.join(".zmetadata")),
+        # two requests, each retried on its own
+        if location.ask("looking for .zmetadata", lambda: fs.isdir(location.path)) and (
+            location.ask("looking for .zmetadata", lambda: _exists(fs, location.join(".zmetadata")))
         ):
             return "parquet"
     except ReferenceFetchError:
@@ -105,6 +105,16 @@ def detect_format(location: Location) -> Literal["json", "parquet"]:
     except OSError:
         pass
     return "json"
+
+
+def _exists(fs: Any, path: str) -> bool:
+    """Whether ``path`` exists; a server's failure raises (fsspec's HTTP filesystem answers
+    False to any error status unless asked ``strict``: a 503 would read as absent)."""
+    protocol = fs.protocol
+    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
+    if "http" in protocols or "https" in protocols:
+        return bool(fs.exists(path, strict=True))
+    return bool(fs.exists(path))
 
 
 def read_bytes(location: Location) -> bytes:

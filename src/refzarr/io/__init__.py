@@ -10,6 +10,7 @@ from refzarr.io.fetch import (
     RangeReader,
     call_within_deadline,
     set_read_deadline,
+    set_reference_retries,
 )
 from refzarr.io.plan import Block, ReadPlan, plan_reads
 
@@ -27,4 +28,5 @@ __all__ = [
     "normalize_url",
     "plan_reads",
     "set_read_deadline",
+    "set_reference_retries",
 ]

@@ -18,6 +18,9 @@ policy's ``deadline`` or `set_read_deadline` change it): a server that accepts c
 never answers, or keeps failing, raises `ChunkFetchError` naming the URL and what was tried
 when the deadline passes, however the filesystem's own timeouts and retries are set. A request
 stuck in the filesystem is left to finish in its thread; the read does not wait for it.
+
+Requests for a remote reference set's own files (`call_within_deadline`) are retried the same
+way, within the same deadline: `set_reference_retries` sets how often.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ __all__ = [
     "RangeReader",
     "call_within_deadline",
     "set_read_deadline",
+    "set_reference_retries",
 ]
 
 T = TypeVar("T")
@@ -95,6 +99,21 @@ _NOT_TRANSIENT = (
     NotImplementedError,
 )
 """Failures that another attempt cannot fix; everything else (timeouts, resets, 5xx) is retried."""
+
+_TRANSIENT_STATUS = frozenset({408, 425, 429})
+"""HTTP client-error statuses that another attempt may fix (timeout, too early, slow down)."""
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether another attempt may succeed: not for the `_NOT_TRANSIENT` kinds nor an HTTP
+    4xx answer (forbidden, bad request, ...) other than `_TRANSIENT_STATUS`; yes for the rest
+    (timeouts, connection resets, 5xx answers)."""
+    if isinstance(exc, _NOT_TRANSIENT):
+        return False
+    status = getattr(exc, "status", None)  # aiohttp's ClientResponseError (fsspec's HTTP)
+    if isinstance(status, int) and 400 <= status < 500:
+        return status in _TRANSIENT_STATUS
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,9 +414,9 @@ class RangeReader:
             tries.count = attempt
             try:
                 data = self._get(block, files)
-            except _NOT_TRANSIENT as exc:
-                raise _fetch_error(block, where, f"{type(exc).__name__}: {exc}") from exc
             except Exception as exc:  # timeouts, connection resets, 5xx: worth another try
+                if not _transient(exc):
+                    raise _fetch_error(block, where, f"{type(exc).__name__}: {exc}") from exc
                 tries.last = f"{type(exc).__name__}: {exc}"
                 late = tries.left() < delay
                 if attempt == policy.attempts or late:
@@ -582,13 +601,15 @@ class _Tries:
             return ""
         return f"; another would end past the read deadline of {self.deadline:g} s"
 
-    def report(self) -> str:
-        """Why a block is given up when its deadline passed."""
+    def report(self, setter: bool = True) -> str:
+        """Why a request is given up when its deadline passed (``setter``: name the
+        `FetchPolicy` setting too)."""
         failed = f"; the last failed with {self.last}" if self.last else ""
+        policy = " or FetchPolicy(deadline=...)" if setter else ""
         return (
             f"no answer within the read deadline of {self.deadline:g} s "
             f"({self.count} attempt(s) started{failed}); raise it with "
-            "refzarr.io.set_read_deadline or FetchPolicy(deadline=...)"
+            f"refzarr.io.set_read_deadline{policy}"
         )
 
 
@@ -629,28 +650,102 @@ def _members_by_block(plan: ReadPlan) -> list[np.ndarray[Any, np.dtype[np.int64]
     return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
 
 
+@dataclass(frozen=True, slots=True)
+class _Retries:
+    """How requests for a remote reference set's files are retried (`set_reference_retries`)."""
+
+    attempts: int = REMOTE_POLICY.attempts
+    backoff: float = REMOTE_POLICY.backoff
+    max_backoff: float = REMOTE_POLICY.max_backoff
+
+
+_reference_retries = {"default": _Retries()}
+
+
+def set_reference_retries(
+    attempts: int = REMOTE_POLICY.attempts,
+    backoff: float = REMOTE_POLICY.backoff,
+    max_backoff: float = REMOTE_POLICY.max_backoff,
+) -> None:
+    """Set how requests for a remote reference set's own files are retried, process-wide.
+
+    A request that fails transiently (no answer to one attempt, a connection reset, an HTTP
+    5xx, 408 or 429) is tried again after ``backoff`` seconds, doubled each time up to
+    ``max_backoff``, at most ``attempts`` tries in all, and never past the read deadline
+    (`set_read_deadline`), which bounds all tries of a request together. The defaults are
+    those of chunk reads (`REMOTE_POLICY`: 4 tries, 0.1 s doubling to 2 s); ``attempts=1``
+    turns retries off.
+
+    Raises
+    ------
+    ValueError
+        When ``attempts`` is not a positive integer or a wait is negative.
+    """
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ValueError(f"attempts must be a positive integer, got {attempts!r}")
+    for name, value in (("backoff", backoff), ("max_backoff", max_backoff)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+    _reference_retries["default"] = _Retries(attempts, float(backoff), float(max_backoff))
+
+
+class _Overdue(Exception):
+    """An attempt that did not return before the deadline (left running in its thread)."""
+
+
 def call_within_deadline(call: Callable[[], T], what: str) -> T:
-    """``call()``, a request to a remote filesystem, within the process-wide read deadline.
+    """``call()``, a request to a remote filesystem, retried on transient failures, all
+    tries within the process-wide read deadline.
 
     Raises
     ------
     ReferenceFetchError
-        Naming ``what`` (the URL and what was asked), when no answer came within the
-        deadline (`set_read_deadline`) or the request failed otherwise; a missing file
-        (FileNotFoundError) and refzarr's own errors pass through.
+        Naming ``what`` (the URL and what was asked) and what was tried, when no answer came
+        within the deadline (`set_read_deadline`), the request failed in a way another
+        attempt cannot fix, or every attempt (`set_reference_retries`) failed; a missing
+        file (FileNotFoundError) and refzarr's own errors pass through.
     """
     seconds = REMOTE_POLICY.seconds()
+    retries = _reference_retries["default"]
+    tries = _Tries(seconds)
+    delay = retries.backoff
+    for attempt in range(1, retries.attempts + 1):
+        tries.count = attempt
+        try:
+            return cast("T", _attempt(tries.left(), call))
+        except _Overdue:
+            raise ReferenceFetchError(f"{what}: {tries.report(setter=False)}") from None
+        except (RefzarrError, FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise
+        except Exception as exc:  # 5xx, resets, an unreachable host: named, not foreign
+            tries.last = f"{type(exc).__name__}: {exc}"
+            if not _transient(exc):
+                raise ReferenceFetchError(f"{what}: {tries.last} (not retried)") from exc
+            late = tries.left() < delay
+            if attempt == retries.attempts or late:
+                raise ReferenceFetchError(
+                    f"{what}: {tries.last} (after {attempt} attempt(s){tries.past(late)}; "
+                    "set how often with refzarr.io.set_reference_retries)"
+                ) from exc
+            time.sleep(delay)
+            delay = min(2 * delay, retries.max_backoff)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _attempt(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()``, or `_Overdue` when it has not returned after ``seconds`` (it is left to
+    finish in its own thread); its own exceptions, TimeoutError included, pass through."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="refzarr-fetch")
     try:
-        return cast("T", _within(seconds, call))
-    except TimeoutError:
-        raise ReferenceFetchError(
-            f"{what}: no answer within the read deadline of {seconds:g} s; raise it with "
-            "refzarr.io.set_read_deadline"
-        ) from None
-    except (RefzarrError, FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raise
-    except Exception as exc:  # 5xx, resets, an unreachable host: named, not foreign
-        raise ReferenceFetchError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        future = pool.submit(call)
+        try:
+            return future.result(timeout=max(seconds, 0.0))
+        except TimeoutError:
+            if future.done():
+                raise  # the call's own timeout: an attempt that failed
+            raise _Overdue from None
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _within(seconds: float | None, call: Callable[[], Any]) -> Any:

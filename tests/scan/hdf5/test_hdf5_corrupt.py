@@ -9,13 +9,9 @@ file as it goes, so a crash names the file that caused it).
 
 from __future__ import annotations
 
-import json
 import re
 import struct
-import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,74 +22,11 @@ import pytest
 from h5kit import write_h5
 
 import refzarr
+from childkit import Outcome, scan_in_child
 from refzarr.scan.hdf5.source import check_within_file
 
 CHILD_TIMEOUT = 120
 """Seconds the child process scanning every damaged file may take (it needs a few)."""
-
-_CHILD = r"""
-import json, sys
-import refzarr
-
-for case in json.loads(sys.stdin.read()):
-    try:
-        group = refzarr.scan(case["url"], storage_options=case.get("options"))
-        outcome = {"outcome": "result", "arrays": [p for p, _ in group.arrays()]}
-    except Exception as exc:  # reported, not raised: the test judges it
-        bases = [c.__name__ for c in type(exc).__mro__]
-        outcome = {"outcome": "error", "type": type(exc).__name__, "bases": bases,
-                   "message": str(exc)}
-    print(json.dumps({"id": case["id"], **outcome}), flush=True)
-"""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the child reported for one file (or why it reported nothing)."""
-
-    outcome: str
-    type: str = ""
-    bases: tuple[str, ...] = ()
-    message: str = ""
-
-    def assert_error(self, kind: str, *names: str) -> None:
-        """The scan raised ``kind`` (or a subclass) whose message names every one of ``names``."""
-        assert self.outcome == "error", self
-        assert kind in self.bases, self
-        for name in names:
-            assert name in self.message, (name, self.message)
-
-
-def scan_in_child(cases: list[dict[str, Any]]) -> dict[str, Outcome]:
-    """Scan each ``{"id", "url", "options"}`` in one child process; outcome per id."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD],
-            input=json.dumps(cases),
-            capture_output=True,
-            text=True,
-            timeout=CHILD_TIMEOUT,
-            check=False,
-        )
-        stdout, ended = done.stdout, f"exit code {done.returncode}: {done.stderr[-2000:]}"
-    except subprocess.TimeoutExpired as exc:
-        stdout, ended = _text(exc.stdout), f"still running after {CHILD_TIMEOUT} s (a hang)"
-    outcomes = {}
-    for line in stdout.splitlines():
-        report = json.loads(line)
-        outcomes[report.pop("id")] = Outcome(
-            report.pop("outcome"),
-            report.get("type", ""),
-            tuple(report.get("bases", ())),
-            report.get("message", ""),
-        )
-    for case in cases:  # the child died (or hung) at this file, or before it
-        outcomes.setdefault(case["id"], Outcome("no report", message=ended))
-    return outcomes
-
-
-def _text(data: bytes | str | None) -> str:
-    return data.decode() if isinstance(data, bytes) else (data or "")
 
 
 # -- the damaged files ----------------------------------------------------------------------------
@@ -188,7 +121,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
         path.write_bytes(data)
         cases.append({"id": name, "url": str(path)})
     cases.append({"id": "missing", "url": str(tmp / "missing.nc")})
-    return scan_in_child(cases)
+    return scan_in_child(cases, CHILD_TIMEOUT)
 
 
 def test_the_child_scans_the_healthy_file(outcomes: dict[str, Outcome]) -> None:
@@ -282,7 +215,7 @@ def test_damaged_and_missing_files_on_s3(s3: tuple[str, dict[str, Any]], tmp_pat
         fs.pipe_file(url, data)
         cases.append({"id": name, "url": url, "options": options})
     cases.append({"id": "missing", "url": f"s3://{bucket}/missing.nc", "options": options})
-    outcomes = scan_in_child(cases)
+    outcomes = scan_in_child(cases, CHILD_TIMEOUT)
     outcomes["truncated"].assert_error("ScanError", f"s3://{bucket}/truncated.nc", "truncated")
     outcomes["not-hdf5"].assert_error("ScanError", "not-hdf5.nc", "not a format refzarr recognises")
     outcomes["empty"].assert_error("ScanError", "empty.nc", "empty")

@@ -18,6 +18,7 @@ from refzarr.model import RefArray
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.fits.context import HduScan
 from refzarr.scan.fits.contiguous import DEFAULT_CHUNK_BYTES
+from refzarr.scan.fits.declared import declared_beyond
 from refzarr.scan.fits.header import header_attributes
 from refzarr.scan.fits.image import image_array
 from refzarr.scan.fits.names import array_names
@@ -124,8 +125,12 @@ def _read_headers(source: OpenFits) -> list[Any]:
         for hdu in source.hdul:
             hdus.append(hdu)  # noqa: PERF402
     except (OSError, ValueError, KeyError, IndexError) as exc:
+        where = source.where(len(hdus))
+        beyond = declared_beyond(source.read_range, _next_start(hdus), source.size, where)
+        if beyond:  # astropy failed moving past the data ("Invalid argument", "corrupt")
+            raise ScanError(beyond) from exc
         raise ScanError(
-            f"{source.where(len(hdus))}: its header cannot be read ({exc}); a FITS header is "
+            f"{where}: its header cannot be read ({exc}); a FITS header is "
             "80-byte cards ending with an END card, in 2880-byte blocks"
         ) from exc
     if not hdus:
@@ -134,6 +139,14 @@ def _read_headers(source: OpenFits) -> list[Any]:
         _check_header_text(source, index)
     _check_trailing(source, hdus)
     return hdus
+
+
+def _next_start(hdus: list[Any]) -> int:
+    """Where the HDU after ``hdus`` starts (after the last one's padded data)."""
+    if not hdus:
+        return 0
+    info = hdus[-1].fileinfo()
+    return int(info["datLoc"]) + int(info["datSpan"])
 
 
 _TEXT = bytes(range(0x20, 0x7F))
@@ -164,6 +177,10 @@ def _check_trailing(source: OpenFits, hdus: list[Any]) -> None:
         return
     tail = source.read_range(end, 80)
     if tail.strip(b"\0 "):
+        where = source.where(len(hdus))
+        beyond = declared_beyond(source.read_range, end, source.size, where)
+        if beyond:  # astropy stopped at a header declaring more data than the file holds
+            raise ScanError(beyond)
         raise ScanError(
             f"{source.where(len(hdus))}: the header at offset {end} cannot be read "
             f"(starts {tail[:40]!r}); it has no END card or is damaged"

@@ -16,6 +16,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.scan.detect import describe_head
+from refzarr.scan.fits.declared import declared_beyond
 from refzarr.scan.paths import opened_path
 
 __all__ = ["OpenFits", "open_fits"]
@@ -72,10 +73,25 @@ def open_fits(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[O
             try:
                 hdul = fits.open(raw, mode="readonly", memmap=False, lazy_load_hdus=True)
             except (OSError, ValueError, KeyError, IndexError) as exc:
-                raise ScanError(
-                    f"{url}: HDU 0: its header cannot be read ({exc}); a FITS header is 80-byte "
-                    "cards ending with an END card, in 2880-byte blocks"
-                ) from exc
+                raise ScanError(_unreadable_primary(raw, size, url, exc)) from exc
         stack.callback(hdul.close)
         reference = opened_path(path) if local and ":" not in url else url
         yield OpenFits(hdul, reference, raw, size)
+
+
+def _unreadable_primary(raw: BinaryIO, size: int, url: str, exc: Exception) -> str:
+    """Why astropy could not open the file: the data its primary header declares when that
+    runs past the file's end (astropy then says "Invalid argument" or "corrupt"), else its
+    error."""
+
+    def read(offset: int, length: int) -> bytes:
+        raw.seek(offset)
+        return bytes(raw.read(length))
+
+    beyond = declared_beyond(read, 0, size, f"{url}: HDU 0")
+    if beyond:
+        return beyond
+    return (
+        f"{url}: HDU 0: its header cannot be read ({exc}); a FITS header is 80-byte "
+        "cards ending with an END card, in 2880-byte blocks"
+    )

@@ -38,6 +38,9 @@ class Contiguous:
 
     ranges: tuple[tuple[int, int], ...]
     length: int
+    capacity: tuple[int, ...] = ()
+    """Bytes each range's block holds in the file (its descriptor's length), when linked
+    blocks: the last block may hold more than the element's data uses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +129,7 @@ def _linked(table: DDTable, source: Source, body: bytes, what: str) -> Contiguou
         link_ref = values[0]
         refs.extend(values[1:])
     ranges: list[tuple[int, int]] = []
+    capacity: list[int] = []
     total = 0
     for k, ref in enumerate(refs):
         if total >= length:
@@ -133,11 +137,24 @@ def _linked(table: DDTable, source: Source, body: bytes, what: str) -> Contiguou
         block = table.get(DFTAG_LINKED, ref) if ref else None
         size = block.length if (k == 0 and block is not None) else block_length
         size = min(size, length - total)
+        if block is not None and block.length < size:
+            raise ScanError(
+                f"{source.url}: {what}: linked block {k} (ref {ref}) holds {block.length} "
+                f"bytes, but the element's header says it holds {size} (block length "
+                f"{block_length}, {length} bytes in all): the file is damaged"
+            )
         ranges.append((block.offset, size) if block is not None else (-1, size))
+        capacity.append(block.length if block is not None else size)
         total += size
+    while ranges and ranges[-1][0] < 0:  # no block after: the element ends before
+        total -= ranges.pop()[1]
+        capacity.pop()
     if total < length:
-        ranges.append((-1, length - total))
-    return Contiguous(tuple(ranges), length)
+        raise ScanError(
+            f"{source.url}: {what}: the element's header says it holds {length} bytes, its "
+            f"linked blocks hold {total}: the file is damaged"
+        )
+    return Contiguous(tuple(ranges), length, tuple(capacity))
 
 
 def _external(body: bytes) -> External:

@@ -152,7 +152,9 @@ def _linked_rows(
     chunks = (rows, *whole(shape[1:]))
     grid = (math.ceil(shape[0] / rows),) + (1,) * (len(shape) - 1)
     offsets = np.array([offset for offset, _ in storage.ranges[: grid[0]]], np.uint64)
-    if int(offsets[-1]) + rows * row > ctx.source.size:
+    held = storage.capacity[: grid[0]]
+    if int(offsets[-1]) + rows * row > ctx.source.size or (held and held[-1] < rows * row):
+        # the last block ends before a whole chunk's bytes: only what it holds is data
         data = read_logical(ctx.source, storage, 0, shape[0] * row)
         return _inline_whole(ctx, data, shape, [], "linked blocks")
     if rows * row < ctx.inline_threshold:

@@ -1,45 +1,81 @@
-"""The global heap collections a variable-length string dataset points into, checked before
-h5py reads its values: a damaged object size in a collection makes the HDF5 library loop
-forever (found by flipping bytes: tests/hostile/test_hdf5_flips.py).
+"""The global heap collections variable-length values point into, checked before h5py reads
+them: a damaged object size in a collection makes the HDF5 library loop forever (found by
+flipping bytes: tests/hostile/test_hdf5_flips.py).
 
-Only what can be read without the HDF5 library is checked: the descriptors of contiguous and
-unfiltered or deflated chunked storage (length, collection address, object index), and each
-collection they name walked object by object from the File Format Specification.
+Only what can be read without the HDF5 library is checked: the descriptors (length,
+collection address, object index) of variable-length attributes (read from their object
+header's messages), of compact datasets (from their layout message), of contiguous ones, and
+of chunked ones whose filters refzarr decodes (deflate, shuffle, ...: the codecs the scanner
+would reference them with); each collection they name is walked object by object from the File
+Format Specification.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import h5py
 import numpy as np
-from h5py import h5d, h5z
+from h5py import h5d
 
 from refzarr.errors import ScanError
 from refzarr.scan.hdf5.types import creation_plist
 
-__all__ = ["check_global_heaps"]
+__all__ = ["check_attribute_heaps", "check_global_heaps"]
 
 ReadRange = Callable[[int, int], bytes]
+CompactData = Callable[[], bytes | None]
 
 _HEAD = 16  # "GCOL", version, 3 reserved, collection size (8 bytes)
+_CELL = np.dtype([("length", "<u4"), ("address", "<u8"), ("index", "<u4")])
 
 
-def check_global_heaps(ds: h5py.Dataset, read_range: ReadRange, size: int, where: str) -> None:
+def check_global_heaps(
+    ds: h5py.Dataset,
+    read_range: ReadRange,
+    size: int,
+    where: str,
+    compact: CompactData | None = None,
+) -> None:
     """Raise ScanError when a collection the dataset's values point into is damaged.
 
-    ``read_range(offset, length)`` reads the file, ``size`` bytes long.
+    ``read_range(offset, length)`` reads the file, ``size`` bytes long; ``compact()`` gives
+    the raw data of a compact dataset (its layout message), None when it cannot.
     """
-    sizes = ds.file.id.get_create_plist().get_sizes()
-    if tuple(sizes) != (8, 8):
-        return  # other address sizes: not checked
-    base = ds.file.id.get_create_plist().get_userblock()
-    dtype = np.dtype([("length", "<u4"), ("address", "<u8"), ("index", "<u4")])
+    if not _checkable(ds.file):
+        return
+    _check(ds.file, _stored(ds, read_range, compact), read_range, size, f"{where}: its")
+
+
+def check_attribute_heaps(
+    obj: h5py.HLObject,
+    attributes: Iterable[tuple[str, bytes]],
+    read_range: ReadRange,
+    size: int,
+    where: str,
+) -> None:
+    """Raise ScanError when a collection the values of variable-length attributes of ``obj``
+    point into is damaged (``attributes``: their names and stored descriptors)."""
+    if not _checkable(obj.file):
+        return
+    for name, raw in attributes:
+        _check(obj.file, [raw], read_range, size, f"{where}: attribute {name!r}: its")
+
+
+def _checkable(f: h5py.File) -> bool:
+    """Whether descriptors are as read here (8-byte addresses)."""
+    return tuple(f.id.get_create_plist().get_sizes()) == (8, 8)
+
+
+def _check(
+    f: h5py.File, stored: Iterable[bytes], read_range: ReadRange, size: int, what: str
+) -> None:
+    base = f.id.get_create_plist().get_userblock()
     wanted: dict[int, dict[int, int]] = {}
-    for raw in _stored(ds, read_range):
-        cells = np.frombuffer(raw[: len(raw) // 16 * 16], dtype=dtype)
+    for raw in stored:
+        cells = np.frombuffer(raw[: len(raw) // 16 * 16], dtype=_CELL)
         cells = cells[cells["address"] != 0]
         for address, index, length in zip(
             cells["address"].tolist(),
@@ -53,14 +89,21 @@ def check_global_heaps(ds: h5py.Dataset, read_range: ReadRange, size: int, where
         reason = _damage(read_range, base + address, size, objects)
         if reason:
             raise ScanError(
-                f"{where}: its variable-length values point into a damaged global heap "
+                f"{what} variable-length values point into a damaged global heap "
                 f"collection at byte {base + address}: {reason}"
             )
 
 
-def _stored(ds: h5py.Dataset, read_range: ReadRange) -> Iterator[bytes]:
+def _stored(
+    ds: h5py.Dataset, read_range: ReadRange, compact: CompactData | None
+) -> Iterator[bytes]:
     """The stored descriptors, chunk by chunk (nothing when they cannot be read here)."""
     layout = creation_plist(ds).get_layout()
+    if layout == h5d.COMPACT:
+        raw = compact() if compact is not None else None
+        if raw:
+            yield raw
+        return
     if layout == h5d.CONTIGUOUS:
         offset, nbytes = ds.id.get_offset(), ds.id.get_storage_size()
         if offset is not None and nbytes:
@@ -68,21 +111,44 @@ def _stored(ds: h5py.Dataset, read_range: ReadRange) -> Iterator[bytes]:
         return
     if layout != h5d.CHUNKED:
         return
-    plist = creation_plist(ds)
-    filters = [plist.get_filter(k)[0] for k in range(plist.get_nfilters())]
-    if any(f != h5z.FILTER_DEFLATE for f in filters):
+    decode = _decoder(ds)
+    if decode is None:
         return
     for k in range(ds.id.get_num_chunks()):
         info = ds.id.get_chunk_info(k)
         data = read_range(int(info.byte_offset), int(info.size))
-        yield _inflated(data) if filters and not info.filter_mask & 1 else data
+        yield decode(data, int(info.filter_mask))
 
 
-def _inflated(data: bytes) -> bytes:
+def _decoder(ds: h5py.Dataset) -> Callable[[bytes, int], bytes] | None:
+    """Undoes the dataset's filters on one stored chunk (``b""`` when it does not decode:
+    h5py then says what is wrong); None when refzarr has no codec for one of them."""
+    from numcodecs import get_codec
+
+    from refzarr.codecs.hdf5.filters import filters_to_codecs
+    from refzarr.scan.hdf5.layout import dataset_filters
+
     try:
-        return zlib.decompress(data)
-    except zlib.error:
-        return b""  # h5py says what is wrong with it
+        stages = dataset_filters(ds)
+        codecs = [get_codec(dict(config)) for config in filters_to_codecs(stages, 16)]
+    except Exception:  # an unknown or unsupported filter: not checked here
+        return None
+    # a filter mask names HDF5's stages: it maps onto the codecs when each stage has one
+    one_each = len(codecs) == len(stages)
+
+    def decode(data: bytes, mask: int) -> bytes:
+        if mask and not one_each:
+            return b""
+        out: Any = data
+        try:
+            for k in reversed(range(len(codecs))):
+                if not mask >> k & 1:
+                    out = codecs[k].decode(out)
+        except Exception:
+            return b""
+        return bytes(np.asarray(out).reshape(-1).view(np.uint8))
+
+    return decode
 
 
 def _damage(read_range: ReadRange, address: int, size: int, objects: dict[int, int]) -> str:

@@ -15,13 +15,16 @@ from functools import partial
 from typing import Any
 
 import h5py
+import numpy as np
 
 from refzarr.errors import ScanError
 from refzarr.scan.hdf5.attr_messages import (
     ATTRIBUTE_KINDS,
     HeaderAttributes,
+    attribute_fields,
     attribute_messages,
     attributes_of,
+    dataspace_dims,
     dataspace_max_dims,
 )
 from refzarr.scan.hdf5.dimension_list import dimension_list
@@ -33,6 +36,7 @@ from refzarr.scan.hdf5.ohdr import (
     Read,
     Superblock,
     dataspace_body,
+    find_message,
     header_address,
     read_header,
     read_superblock,
@@ -130,6 +134,30 @@ class ObjectHeaders:
             return None
         return found[1]
 
+    def vlen_attribute_data(
+        self, oid: Any, address: int | None = None
+    ) -> list[tuple[str, bytes]] | None:
+        """``(name, stored bytes)`` of each variable-length attribute of ``oid`` (the heap
+        descriptors h5py would follow), or None when the header cannot be read here."""
+        sb = self._superblock_once()
+        try:
+            found = None if sb is None else self._attribute_messages(_at(oid, address), sb)
+            if found is None or sb is None:
+                return None
+            return [item for body, _ in found[0] if (item := _vlen_data(body, sb)) is not None]
+        except (*_FALLBACK, _Beyond):
+            return None
+
+    def compact_data(self, oid: Any, address: int | None = None) -> bytes | None:
+        """The raw data of the compact dataset ``oid`` (in its layout message), or None when
+        it cannot be read here."""
+        sb = self._superblock_once()
+        try:
+            body = None if sb is None else find_message(self._read, sb, _at(oid, address), 8)
+        except (*_FALLBACK, _Beyond):
+            return None
+        return None if body is None else _compact_raw(body)
+
     def _attribute_messages(
         self, address: int, sb: Superblock
     ) -> tuple[list[tuple[bytes, int]], bool] | None:
@@ -165,6 +193,34 @@ class ObjectHeaders:
         at0 = self._read(0, len(SIGNATURE)) == SIGNATURE
         start = 0 if at0 else self._h5.id.get_create_plist().get_userblock()
         return read_superblock(self._read, start, self._size)
+
+
+_VLEN = 9
+"""The datatype class of variable-length sequences and strings."""
+
+
+def _vlen_data(body: bytes, sb: Superblock) -> tuple[str, bytes] | None:
+    """The name and stored descriptors of an attribute message of a variable-length type."""
+    name, type_bytes, space_bytes, data_at, shared = attribute_fields(body)
+    if shared or not type_bytes or type_bytes[0] & 0x0F != _VLEN:
+        return None
+    dims = dataspace_dims(space_bytes, sb)
+    count = 1 if not dims else int(np.prod(dims, dtype=np.int64))
+    cell = 4 + sb.offset_size + 4
+    return name.decode("utf8", "replace"), body[data_at : data_at + count * cell]
+
+
+def _compact_raw(body: bytes) -> bytes | None:
+    """The raw data of a layout message of the compact class (None for any other)."""
+    if len(body) >= 4 and body[0] in (3, 4) and body[1] == 0:
+        size = struct.unpack_from("<H", body, 2)[0]
+        return body[4 : 4 + size]
+    if len(body) >= 8 and body[0] in (1, 2) and body[2] == 0:
+        at = 8 + 4 * body[1]  # no address for compact data; dims include the element size
+        if len(body) >= at + 4:
+            size = struct.unpack_from("<I", body, at)[0]
+            return body[at + 4 : at + 4 + size]
+    return None
 
 
 def _at(oid: Any, address: int | None) -> int:

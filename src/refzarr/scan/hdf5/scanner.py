@@ -30,7 +30,7 @@ from refzarr.scan.hdf5.dims import (
     is_dimension_only,
     variable_name,
 )
-from refzarr.scan.hdf5.global_heap import check_global_heaps
+from refzarr.scan.hdf5.global_heap import check_attribute_heaps, check_global_heaps
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5.links import follow_external_link
@@ -149,10 +149,23 @@ class _Walk:
             if member is not None:
                 members[variable_name(name, group)] = member
         table = AttributeTable(group, header=self.headers.attributes(group.id))
+        self.check_attribute_heaps(group, table, None, self.where(group_path, "group"))
         attrs = read_attributes(
             group, self.where(group_path, "group"), self.skip_attribute(group_path), table
         )
         return RefGroup(attrs, members)
+
+    def check_attribute_heaps(
+        self, obj: h5py.HLObject, table: AttributeTable, address: int | None, where: str
+    ) -> None:
+        """ScanError when a variable-length attribute of ``obj`` points into a damaged global
+        heap collection, checked before h5py reads it (only when some value is left to h5py:
+        those read from the header are never variable-length)."""
+        if all(table.is_read(name) for name in table.names):
+            return
+        found = self.headers.vlen_attribute_data(obj.id, address)
+        if found:
+            check_attribute_heaps(obj, found, self.source.read_range, self.source.size, where)
 
     def member(
         self,
@@ -197,6 +210,9 @@ class _Walk:
             return None
         header = self.headers.attributes(item.id, getattr(item, "header_address", None))
         attrs = AttributeTable(item, creation_plist(item), header)
+        self.check_attribute_heaps(
+            item, attrs, getattr(item, "header_address", None), self.where(path)
+        )
         if is_dimension_only(item, attrs):
             return None
         array = self.array(item, path, attrs)
@@ -238,8 +254,15 @@ class _Walk:
         if needs_decoding(ds, tid):  # vlen strings, object references: decoded and inlined
             attrs = self.array_attributes(ds, path, where, table, tid)
             dims = dimension_names(ds, self.phony, table, self.scale_names)
-            if tid.get_class() == h5t.STRING:  # before h5py reads values from the heap
-                check_global_heaps(ds, self.source.read_range, self.source.size, where)
+            if tid.get_class() in (h5t.STRING, h5t.VLEN):  # before h5py reads the heap
+                address = getattr(ds, "header_address", None)
+                check_global_heaps(
+                    ds,
+                    self.source.read_range,
+                    self.source.size,
+                    where,
+                    partial(self.headers.compact_data, ds.id, address),
+                )
             return decoded_array(ds, where, attrs, dims)
         dtype = storage_dtype(ds, where, tid)
         # codecs before the chunk index: an unsupported filter fails before any chunk is read
