@@ -59,7 +59,7 @@ def temporary_name(path: str) -> str:
 
 
 @contextlib.contextmanager
-def atomic_path(location: Location, *, directory: bool) -> Iterator[str]:
+def atomic_path(location: Location, *, directory: bool, recycle: bool = False) -> Iterator[str]:
     """Yield a temporary path beside ``location``; move it onto ``location`` on success.
 
     Parameters
@@ -68,6 +68,14 @@ def atomic_path(location: Location, *, directory: bool) -> Iterator[str]:
         The final file or directory; missing parent directories are created.
     directory
         True when the output is a directory (a Parquet reference set).
+    recycle
+        For a local directory: the temporary may be a directory a former write left beside
+        ``location`` (a replaced set, or a dead writer's temporary), holding any files (the
+        body must remove or keep each); and the directory this write replaces is left at
+        the temporary name for the next write instead of being deleted. Creating and
+        deleting directories is what costs most in an append of hard links; emptying a
+        directory of its few changed names costs little. Another write removes it as a
+        leftover (`clean_leftovers`).
 
     On error (in the body or while renaming) the temporary output is removed and whatever
     stood at ``location`` before is untouched.
@@ -77,15 +85,20 @@ def atomic_path(location: Location, *, directory: bool) -> Iterator[str]:
     parent = location.path.rpartition("/")[0]
     if parent:
         fs.makedirs(parent, exist_ok=True)
+    recycle = recycle and directory and location.is_local
     with contextlib.ExitStack() as held:
         if location.is_local:
+            spare = None
             if directory:  # not for files: a folder of 10,000 outputs would be listed each time
-                clean_leftovers(location.path)
-            held.enter_context(_locked_new(temporary, directory=directory))
+                spare = clean_leftovers(location.path, spare=recycle)
+            if spare is not None and _claimed(held, spare):
+                temporary = spare
+            else:
+                held.enter_context(_locked_new(temporary, directory=directory))
         try:
             yield temporary
             _step("written")
-            _replace(location, temporary, directory=directory)
+            _replace(location, temporary, directory=directory, keep_replaced=recycle)
         except BaseException:
             _discard(location, temporary)
             raise
@@ -94,16 +107,21 @@ def atomic_path(location: Location, *, directory: bool) -> Iterator[str]:
 _LEFTOVER = re.compile(r"(?P<mark>\.tmp-|\.old-)[0-9a-f]{12}")
 
 
-def clean_leftovers(target: str) -> None:
+def clean_leftovers(target: str, *, spare: bool = False) -> str | None:
     """Remove what writers of local ``target`` that died left beside it; put back an older
-    directory set aside (``.old-``) when nothing stands at ``target``."""
+    directory set aside (``.old-``) when nothing stands at ``target``.
+
+    With ``spare``, one temporary directory no writer holds is kept and its path returned
+    (for `atomic_path` to recycle; it is not locked on return).
+    """
     if os.name != "posix":
-        return
+        return None
     folder, name = os.path.split(os.path.abspath(target))
     try:
         entries = os.listdir(folder)
     except OSError:
-        return
+        return None
+    kept = None
     for entry in sorted(entries):
         found = _LEFTOVER.fullmatch(entry[len(name) :]) if entry.startswith(name) else None
         if found is None:
@@ -114,8 +132,33 @@ def clean_leftovers(target: str) -> None:
                 continue  # a writer still running holds it
             if found["mark"] == BACKUP_MARK and not os.path.lexists(target):
                 os.rename(path, target)  # the older set, moved aside by a writer that died
+            elif spare and kept is None and found["mark"] == TEMPORARY_MARK and _is_dir(path):
+                kept = path
             else:
                 _remove_local(path)
+    return kept
+
+
+def _is_dir(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
+
+
+def _claimed(held: contextlib.ExitStack, path: str) -> bool:
+    """Lock the leftover directory ``path`` for the body of ``held`` (False when another
+    writer took it meanwhile)."""
+    import fcntl
+
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(handle)
+        return False
+    held.callback(os.close, handle)
+    return os.path.isdir(path)  # False: removed by another writer since the listing
 
 
 @contextlib.contextmanager
@@ -174,7 +217,9 @@ def write_atomic(location: Location, parts: Sequence[Any]) -> None:
             location.fs.pipe_file(temporary, b"".join(parts))
 
 
-def _replace(location: Location, temporary: str, *, directory: bool) -> None:
+def _replace(
+    location: Location, temporary: str, *, directory: bool, keep_replaced: bool = False
+) -> None:
     target, fs = location.path, location.fs
     if not location.is_local:
         if directory:
@@ -194,7 +239,8 @@ def _replace(location: Location, temporary: str, *, directory: bool) -> None:
         raise IsADirectoryError(f"{target}: a file stands where the reference directory goes")
     elif os.path.isdir(target) and _exchange(temporary, target):
         _step("exchanged")  # the old set is at the temporary name now
-        shutil.rmtree(temporary, ignore_errors=True)
+        if not keep_replaced:  # kept: unlocked on return, recycled or removed by the next write
+            shutil.rmtree(temporary, ignore_errors=True)
     else:
         with _held(target):  # set aside, the old set stays locked: not a dead writer's
             _swap_local(temporary, target)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from appendkit import PATH_LOGGER, path_taken, synthetic_file
+from appendkit import PATH_LOGGER, leftovers, path_taken, synthetic_file
 
 import refzarr
 from dailykit import write_days
@@ -48,10 +48,6 @@ def files(target: Path) -> dict[str, tuple[int, bytes]]:
             path = Path(folder, name)
             out[str(path.relative_to(target))] = (path.stat().st_ino, path.read_bytes())
     return out
-
-
-def leftovers(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if ".tmp-" in p.name or ".old-" in p.name)
 
 
 def assert_reads_like(target: Path, expected: RefGroup, tmp_path: Path) -> None:
@@ -96,8 +92,64 @@ def test_appends_in_steps_write_only_changed_records(
             f"air/refs.{n}.parq" for n in range(-(-held // record_size), -(-end // record_size))
         }
         assert json.loads((target / ".zmetadata").read_bytes())["record_size"] == record_size
+        # the set this append replaced stays beside it, for the next append to recycle
+        assert len(leftovers(tmp_path)) == 1
+        assert leftovers(tmp_path, spare=True) == []
         held = end
+    refzarr.write(combined(days[:12]), target, record_size=record_size)  # not an append
     assert leftovers(tmp_path) == []
+
+
+def test_a_recycled_directory_keeps_only_links_to_the_set(
+    tmp_path: Path, days: list[RefGroup], caplog: pytest.LogCaptureFixture
+) -> None:
+    target = tmp_path / "refs.parq"
+    refzarr.write(combined(days[:3]), target, record_size=2)
+    refzarr.write(days[3], target, append_dim="time")
+    (spare,) = (tmp_path / name for name in leftovers(tmp_path))
+    # what the next append must not keep: a file of the set's name but other bytes, a symlink
+    # to the set's file, the names it writes anew, a folder the set does not have
+    (spare / "lat" / "refs.0.parq").unlink()
+    (spare / "lat" / "refs.0.parq").write_bytes(b"not the set's file")
+    (spare / "air" / "refs.0.parq").unlink()
+    (spare / "air" / "refs.0.parq").symlink_to(target / "air" / "refs.0.parq")
+    (spare / "air" / "refs.2.parq").write_bytes(b"junk")
+    (spare / "junk" / "deeper").mkdir(parents=True)
+    (spare / "junk" / "deeper" / "file").write_bytes(b"junk")
+    before = files(target)
+    refzarr.write(combined(days[4:6]), target, append_dim="time")
+    assert path_taken(caplog) == "fast"
+    assert not spare.exists() or leftovers(tmp_path) == [spare.name]
+    assert_reads_like(target, combined(days[:6]), tmp_path)
+    after = files(target)
+    assert set(after) == set(before) | {"air/refs.2.parq"}
+    for name in ("lat/refs.0.parq", "lon/refs.0.parq", "air/refs.0.parq"):
+        assert after[name] == before[name]  # the same file (inode), hard-linked
+    assert not any(path.is_symlink() for path in target.rglob("*"))
+
+
+def test_a_directory_another_writer_holds_is_not_recycled(
+    tmp_path: Path, days: list[RefGroup], caplog: pytest.LogCaptureFixture
+) -> None:
+    import fcntl
+
+    target = tmp_path / "refs.parq"
+    refzarr.write(combined(days[:3]), target, record_size=2)
+    refzarr.write(days[3], target, append_dim="time")
+    (held,) = leftovers(tmp_path)
+    handle = os.open(tmp_path / held, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # as a writer still running holds its temporary
+        listing = sorted(os.listdir(tmp_path / held))
+        refzarr.write(days[4], target, append_dim="time")
+        assert path_taken(caplog) == "fast"
+        assert sorted(os.listdir(tmp_path / held)) == listing
+        assert len(leftovers(tmp_path)) == 2
+    finally:
+        os.close(handle)
+    refzarr.write(combined(days[5:7]), target, append_dim="time")
+    assert leftovers(tmp_path, spare=True) == []
+    assert_reads_like(target, combined(days[:7]), tmp_path)
 
 
 def test_a_partial_last_chunk_of_the_new_data(
@@ -121,7 +173,7 @@ def test_a_partial_last_chunk_of_the_new_data(
         )
     assert str(got.value) == str(want.value)
     assert files(target) == before
-    assert leftovers(tmp_path) == []
+    assert leftovers(tmp_path, spare=True) == []
 
 
 def test_chunks_longer_than_one_step_in_many_appends(

@@ -111,7 +111,7 @@ def append_parquet(
         Which path ran and why (also logged at DEBUG level).
     """
     if location.is_local:  # a set a dead writer moved aside is put back before reading
-        clean_leftovers(location.path)
+        clean_leftovers(location.path, spare=True)
     urls = [f"{target} (existing set)", "the appended data"]
     zmeta, reason = _existing_layout(location, record_size, fast)
     if zmeta is not None:
@@ -169,7 +169,7 @@ def _existing_layout(
 
 def _write_fast(plan: AppendPlan, location: Location, record_size: int) -> AppendOutcome:
     """A new directory of links and changed files, exchanged with the old one."""
-    with atomic_path(location, directory=True) as temporary:
+    with atomic_path(location, directory=True, recycle=True) as temporary:
         linked = _link_unchanged(location.path, temporary, plan)
         step("linked")
         written = _write_changed(plan, temporary, record_size)
@@ -180,18 +180,57 @@ def _write_fast(plan: AppendPlan, location: Location, record_size: int) -> Appen
 
 
 def _link_unchanged(source: str, destination: str, plan: AppendPlan) -> int:
-    """Hard-link every file of the old set that the append leaves as it is."""
-    count = 0
-    for folder, _, files in os.walk(source):
-        relative = os.path.relpath(folder, source)
-        relative = "" if relative == "." else relative.replace(os.sep, "/")
-        into = os.path.join(destination, relative) if relative else destination
-        os.makedirs(into, exist_ok=True)
-        for name in files:
-            if not _changes(plan, relative, name):
-                _link(os.path.join(folder, name), os.path.join(into, name))
-                count += 1
+    """Hard-link every file of the old set that the append leaves as it is into
+    ``destination``, which may be a recycled directory (see `atomic_path`): of what it holds,
+    only links to those very files are kept, everything else is removed."""
+    return _link_folder(source, destination, "", plan)
+
+
+def _link_folder(source: str, destination: str, relative: str, plan: AppendPlan) -> int:
+    unchanged: dict[str, os.DirEntry[str]] = {}
+    folders: list[str] = []
+    with os.scandir(source) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            elif not _changes(plan, relative, entry.name):
+                unchanged[entry.name] = entry
+    kept = _emptied(destination, unchanged, set(folders))
+    for name, entry in unchanged.items():
+        if name not in kept:
+            _link(entry.path, os.path.join(destination, name))
+    count = len(unchanged)
+    for name in folders:
+        inner = f"{relative}/{name}" if relative else name
+        into = os.path.join(destination, name)
+        count += _link_folder(os.path.join(source, name), into, inner, plan)
     return count
+
+
+def _emptied(
+    destination: str, unchanged: Mapping[str, os.DirEntry[str]], folders: set[str]
+) -> set[str]:
+    """Create ``destination`` or remove from it every name but the links to ``unchanged``
+    files and the ``folders`` (the names kept are returned)."""
+    try:
+        entries = list(os.scandir(destination))
+    except FileNotFoundError:
+        os.mkdir(destination)
+        return set()
+    kept = set()
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name not in folders:
+                shutil.rmtree(entry.path)
+            continue
+        same = entry.name in unchanged and os.path.samestat(
+            entry.stat(follow_symlinks=False), unchanged[entry.name].stat(follow_symlinks=False)
+        )
+        if same:
+            kept.add(entry.name)
+        else:
+            os.unlink(entry.path)
+    return kept
 
 
 def _changes(plan: AppendPlan, folder: str, name: str) -> bool:
