@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import xarray as xr
 from appendkit import PATH_LOGGER, leftovers, path_taken, synthetic_file
@@ -228,6 +230,42 @@ def test_inlined_chunks_on_both_sides_of_a_record(
         refzarr.write(part, target, append_dim="time")
         assert path_taken(caplog) == "fast"
     assert_reads_like(target, combined(parts), tmp_path)
+
+
+@pytest.mark.parametrize("form", ["other column types", "damaged"])
+def test_a_last_record_file_in_another_form(
+    tmp_path: Path, form: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the partial last record file's rows are copied as they are only when they are in
+    # refzarr's own form; else they are decoded and checked (as any record file read)
+    target = tmp_path / "refs.parq"
+    parts = [synthetic_file(tmp_path, 0, 3), synthetic_file(tmp_path, 3, 2)]
+    refzarr.write(parts[0], target, record_size=2)
+    last = target / "x" / "refs.1.parq"  # chunk 2 only
+    table = pq.read_table(last)
+    if form == "damaged":  # a second row: a reference to a chunk the grid does not have
+        table = pa.concat_tables([table, table])
+    else:  # as another writer may type them
+        table = pa.table(
+            {
+                "path": table["path"].cast(pa.large_string()),
+                "offset": table["offset"].cast(pa.uint64()),
+                "size": table["size"].cast(pa.uint64()),
+                "raw": table["raw"].cast(pa.large_binary()),
+            }
+        )
+    pq.write_table(table, last)
+    before = files(target)
+    if form == "damaged":
+        with pytest.raises(refzarr.RefFormatError, match="holds a reference"):
+            refzarr.write(parts[1], target, append_dim="time")
+        assert files(target) == before
+        assert leftovers(tmp_path) == []
+        return
+    refzarr.write(parts[1], target, append_dim="time")
+    assert path_taken(caplog) == "fast"
+    assert_reads_like(target, combined(parts), tmp_path)
+    assert pq.read_schema(target / "x" / "refs.1.parq").field("offset").type == pa.int64()
 
 
 # -- falling back to the whole set ------------------------------------------------------------

@@ -33,9 +33,13 @@ from typing import Any
 from refzarr.errors import RefzarrError, SourceNotFoundError
 from refzarr.formats.api import DEFAULT_RECORD_SIZE, read
 from refzarr.formats.atomic import atomic_path, clean_leftovers, step
-from refzarr.formats.parquet.append_plan import AppendPlan, NotFast, plan_append
+from refzarr.formats.parquet.append_plan import AppendedSource, AppendPlan, NotFast, plan_append
+from refzarr.formats.parquet.extend import extended_record
 from refzarr.formats.parquet.read import ZMetadata, load_zmetadata, read_parquet
+from refzarr.formats.parquet.source import record_file_name
+from refzarr.formats.parquet.tables import EntrySlice, record_table
 from refzarr.formats.parquet.write import (
+    encode_record,
     write_parquet,
     write_records,
     zmetadata_document,
@@ -172,7 +176,7 @@ def _write_fast(plan: AppendPlan, location: Location, record_size: int) -> Appen
     with atomic_path(location, directory=True, recycle=True) as temporary:
         linked = _link_unchanged(location.path, temporary, plan)
         step("linked")
-        written = _write_changed(plan, temporary, record_size)
+        written = _write_changed(plan, location.path, temporary, record_size)
         step("appended")
         document = zmetadata_document(plan.group, record_size)
         _create(os.path.join(temporary, ".zmetadata"), document)
@@ -256,15 +260,16 @@ def _link(source: str, destination: str) -> None:
         shutil.copy2(source, destination)
 
 
-def _write_changed(plan: AppendPlan, root: str, record_size: int) -> int:
-    """Write the changed and new record files (an append's few in this thread, where
-    handing them to threads would cost more than it saves)."""
+def _write_changed(plan: AppendPlan, source: str, root: str, record_size: int) -> int:
+    """Write the changed and new record files into ``root`` (an append's few in this
+    thread, where handing them to threads would cost more than it saves)."""
     arrays = [(path, plan.grown.get(path, 0)) for path in (*plan.rewritten, *plan.grown)]
     count = sum(_record_count(plan, path, first, record_size) for path, first in arrays)
     with contextlib.ExitStack() as stack:
         pool = None if count <= _THREADS else stack.enter_context(ThreadPoolExecutor(_THREADS))
         return sum(
-            _write_array(plan, root, path, first, record_size, pool) for path, first in arrays
+            _write_array(plan, (source, root), path, first, record_size, pool)
+            for path, first in arrays
         )
 
 
@@ -276,19 +281,42 @@ def _record_count(plan: AppendPlan, path: str, first: int, record_size: int) -> 
 
 def _write_array(
     plan: AppendPlan,
-    root: str,
+    roots: tuple[str, str],
     path: str,
     first: int,
     record_size: int,
     pool: ThreadPoolExecutor | None,
 ) -> int:
+    """Write ``path``'s record files from ``first`` on into the new set (``roots``: the old
+    set's directory and the new one's)."""
     array = plan.group[path]
     assert not isinstance(array, RefGroup)
     if not array.manifest.nchunks:
         return 0
-    directory = os.path.join(root, *path.split("/"))
-    os.makedirs(directory, exist_ok=True)
-    return write_records(pool, _create, directory, array, record_size, first)
+    old, new = (os.path.join(root, *path.split("/")) for root in roots)
+    os.makedirs(new, exist_ok=True)
+    extended = _extend_last(plan.appended.get(path), old, new, first, record_size)
+    return extended + write_records(pool, _create, new, array, record_size, first + extended)
+
+
+def _extend_last(
+    appended: AppendedSource | None, old: str, new: str, first: int, record_size: int
+) -> int:
+    """Write the partial last record file ``first`` of a growing array as its existing
+    rows, copied, and its new ones (1); 0 where the general path writes it."""
+    if appended is None or not appended.old % record_size:
+        return 0
+    block = appended.new_rows(first)
+    entries = EntrySlice(
+        block.start, block.paths, block.path_id, block.offset, block.length, block.inlined
+    )
+    name = record_file_name(first)
+    rows = appended.old - first * record_size
+    table = extended_record(os.path.join(old, name), rows, record_table(entries))
+    if table is None:
+        return 0
+    _create(os.path.join(new, name), encode_record(table))
+    return 1
 
 
 def _create(path: str, data: bytes) -> None:
