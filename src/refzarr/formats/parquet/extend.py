@@ -51,14 +51,19 @@ def _refzarr_columns(schema: pa.Schema) -> bool:
 
 
 def _joined_path(old: pa.ChunkedArray, new: pa.ChunkedArray) -> pa.Array:
-    """The ``path`` column of both, dictionary-encoded when some URL repeats (as
-    `record_table` writes it)."""
-    chunks = [_plain(chunk) for chunk in (*old.chunks, *new.chunks)]
-    joined = pa.concat_arrays(chunks) if chunks else pa.array([], pa.string())
-    encoded = pc.dictionary_encode(joined)
-    if 2 * len(encoded.dictionary) > len(joined) - joined.null_count:
-        return joined  # nearly one URL per row: a dictionary would only add the indices
-    return encoded
+    """The ``path`` column of both: dictionary-encoded when both are (the old rows' indices
+    kept, the new rows' moved onto the joined dictionary), else plain strings."""
+    chunks = [*old.chunks, *new.chunks]
+    if not all(pa.types.is_dictionary(chunk.type) for chunk in chunks):
+        return pa.concat_arrays([_plain(chunk) for chunk in chunks])
+    table: dict[str, int] = {}
+    indices = []
+    for chunk in chunks:
+        urls = chunk.dictionary.to_pylist()
+        remap = pa.array([table.setdefault(url, len(table)) for url in urls], pa.int32())
+        indices.append(pc.take(remap, chunk.indices))  # nulls stay null
+    dictionary = pa.array(list(table), pa.string())
+    return pa.DictionaryArray.from_arrays(pa.concat_arrays(indices), dictionary)
 
 
 def _plain(chunk: pa.Array) -> pa.Array:
