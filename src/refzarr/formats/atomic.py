@@ -11,7 +11,9 @@ the old set is moved aside first and a crash between the two renames leaves it a
 (``flock``) while its writer lives: the next write of a directory removes the leftovers of
 its writers that died (and restores a set left aside), never those of a writer still
 running. A killed file write leaves its temporary file (harmless; `clean_leftovers` removes
-it): looking for them would list the folder at every write.
+it): looking for them would list the folder at every write. A writer may keep the directory
+it replaced at its temporary name, unlocked, for the next writer to recycle as its own
+temporary (``recycle=True``: Parquet appends); any other write removes it as a leftover.
 
 On other filesystems (object stores, memory) a file is moved with fsspec's ``mv`` straight
 over the old one, never deleted first; a directory is moved file by file (every file copied,

@@ -4,12 +4,15 @@ When the append dimension leads the chunk grid of every array along it, new chun
 the existing ones in C order: an array's new entries go to the end of its last record file
 and into new ones (fsspec's layout puts chunk ``i`` in ``refs.<i // record_size>.parq``).
 `plan_append` checks the new data against the existing set's metadata and coordinate as
-`refzarr.combine` would, without reading the existing manifests; then a new directory is
-made beside the set, holding hard links to every record file that does not change (no data
-copied), the rewritten last record file of each growing array, the new record files, the
-coordinate along the dimension and ``.zmetadata``; and it is exchanged with the old
-directory in one step, as every Parquet write is (`refzarr.formats.atomic`). Readers see
-the old set or the new one; a failure or a kill at any step leaves the old set untouched.
+`refzarr.combine` would, without reading the existing manifests; then a directory beside
+the set is filled with hard links to every record file that does not change (no data
+copied), the rewritten last record file of each growing array (its existing rows copied as
+Arrow data, `refzarr.formats.parquet.extend`), the new record files, the coordinate along
+the dimension and ``.zmetadata``; and it is exchanged with the old directory in one step,
+as every Parquet write is (`refzarr.formats.atomic`). Readers see the old set or the new
+one; a failure or a kill at any step leaves the old set untouched. The directory is the one
+the previous append left (the set it replaced, `atomic_path(recycle=True)`) when there is
+one: only the names that differ are unlinked and linked, no directory is made or deleted.
 
 Everything else (a set on an object store, a dimension that does not lead, a result with an
 irregular grid, a set fsspec or kerchunk wrote, a refused append) combines the whole
