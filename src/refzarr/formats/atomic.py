@@ -35,7 +35,15 @@ from typing import Any
 
 from refzarr.formats.source import Location
 
-__all__ = ["atomic_path", "clean_leftovers", "step", "temporary_name", "write_atomic"]
+__all__ = [
+    "atomic_path",
+    "clean_leftovers",
+    "flush_tree",
+    "step",
+    "sync_directory",
+    "temporary_name",
+    "write_atomic",
+]
 
 TEMPORARY_MARK = ".tmp-"
 """What a temporary name adds to the target's name (followed by a random hex suffix)."""
@@ -61,7 +69,9 @@ def temporary_name(path: str) -> str:
 
 
 @contextlib.contextmanager
-def atomic_path(location: Location, *, directory: bool, recycle: bool = False) -> Iterator[str]:
+def atomic_path(
+    location: Location, *, directory: bool, recycle: bool = False, sync: bool = True
+) -> Iterator[str]:
     """Yield a temporary path beside ``location``; move it onto ``location`` on success.
 
     Parameters
@@ -78,6 +88,10 @@ def atomic_path(location: Location, *, directory: bool, recycle: bool = False) -
         deleting directories is what costs most in an append of hard links; emptying a
         directory of its few changed names costs little. Another write removes it as a
         leftover (`clean_leftovers`).
+    sync
+        Flush the rename to disk (``fsync`` of the parent directory) after it. False leaves
+        that to the filesystem (ext4 commits within seconds): a kill still leaves the old
+        output or the new one, a power cut may undo the replacement.
 
     On error (in the body or while renaming) the temporary output is removed and whatever
     stood at ``location`` before is untouched.
@@ -100,7 +114,7 @@ def atomic_path(location: Location, *, directory: bool, recycle: bool = False) -
         try:
             yield temporary
             _step("written")
-            _replace(location, temporary, directory=directory, keep_replaced=recycle)
+            _replace(location, temporary, directory=directory, keep_replaced=recycle, sync=sync)
         except BaseException:
             _discard(location, temporary)
             raise
@@ -220,7 +234,12 @@ def write_atomic(location: Location, parts: Sequence[Any]) -> None:
 
 
 def _replace(
-    location: Location, temporary: str, *, directory: bool, keep_replaced: bool = False
+    location: Location,
+    temporary: str,
+    *,
+    directory: bool,
+    keep_replaced: bool = False,
+    sync: bool = True,
 ) -> None:
     target, fs = location.path, location.fs
     if not location.is_local:
@@ -246,7 +265,8 @@ def _replace(
     else:
         with _held(target):  # set aside, the old set stays locked: not a dead writer's
             _swap_local(temporary, target)
-    _sync_directory(os.path.dirname(target))
+    if sync:
+        sync_directory(os.path.dirname(target))
 
 
 def _swap_local(temporary: str, target: str) -> None:
@@ -351,7 +371,23 @@ def _discard(location: Location, temporary: str) -> None:
             location.fs.rm(temporary, recursive=True)
 
 
-def _sync_directory(path: str) -> None:
+def flush_tree(root: str) -> None:
+    """Flush (``fsync``) every file and directory below local ``root`` to disk."""
+    for folder, _, names in os.walk(root):
+        for name in names:
+            _fsync(os.path.join(folder, name))
+        _fsync(folder)
+
+
+def _fsync(path: str) -> None:
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def sync_directory(path: str) -> None:
     """Make a rename in ``path`` durable (POSIX; elsewhere a no-op)."""
     if os.name != "posix":
         return

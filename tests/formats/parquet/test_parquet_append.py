@@ -154,6 +154,36 @@ def test_a_directory_another_writer_holds_is_not_recycled(
     assert_reads_like(target, combined(days[:7]), tmp_path)
 
 
+@pytest.mark.parametrize("durable", [False, True])
+def test_durable_appends_flush_the_new_set_others_nothing(
+    tmp_path: Path,
+    days: list[RefGroup],
+    durable: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    target = tmp_path / "refs.parq"
+    refzarr.write(combined(days[:3]), target, record_size=2)
+    flushed: list[str] = []
+    fsync = os.fsync
+
+    def spy(handle: int) -> None:
+        flushed.append(os.readlink(f"/proc/self/fd/{handle}"))
+        fsync(handle)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    refzarr.write(days[3], target, append_dim="time", durable=durable)
+    monkeypatch.undo()
+    assert path_taken(caplog) == "fast"
+    if durable:  # every file and directory of the new set, then the exchange
+        every = [target, *target.rglob("*")]
+        assert len(flushed) == len(every) + 1
+        assert flushed[-1] == str(tmp_path)
+    else:
+        assert flushed == []
+    assert_reads_like(target, combined(days[:4]), tmp_path)
+
+
 def test_a_partial_last_chunk_of_the_new_data(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 
 from refzarr.errors import RefzarrError, SourceNotFoundError
 from refzarr.formats.api import DEFAULT_RECORD_SIZE, read
-from refzarr.formats.atomic import atomic_path, clean_leftovers, step
+from refzarr.formats.atomic import atomic_path, clean_leftovers, flush_tree, step
 from refzarr.formats.parquet.append_plan import AppendedSource, AppendPlan, NotFast, plan_append
 from refzarr.formats.parquet.extend import extended_record
 from refzarr.formats.parquet.read import ZMetadata, load_zmetadata, read_parquet
@@ -91,6 +91,7 @@ def append_parquet(
     record_size: int | None,
     storage_options: Mapping[str, Any] | None,
     fast: bool = True,
+    durable: bool = False,
 ) -> AppendOutcome:
     """Append ``group`` along ``append_dim`` to the Parquet set at ``location``.
 
@@ -111,6 +112,10 @@ def append_parquet(
         fsspec options for the referenced files (coordinate values, identity checks).
     fast
         False always rewrites the whole set (benchmarks compare the two).
+    durable
+        Flush every file and directory of the new set to disk before the exchange, and the
+        exchange after it (``fsync``): the append survives a power cut. Without it nothing
+        is flushed: a kill at any moment still leaves the old set or the new one.
 
     Returns
     -------
@@ -136,7 +141,7 @@ def append_parquet(
         except (RefzarrError, ValueError) as exc:  # combine's exact error comes from below
             reason = f"the checks refused the append ({type(exc).__name__})"
         else:
-            outcome = _write_fast(plan, location, zmeta.record_size)
+            outcome = _write_fast(plan, location, zmeta.record_size, durable)
             LOG.debug(
                 "%s: appended along %r: %d record files written, %d files linked",
                 location.shown,
@@ -146,7 +151,9 @@ def append_parquet(
             )
             return outcome
     LOG.debug("%s: whole set rewritten to append along %r: %s", location.shown, append_dim, reason)
-    return _rewrite(group, location, target, urls, append_dim, record_size, storage_options, reason)
+    return _rewrite(
+        group, location, target, (urls, append_dim, record_size, storage_options), reason, durable
+    )
 
 
 def _existing_layout(
@@ -174,15 +181,19 @@ def _existing_layout(
 # -- the fast path --------------------------------------------------------------------------
 
 
-def _write_fast(plan: AppendPlan, location: Location, record_size: int) -> AppendOutcome:
+def _write_fast(
+    plan: AppendPlan, location: Location, record_size: int, durable: bool
+) -> AppendOutcome:
     """A new directory of links and changed files, exchanged with the old one."""
-    with atomic_path(location, directory=True, recycle=True) as temporary:
+    with atomic_path(location, directory=True, recycle=True, sync=durable) as temporary:
         linked = _link_unchanged(location.path, temporary, plan)
         step("linked")
         written = _write_changed(plan, location.path, temporary, record_size)
         step("appended")
         document = zmetadata_document(plan.group, record_size)
         _create(os.path.join(temporary, ".zmetadata"), document)
+        if durable:
+            flush_tree(temporary)
     return AppendOutcome(True, "", written, linked)
 
 
@@ -337,14 +348,15 @@ def _rewrite(
     group: RefGroup,
     location: Location,
     target: str,
-    urls: list[str],
-    append_dim: str,
-    record_size: int | None,
-    storage_options: Mapping[str, Any] | None,
+    how: tuple[list[str], str, int | None, Mapping[str, Any] | None],
     reason: str,
+    durable: bool,
 ) -> AppendOutcome:
-    """Combine the whole existing set with ``group`` and write the result over it."""
+    """Combine the whole existing set with ``group`` and write the result over it (``how``:
+    the URLs for messages, the dimension, the record size, the storage options)."""
     from refzarr.combine import combine
+
+    urls, append_dim, record_size, storage_options = how
 
     size = record_size
     try:
@@ -364,6 +376,8 @@ def _rewrite(
     size = size or DEFAULT_RECORD_SIZE
     with atomic_path(location, directory=True) as temporary:
         write_parquet(combined, location.fs, temporary, record_size=size)
+        if durable and location.is_local:
+            flush_tree(temporary)
     return AppendOutcome(False, reason)
 
 
