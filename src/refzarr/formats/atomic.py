@@ -40,7 +40,6 @@ __all__ = [
     "clean_leftovers",
     "flush_tree",
     "step",
-    "sync_directory",
     "temporary_name",
     "write_atomic",
 ]
@@ -266,7 +265,7 @@ def _replace(
         with _held(target):  # set aside, the old set stays locked: not a dead writer's
             _swap_local(temporary, target)
     if sync:
-        sync_directory(os.path.dirname(target))
+        _sync_directory(os.path.dirname(target))
 
 
 def _swap_local(temporary: str, target: str) -> None:
@@ -387,7 +386,7 @@ def _fsync(path: str) -> None:
         os.close(handle)
 
 
-def sync_directory(path: str) -> None:
+def _sync_directory(path: str) -> None:
     """Make a rename in ``path`` durable (POSIX; elsewhere a no-op)."""
     if os.name != "posix":
         return
