@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Any, Literal
 
 from refzarr.errors import RefFormatError, RefzarrError, SourceNotFoundError
-from refzarr.formats.atomic import atomic_path, write_atomic
+from refzarr.formats.atomic import atomic_path, flush_tree, write_atomic
 from refzarr.formats.source import (
     Compression,
     Location,
@@ -142,6 +142,7 @@ def write(
     record_size: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
     append_dim: str | None = None,
+    durable: bool = False,
 ) -> None:
     """Write a reference set atomically (temporary name, then rename).
 
@@ -176,6 +177,12 @@ def write(
         ``.zmetadata``): the cost grows with the new data, not with the existing set;
         otherwise it is rewritten whole (see docs/formats.md, "Appending"). A target that
         does not exist yet is written as a new set.
+    durable
+        Local Parquet sets: flush (``fsync``) every file and directory of the new set to
+        disk before it replaces the old one, so that it survives a power cut. Without it
+        the files are left to the operating system (a kill at any moment still leaves the
+        old set or the new one) and an append does not flush the rename either: after a
+        power cut the target may hold the old set. JSON files are always flushed.
 
     Raises
     ------
@@ -208,6 +215,7 @@ def write(
             append_dim=append_dim,
             record_size=record_size,
             storage_options=storage_options,
+            durable=durable,
         )
         return
     if append_dim is not None:
@@ -217,6 +225,8 @@ def write(
         record_size = record_size or DEFAULT_RECORD_SIZE
         with atomic_path(location, directory=True) as temporary:
             parquet_write.write_parquet(group, location.fs, temporary, record_size=record_size)
+            if durable and location.is_local:
+                flush_tree(temporary)
         return
     if chosen != "json":
         raise ValueError(f"format must be 'json' or 'parquet', got {chosen!r}")

@@ -11,7 +11,9 @@ the old set is moved aside first and a crash between the two renames leaves it a
 (``flock``) while its writer lives: the next write of a directory removes the leftovers of
 its writers that died (and restores a set left aside), never those of a writer still
 running. A killed file write leaves its temporary file (harmless; `clean_leftovers` removes
-it): looking for them would list the folder at every write.
+it): looking for them would list the folder at every write. A writer may keep the directory
+it replaced at its temporary name, unlocked, for the next writer to recycle as its own
+temporary (``recycle=True``: Parquet appends); any other write removes it as a leftover.
 
 On other filesystems (object stores, memory) a file is moved with fsspec's ``mv`` straight
 over the old one, never deleted first; a directory is moved file by file (every file copied,
@@ -33,7 +35,14 @@ from typing import Any
 
 from refzarr.formats.source import Location
 
-__all__ = ["atomic_path", "clean_leftovers", "step", "temporary_name", "write_atomic"]
+__all__ = [
+    "atomic_path",
+    "clean_leftovers",
+    "flush_tree",
+    "step",
+    "temporary_name",
+    "write_atomic",
+]
 
 TEMPORARY_MARK = ".tmp-"
 """What a temporary name adds to the target's name (followed by a random hex suffix)."""
@@ -59,7 +68,9 @@ def temporary_name(path: str) -> str:
 
 
 @contextlib.contextmanager
-def atomic_path(location: Location, *, directory: bool) -> Iterator[str]:
+def atomic_path(
+    location: Location, *, directory: bool, recycle: bool = False, sync: bool = True
+) -> Iterator[str]:
     """Yield a temporary path beside ``location``; move it onto ``location`` on success.
 
     Parameters
@@ -68,6 +79,18 @@ def atomic_path(location: Location, *, directory: bool) -> Iterator[str]:
         The final file or directory; missing parent directories are created.
     directory
         True when the output is a directory (a Parquet reference set).
+    recycle
+        For a local directory: the temporary may be a directory a former write left beside
+        ``location`` (a replaced set, or a dead writer's temporary), holding any files (the
+        body must remove or keep each); and the directory this write replaces is left at
+        the temporary name for the next write instead of being deleted. Creating and
+        deleting directories is what costs most in an append of hard links; emptying a
+        directory of its few changed names costs little. Another write removes it as a
+        leftover (`clean_leftovers`).
+    sync
+        Flush the rename to disk (``fsync`` of the parent directory) after it. False leaves
+        that to the filesystem (ext4 commits within seconds): a kill still leaves the old
+        output or the new one, a power cut may undo the replacement.
 
     On error (in the body or while renaming) the temporary output is removed and whatever
     stood at ``location`` before is untouched.
@@ -77,15 +100,20 @@ def atomic_path(location: Location, *, directory: bool) -> Iterator[str]:
     parent = location.path.rpartition("/")[0]
     if parent:
         fs.makedirs(parent, exist_ok=True)
+    recycle = recycle and directory and location.is_local
     with contextlib.ExitStack() as held:
         if location.is_local:
+            spare = None
             if directory:  # not for files: a folder of 10,000 outputs would be listed each time
-                clean_leftovers(location.path)
-            held.enter_context(_locked_new(temporary, directory=directory))
+                spare = clean_leftovers(location.path, spare=recycle)
+            if spare is not None and _claimed(held, spare):
+                temporary = spare
+            else:
+                held.enter_context(_locked_new(temporary, directory=directory))
         try:
             yield temporary
             _step("written")
-            _replace(location, temporary, directory=directory)
+            _replace(location, temporary, directory=directory, keep_replaced=recycle, sync=sync)
         except BaseException:
             _discard(location, temporary)
             raise
@@ -94,16 +122,21 @@ def atomic_path(location: Location, *, directory: bool) -> Iterator[str]:
 _LEFTOVER = re.compile(r"(?P<mark>\.tmp-|\.old-)[0-9a-f]{12}")
 
 
-def clean_leftovers(target: str) -> None:
+def clean_leftovers(target: str, *, spare: bool = False) -> str | None:
     """Remove what writers of local ``target`` that died left beside it; put back an older
-    directory set aside (``.old-``) when nothing stands at ``target``."""
+    directory set aside (``.old-``) when nothing stands at ``target``.
+
+    With ``spare``, one temporary directory no writer holds is kept and its path returned
+    (for `atomic_path` to recycle; it is not locked on return).
+    """
     if os.name != "posix":
-        return
+        return None
     folder, name = os.path.split(os.path.abspath(target))
     try:
         entries = os.listdir(folder)
     except OSError:
-        return
+        return None
+    kept = None
     for entry in sorted(entries):
         found = _LEFTOVER.fullmatch(entry[len(name) :]) if entry.startswith(name) else None
         if found is None:
@@ -114,8 +147,33 @@ def clean_leftovers(target: str) -> None:
                 continue  # a writer still running holds it
             if found["mark"] == BACKUP_MARK and not os.path.lexists(target):
                 os.rename(path, target)  # the older set, moved aside by a writer that died
+            elif spare and kept is None and found["mark"] == TEMPORARY_MARK and _is_dir(path):
+                kept = path
             else:
                 _remove_local(path)
+    return kept
+
+
+def _is_dir(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
+
+
+def _claimed(held: contextlib.ExitStack, path: str) -> bool:
+    """Lock the leftover directory ``path`` for the body of ``held`` (False when another
+    writer took it meanwhile)."""
+    import fcntl
+
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(handle)
+        return False
+    held.callback(os.close, handle)
+    return os.path.isdir(path)  # False: removed by another writer since the listing
 
 
 @contextlib.contextmanager
@@ -174,7 +232,14 @@ def write_atomic(location: Location, parts: Sequence[Any]) -> None:
             location.fs.pipe_file(temporary, b"".join(parts))
 
 
-def _replace(location: Location, temporary: str, *, directory: bool) -> None:
+def _replace(
+    location: Location,
+    temporary: str,
+    *,
+    directory: bool,
+    keep_replaced: bool = False,
+    sync: bool = True,
+) -> None:
     target, fs = location.path, location.fs
     if not location.is_local:
         if directory:
@@ -194,11 +259,13 @@ def _replace(location: Location, temporary: str, *, directory: bool) -> None:
         raise IsADirectoryError(f"{target}: a file stands where the reference directory goes")
     elif os.path.isdir(target) and _exchange(temporary, target):
         _step("exchanged")  # the old set is at the temporary name now
-        shutil.rmtree(temporary, ignore_errors=True)
+        if not keep_replaced:  # kept: unlocked on return, recycled or removed by the next write
+            shutil.rmtree(temporary, ignore_errors=True)
     else:
         with _held(target):  # set aside, the old set stays locked: not a dead writer's
             _swap_local(temporary, target)
-    _sync_directory(os.path.dirname(target))
+    if sync:
+        _sync_directory(os.path.dirname(target))
 
 
 def _swap_local(temporary: str, target: str) -> None:
@@ -301,6 +368,22 @@ def _discard(location: Location, temporary: str) -> None:
                 os.unlink(temporary)
         elif location.fs.exists(temporary):
             location.fs.rm(temporary, recursive=True)
+
+
+def flush_tree(root: str) -> None:
+    """Flush (``fsync``) every file and directory below local ``root`` to disk."""
+    for folder, _, names in os.walk(root):
+        for name in names:
+            _fsync(os.path.join(folder, name))
+        _fsync(folder)
+
+
+def _fsync(path: str) -> None:
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def _sync_directory(path: str) -> None:

@@ -4,6 +4,7 @@ chunks in a small local file, an inlined ``time`` coordinate, a ``y`` coordinate
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup
 
-__all__ = ["NY", "PATH_LOGGER", "path_taken", "synthetic_file", "values_of"]
+__all__ = ["NY", "PATH_LOGGER", "leftovers", "path_taken", "synthetic_file", "values_of"]
 
 NY = 3
 """Length of ``y``."""
@@ -130,3 +131,17 @@ def path_taken(caplog: pytest.LogCaptureFixture) -> str:
     if "record files written" in last:
         return "fast"
     return "whole: " + last.partition(" whole set rewritten to append along ")[2].partition(": ")[2]
+
+
+_SPARE = re.compile(r"\.tmp-[0-9a-f]{12}")
+
+
+def leftovers(folder: Path, *, spare: bool = False) -> list[str]:
+    """Names in ``folder`` that writers leave beside a set (``.tmp-``, ``.old-``); with
+    ``spare``, not counting the one directory a fast append leaves for the next to recycle
+    (the set it replaced: at most one, never locked)."""
+    names = sorted(p.name for p in folder.iterdir() if ".tmp-" in p.name or ".old-" in p.name)
+    if spare:
+        kept = [n for n in names if _SPARE.search(n) and (folder / n).is_dir()]
+        names = [n for n in names if n not in kept[:1]]
+    return names

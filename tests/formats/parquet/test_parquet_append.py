@@ -11,9 +11,11 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import xarray as xr
-from appendkit import PATH_LOGGER, path_taken, synthetic_file
+from appendkit import PATH_LOGGER, leftovers, path_taken, synthetic_file
 
 import refzarr
 from dailykit import write_days
@@ -48,10 +50,6 @@ def files(target: Path) -> dict[str, tuple[int, bytes]]:
             path = Path(folder, name)
             out[str(path.relative_to(target))] = (path.stat().st_ino, path.read_bytes())
     return out
-
-
-def leftovers(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if ".tmp-" in p.name or ".old-" in p.name)
 
 
 def assert_reads_like(target: Path, expected: RefGroup, tmp_path: Path) -> None:
@@ -96,8 +94,94 @@ def test_appends_in_steps_write_only_changed_records(
             f"air/refs.{n}.parq" for n in range(-(-held // record_size), -(-end // record_size))
         }
         assert json.loads((target / ".zmetadata").read_bytes())["record_size"] == record_size
+        # the set this append replaced stays beside it, for the next append to recycle
+        assert len(leftovers(tmp_path)) == 1
+        assert leftovers(tmp_path, spare=True) == []
         held = end
+    refzarr.write(combined(days[:12]), target, record_size=record_size)  # not an append
     assert leftovers(tmp_path) == []
+
+
+def test_a_recycled_directory_keeps_only_links_to_the_set(
+    tmp_path: Path, days: list[RefGroup], caplog: pytest.LogCaptureFixture
+) -> None:
+    target = tmp_path / "refs.parq"
+    refzarr.write(combined(days[:3]), target, record_size=2)
+    refzarr.write(days[3], target, append_dim="time")
+    (spare,) = (tmp_path / name for name in leftovers(tmp_path))
+    # what the next append must not keep: a file of the set's name but other bytes, a symlink
+    # to the set's file, the names it writes anew, a folder the set does not have
+    (spare / "lat" / "refs.0.parq").unlink()
+    (spare / "lat" / "refs.0.parq").write_bytes(b"not the set's file")
+    (spare / "air" / "refs.0.parq").unlink()
+    (spare / "air" / "refs.0.parq").symlink_to(target / "air" / "refs.0.parq")
+    (spare / "air" / "refs.2.parq").write_bytes(b"junk")
+    (spare / "junk" / "deeper").mkdir(parents=True)
+    (spare / "junk" / "deeper" / "file").write_bytes(b"junk")
+    before = files(target)
+    refzarr.write(combined(days[4:6]), target, append_dim="time")
+    assert path_taken(caplog) == "fast"
+    assert not spare.exists() or leftovers(tmp_path) == [spare.name]
+    assert_reads_like(target, combined(days[:6]), tmp_path)
+    after = files(target)
+    assert set(after) == set(before) | {"air/refs.2.parq"}
+    for name in ("lat/refs.0.parq", "lon/refs.0.parq", "air/refs.0.parq"):
+        assert after[name] == before[name]  # the same file (inode), hard-linked
+    assert not any(path.is_symlink() for path in target.rglob("*"))
+
+
+def test_a_directory_another_writer_holds_is_not_recycled(
+    tmp_path: Path, days: list[RefGroup], caplog: pytest.LogCaptureFixture
+) -> None:
+    import fcntl
+
+    target = tmp_path / "refs.parq"
+    refzarr.write(combined(days[:3]), target, record_size=2)
+    refzarr.write(days[3], target, append_dim="time")
+    (held,) = leftovers(tmp_path)
+    handle = os.open(tmp_path / held, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # as a writer still running holds its temporary
+        listing = sorted(os.listdir(tmp_path / held))
+        refzarr.write(days[4], target, append_dim="time")
+        assert path_taken(caplog) == "fast"
+        assert sorted(os.listdir(tmp_path / held)) == listing
+        assert len(leftovers(tmp_path)) == 2
+    finally:
+        os.close(handle)
+    refzarr.write(combined(days[5:7]), target, append_dim="time")
+    assert leftovers(tmp_path, spare=True) == []
+    assert_reads_like(target, combined(days[:7]), tmp_path)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_durable_appends_flush_the_new_set_others_nothing(
+    tmp_path: Path,
+    days: list[RefGroup],
+    durable: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    target = tmp_path / "refs.parq"
+    refzarr.write(combined(days[:3]), target, record_size=2)
+    flushed: list[str] = []
+    fsync = os.fsync
+
+    def spy(handle: int) -> None:
+        flushed.append(os.readlink(f"/proc/self/fd/{handle}"))
+        fsync(handle)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    refzarr.write(days[3], target, append_dim="time", durable=durable)
+    monkeypatch.undo()
+    assert path_taken(caplog) == "fast"
+    if durable:  # every file and directory of the new set, then the exchange
+        every = [target, *target.rglob("*")]
+        assert len(flushed) == len(every) + 1
+        assert flushed[-1] == str(tmp_path)
+    else:
+        assert flushed == []
+    assert_reads_like(target, combined(days[:4]), tmp_path)
 
 
 def test_a_partial_last_chunk_of_the_new_data(
@@ -121,7 +205,7 @@ def test_a_partial_last_chunk_of_the_new_data(
         )
     assert str(got.value) == str(want.value)
     assert files(target) == before
-    assert leftovers(tmp_path) == []
+    assert leftovers(tmp_path, spare=True) == []
 
 
 def test_chunks_longer_than_one_step_in_many_appends(
@@ -176,6 +260,42 @@ def test_inlined_chunks_on_both_sides_of_a_record(
         refzarr.write(part, target, append_dim="time")
         assert path_taken(caplog) == "fast"
     assert_reads_like(target, combined(parts), tmp_path)
+
+
+@pytest.mark.parametrize("form", ["other column types", "damaged"])
+def test_a_last_record_file_in_another_form(
+    tmp_path: Path, form: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the partial last record file's rows are copied as they are only when they are in
+    # refzarr's own form; else they are decoded and checked (as any record file read)
+    target = tmp_path / "refs.parq"
+    parts = [synthetic_file(tmp_path, 0, 3), synthetic_file(tmp_path, 3, 2)]
+    refzarr.write(parts[0], target, record_size=2)
+    last = target / "x" / "refs.1.parq"  # chunk 2 only
+    table = pq.read_table(last)
+    if form == "damaged":  # a second row: a reference to a chunk the grid does not have
+        table = pa.concat_tables([table, table])
+    else:  # as another writer may type them
+        table = pa.table(
+            {
+                "path": table["path"].cast(pa.large_string()),
+                "offset": table["offset"].cast(pa.uint64()),
+                "size": table["size"].cast(pa.uint64()),
+                "raw": table["raw"].cast(pa.large_binary()),
+            }
+        )
+    pq.write_table(table, last)
+    before = files(target)
+    if form == "damaged":
+        with pytest.raises(refzarr.RefFormatError, match="holds a reference"):
+            refzarr.write(parts[1], target, append_dim="time")
+        assert files(target) == before
+        assert leftovers(tmp_path) == []
+        return
+    refzarr.write(parts[1], target, append_dim="time")
+    assert path_taken(caplog) == "fast"
+    assert_reads_like(target, combined(parts), tmp_path)
+    assert pq.read_schema(target / "x" / "refs.1.parq").field("offset").type == pa.int64()
 
 
 # -- falling back to the whole set ------------------------------------------------------------

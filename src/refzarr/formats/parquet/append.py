@@ -4,12 +4,15 @@ When the append dimension leads the chunk grid of every array along it, new chun
 the existing ones in C order: an array's new entries go to the end of its last record file
 and into new ones (fsspec's layout puts chunk ``i`` in ``refs.<i // record_size>.parq``).
 `plan_append` checks the new data against the existing set's metadata and coordinate as
-`refzarr.combine` would, without reading the existing manifests; then a new directory is
-made beside the set, holding hard links to every record file that does not change (no data
-copied), the rewritten last record file of each growing array, the new record files, the
-coordinate along the dimension and ``.zmetadata``; and it is exchanged with the old
-directory in one step, as every Parquet write is (`refzarr.formats.atomic`). Readers see
-the old set or the new one; a failure or a kill at any step leaves the old set untouched.
+`refzarr.combine` would, without reading the existing manifests; then a directory beside
+the set is filled with hard links to every record file that does not change (no data
+copied), the rewritten last record file of each growing array (its existing rows copied as
+Arrow data, `refzarr.formats.parquet.extend`), the new record files, the coordinate along
+the dimension and ``.zmetadata``; and it is exchanged with the old directory in one step,
+as every Parquet write is (`refzarr.formats.atomic`). Readers see the old set or the new
+one; a failure or a kill at any step leaves the old set untouched. The directory is the one
+the previous append left (the set it replaced, `atomic_path(recycle=True)`) when there is
+one: only the names that differ are unlinked and linked, no directory is made or deleted.
 
 Everything else (a set on an object store, a dimension that does not lead, a result with an
 irregular grid, a set fsspec or kerchunk wrote, a refused append) combines the whole
@@ -32,10 +35,14 @@ from typing import Any
 
 from refzarr.errors import RefzarrError, SourceNotFoundError
 from refzarr.formats.api import DEFAULT_RECORD_SIZE, read
-from refzarr.formats.atomic import atomic_path, clean_leftovers, step
-from refzarr.formats.parquet.append_plan import AppendPlan, NotFast, plan_append
+from refzarr.formats.atomic import atomic_path, clean_leftovers, flush_tree, step
+from refzarr.formats.parquet.append_plan import AppendedSource, AppendPlan, NotFast, plan_append
+from refzarr.formats.parquet.extend import extended_record
 from refzarr.formats.parquet.read import ZMetadata, load_zmetadata, read_parquet
+from refzarr.formats.parquet.source import record_file_name
+from refzarr.formats.parquet.tables import EntrySlice, record_table
 from refzarr.formats.parquet.write import (
+    encode_record,
     write_parquet,
     write_records,
     zmetadata_document,
@@ -84,6 +91,7 @@ def append_parquet(
     record_size: int | None,
     storage_options: Mapping[str, Any] | None,
     fast: bool = True,
+    durable: bool = False,
 ) -> AppendOutcome:
     """Append ``group`` along ``append_dim`` to the Parquet set at ``location``.
 
@@ -104,6 +112,10 @@ def append_parquet(
         fsspec options for the referenced files (coordinate values, identity checks).
     fast
         False always rewrites the whole set (benchmarks compare the two).
+    durable
+        Flush every file and directory of the new set to disk before the exchange, and the
+        exchange after it (``fsync``): the append survives a power cut. Without it nothing
+        is flushed: a kill at any moment still leaves the old set or the new one.
 
     Returns
     -------
@@ -111,7 +123,7 @@ def append_parquet(
         Which path ran and why (also logged at DEBUG level).
     """
     if location.is_local:  # a set a dead writer moved aside is put back before reading
-        clean_leftovers(location.path)
+        clean_leftovers(location.path, spare=True)
     urls = [f"{target} (existing set)", "the appended data"]
     zmeta, reason = _existing_layout(location, record_size, fast)
     if zmeta is not None:
@@ -129,7 +141,7 @@ def append_parquet(
         except (RefzarrError, ValueError) as exc:  # combine's exact error comes from below
             reason = f"the checks refused the append ({type(exc).__name__})"
         else:
-            outcome = _write_fast(plan, location, zmeta.record_size)
+            outcome = _write_fast(plan, location, zmeta.record_size, durable)
             LOG.debug(
                 "%s: appended along %r: %d record files written, %d files linked",
                 location.shown,
@@ -139,7 +151,9 @@ def append_parquet(
             )
             return outcome
     LOG.debug("%s: whole set rewritten to append along %r: %s", location.shown, append_dim, reason)
-    return _rewrite(group, location, target, urls, append_dim, record_size, storage_options, reason)
+    return _rewrite(
+        group, location, target, (urls, append_dim, record_size, storage_options), reason, durable
+    )
 
 
 def _existing_layout(
@@ -167,31 +181,74 @@ def _existing_layout(
 # -- the fast path --------------------------------------------------------------------------
 
 
-def _write_fast(plan: AppendPlan, location: Location, record_size: int) -> AppendOutcome:
+def _write_fast(
+    plan: AppendPlan, location: Location, record_size: int, durable: bool
+) -> AppendOutcome:
     """A new directory of links and changed files, exchanged with the old one."""
-    with atomic_path(location, directory=True) as temporary:
+    with atomic_path(location, directory=True, recycle=True, sync=durable) as temporary:
         linked = _link_unchanged(location.path, temporary, plan)
         step("linked")
-        written = _write_changed(plan, temporary, record_size)
+        written = _write_changed(plan, location.path, temporary, record_size)
         step("appended")
         document = zmetadata_document(plan.group, record_size)
         _create(os.path.join(temporary, ".zmetadata"), document)
+        if durable:
+            flush_tree(temporary)
     return AppendOutcome(True, "", written, linked)
 
 
 def _link_unchanged(source: str, destination: str, plan: AppendPlan) -> int:
-    """Hard-link every file of the old set that the append leaves as it is."""
-    count = 0
-    for folder, _, files in os.walk(source):
-        relative = os.path.relpath(folder, source)
-        relative = "" if relative == "." else relative.replace(os.sep, "/")
-        into = os.path.join(destination, relative) if relative else destination
-        os.makedirs(into, exist_ok=True)
-        for name in files:
-            if not _changes(plan, relative, name):
-                _link(os.path.join(folder, name), os.path.join(into, name))
-                count += 1
+    """Hard-link every file of the old set that the append leaves as it is into
+    ``destination``, which may be a recycled directory (see `atomic_path`): of what it holds,
+    only links to those very files are kept, everything else is removed."""
+    return _link_folder(source, destination, "", plan)
+
+
+def _link_folder(source: str, destination: str, relative: str, plan: AppendPlan) -> int:
+    unchanged: dict[str, os.DirEntry[str]] = {}
+    folders: list[str] = []
+    with os.scandir(source) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            elif not _changes(plan, relative, entry.name):
+                unchanged[entry.name] = entry
+    kept = _emptied(destination, unchanged, set(folders))
+    for name, entry in unchanged.items():
+        if name not in kept:
+            _link(entry.path, os.path.join(destination, name))
+    count = len(unchanged)
+    for name in folders:
+        inner = f"{relative}/{name}" if relative else name
+        into = os.path.join(destination, name)
+        count += _link_folder(os.path.join(source, name), into, inner, plan)
     return count
+
+
+def _emptied(
+    destination: str, unchanged: Mapping[str, os.DirEntry[str]], folders: set[str]
+) -> set[str]:
+    """Create ``destination`` or remove from it every name but the links to ``unchanged``
+    files and the ``folders`` (the names kept are returned)."""
+    try:
+        entries = list(os.scandir(destination))
+    except FileNotFoundError:
+        os.mkdir(destination)
+        return set()
+    kept = set()
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name not in folders:
+                shutil.rmtree(entry.path)
+            continue
+        same = entry.name in unchanged and os.path.samestat(
+            entry.stat(follow_symlinks=False), unchanged[entry.name].stat(follow_symlinks=False)
+        )
+        if same:
+            kept.add(entry.name)
+        else:
+            os.unlink(entry.path)
+    return kept
 
 
 def _changes(plan: AppendPlan, folder: str, name: str) -> bool:
@@ -217,15 +274,16 @@ def _link(source: str, destination: str) -> None:
         shutil.copy2(source, destination)
 
 
-def _write_changed(plan: AppendPlan, root: str, record_size: int) -> int:
-    """Write the changed and new record files (an append's few in this thread, where
-    handing them to threads would cost more than it saves)."""
+def _write_changed(plan: AppendPlan, source: str, root: str, record_size: int) -> int:
+    """Write the changed and new record files into ``root`` (an append's few in this
+    thread, where handing them to threads would cost more than it saves)."""
     arrays = [(path, plan.grown.get(path, 0)) for path in (*plan.rewritten, *plan.grown)]
     count = sum(_record_count(plan, path, first, record_size) for path, first in arrays)
     with contextlib.ExitStack() as stack:
         pool = None if count <= _THREADS else stack.enter_context(ThreadPoolExecutor(_THREADS))
         return sum(
-            _write_array(plan, root, path, first, record_size, pool) for path, first in arrays
+            _write_array(plan, (source, root), path, first, record_size, pool)
+            for path, first in arrays
         )
 
 
@@ -237,19 +295,42 @@ def _record_count(plan: AppendPlan, path: str, first: int, record_size: int) -> 
 
 def _write_array(
     plan: AppendPlan,
-    root: str,
+    roots: tuple[str, str],
     path: str,
     first: int,
     record_size: int,
     pool: ThreadPoolExecutor | None,
 ) -> int:
+    """Write ``path``'s record files from ``first`` on into the new set (``roots``: the old
+    set's directory and the new one's)."""
     array = plan.group[path]
     assert not isinstance(array, RefGroup)
     if not array.manifest.nchunks:
         return 0
-    directory = os.path.join(root, *path.split("/"))
-    os.makedirs(directory, exist_ok=True)
-    return write_records(pool, _create, directory, array, record_size, first)
+    old, new = (os.path.join(root, *path.split("/")) for root in roots)
+    os.makedirs(new, exist_ok=True)
+    extended = _extend_last(plan.appended.get(path), old, new, first, record_size)
+    return extended + write_records(pool, _create, new, array, record_size, first + extended)
+
+
+def _extend_last(
+    appended: AppendedSource | None, old: str, new: str, first: int, record_size: int
+) -> int:
+    """Write the partial last record file ``first`` of a growing array as its existing
+    rows, copied, and its new ones (1); 0 where the general path writes it."""
+    if appended is None or not appended.old % record_size:
+        return 0
+    block = appended.new_rows(first)
+    entries = EntrySlice(
+        block.start, block.paths, block.path_id, block.offset, block.length, block.inlined
+    )
+    name = record_file_name(first)
+    rows = appended.old - first * record_size
+    table = extended_record(os.path.join(old, name), rows, record_table(entries))
+    if table is None:
+        return 0
+    _create(os.path.join(new, name), encode_record(table))
+    return 1
 
 
 def _create(path: str, data: bytes) -> None:
@@ -267,14 +348,15 @@ def _rewrite(
     group: RefGroup,
     location: Location,
     target: str,
-    urls: list[str],
-    append_dim: str,
-    record_size: int | None,
-    storage_options: Mapping[str, Any] | None,
+    how: tuple[list[str], str, int | None, Mapping[str, Any] | None],
     reason: str,
+    durable: bool,
 ) -> AppendOutcome:
-    """Combine the whole existing set with ``group`` and write the result over it."""
+    """Combine the whole existing set with ``group`` and write the result over it (``how``:
+    the URLs for messages, the dimension, the record size, the storage options)."""
     from refzarr.combine import combine
+
+    urls, append_dim, record_size, storage_options = how
 
     size = record_size
     try:
@@ -294,6 +376,8 @@ def _rewrite(
     size = size or DEFAULT_RECORD_SIZE
     with atomic_path(location, directory=True) as temporary:
         write_parquet(combined, location.fs, temporary, record_size=size)
+        if durable and location.is_local:
+            flush_tree(temporary)
     return AppendOutcome(False, reason)
 
 

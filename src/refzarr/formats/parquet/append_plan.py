@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -60,11 +60,14 @@ class AppendPlan:
     rewritten
         Arrays whose record files are all written (the coordinate along the dimension and
         its bounds, read in full for the checks anyway).
+    appended
+        Growing array path -> the source of its manifest's blocks.
     """
 
     group: RefGroup
     grown: dict[str, int]
     rewritten: tuple[str, ...]
+    appended: dict[str, AppendedSource] = field(default_factory=dict)
 
 
 def plan_append(
@@ -108,15 +111,18 @@ def plan_append(
     combined = combine(pair, concat_dims=[dim], urls=urls, storage_options=storage_options)
     arrays: dict[str, RefArray] = {}
     grown: dict[str, int] = {}
+    appended: dict[str, AppendedSource] = {}
     for path in growing:
-        arrays[path], grown[path] = _grown(existing, combined, path, length, tail, record_size)
+        appended[path] = _grown(existing, combined, path, tail, record_size)
+        arrays[path] = _appended(appended[path], _array(combined, path), length, tail)
+        grown[path] = appended[path].old // record_size
     for path, array in existing.arrays():
         if path not in growing and path not in whole:
             _unchanged(combined, path, array)
     if combined_whole is not None:
         arrays.update(_regular(combined_whole))
     final = _assembled(existing, combined, arrays, "")
-    return AppendPlan(_with_sources(final, combined), grown, tuple(whole))
+    return AppendPlan(_with_sources(final, combined), grown, tuple(whole), appended)
 
 
 def _array(group: RefGroup, path: str) -> RefArray:
@@ -253,12 +259,11 @@ def _grown(
     existing: RefGroup,
     combined: RefGroup,
     path: str,
-    length: int,
     tail: int,
     record_size: int,
-) -> tuple[RefArray, int]:
-    """The appended array at ``path`` (lazy: existing record files, then new entries) and
-    its first record file that changes."""
+) -> AppendedSource:
+    """The source of the appended array at ``path``'s manifest (lazy: existing record
+    files, then new entries)."""
     old, joined = _array(existing, path), _array(combined, path)
     meta = joined.meta
     if not meta.is_regular or meta.chunks != old.meta.chunks:
@@ -270,10 +275,16 @@ def _grown(
     ]
     if not (isinstance(mark, ChunkRef) and mark.url == PLACEHOLDER):
         raise NotFast("the new data does not follow the existing set along the dimension")
-    final = meta.replace(shape=(length + meta.shape[0] - tail, *meta.shape[1:]))
     old_chunks = old.manifest.nchunks
-    source = AppendedSource(old.manifest, joined.manifest, old_chunks, tail_chunks, record_size)
-    return RefArray(final, ChunkManifest.lazy(final.grid_shape, source)), old_chunks // record_size
+    return AppendedSource(old.manifest, joined.manifest, old_chunks, tail_chunks, record_size)
+
+
+def _appended(source: AppendedSource, joined: RefArray, length: int, tail: int) -> RefArray:
+    """The appended array (``length`` positions before, ``joined``'s after its first
+    ``tail``), its manifest loading from ``source``."""
+    meta = joined.meta
+    final = meta.replace(shape=(length + meta.shape[0] - tail, *meta.shape[1:]))
+    return RefArray(final, ChunkManifest.lazy(final.grid_shape, source))
 
 
 def _regular(combined: RefGroup) -> Iterator[tuple[str, RefArray]]:
@@ -330,7 +341,8 @@ class AppendedSource:
     ) -> None:
         self._existing = existing
         self._joined = joined
-        self._old = old
+        self.old = old
+        """Chunks of the existing array (the new ones follow)."""
         self._shift = old - tail  # joined chunk k (k >= tail) is chunk k + shift
         self._total = old + joined.nchunks - tail
         self.block_size = record_size
@@ -339,18 +351,26 @@ class AppendedSource:
         """Record ``number``: existing entries, then new ones."""
         start = number * self.block_size
         end = min(start + self.block_size, self._total)
-        if end <= self._old:
+        if end <= self.old:
             return self._existing.block(number)
         pieces: list[tuple[ManifestBlock, int, int, int]] = []
-        if start < self._old:
-            pieces.append((self._existing.block(number), start, self._old, 0))
-        low, high = max(start, self._old) - self._shift, end - self._shift
+        if start < self.old:
+            pieces.append((self._existing.block(number), start, self.old, 0))
+        return _joined_block(start, pieces + self._new_pieces(number))
+
+    def new_rows(self, number: int) -> ManifestBlock:
+        """The new entries of record ``number`` (those after the existing chunks)."""
+        return _joined_block(max(number * self.block_size, self.old), self._new_pieces(number))
+
+    def _new_pieces(self, number: int) -> list[tuple[ManifestBlock, int, int, int]]:
+        start = max(number * self.block_size, self.old)
+        end = min((number + 1) * self.block_size, self._total)
+        low, high = start - self._shift, end - self._shift
         size = self._joined.block_size
-        pieces.extend(
+        return [
             (self._joined.block(k), low, high, self._shift)
             for k in range(low // size, (high - 1) // size + 1)
-        )
-        return _joined_block(start, pieces)
+        ]
 
 
 def _joined_block(start: int, pieces: list[tuple[ManifestBlock, int, int, int]]) -> ManifestBlock:
