@@ -4,14 +4,12 @@ the declared size against the file's and what to do, in bounded time."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import refzarr
+from timebound import raised_within
 
 HARD_TIMEOUT = 60.0
 
@@ -25,24 +23,6 @@ def _card(key: str, value: object) -> bytes:
 def _header(cards: list[tuple[str, object]]) -> bytes:
     block = b"".join(_card(k, v) for k, v in cards) + b"END".ljust(80)
     return block + b" " * (-len(block) % 2880)
-
-
-def _raised(call: Callable[[], Any]) -> BaseException | None:
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            call()
-        except BaseException as exc:
-            outcome.append(exc)
-        else:
-            outcome.append(None)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(HARD_TIMEOUT)
-    assert not worker.is_alive(), f"still running after {HARD_TIMEOUT} s"
-    return outcome[0]
 
 
 PRIMARY = [("SIMPLE", "T"), ("BITPIX", 8)]
@@ -83,7 +63,7 @@ def test_a_header_declaring_more_than_the_file(tmp_path: Path, name: str) -> Non
     data, says = FILES[name]
     path = tmp_path / f"{name}.fits"
     path.write_bytes(data)
-    error = _raised(lambda: refzarr.scan(str(path)))
+    error = raised_within(HARD_TIMEOUT, lambda: refzarr.scan(str(path)))
     assert isinstance(error, refzarr.ScanError), error
     message = str(error)
     assert message.startswith(f"{path}: HDU 0: its header declares "), message
@@ -101,7 +81,7 @@ def test_an_extension_declaring_more_than_the_file(tmp_path: Path) -> None:
     image = _header(cards)
     path = tmp_path / "extension.fits"
     path.write_bytes(EMPTY_PRIMARY + image + bytes(2880))
-    error = _raised(lambda: refzarr.scan(str(path)))
+    error = raised_within(HARD_TIMEOUT, lambda: refzarr.scan(str(path)))
     assert isinstance(error, refzarr.ScanError), error
     message = str(error)
     assert "HDU 1" in message, message
@@ -113,6 +93,6 @@ def test_a_damaged_header_still_says_so(tmp_path: Path) -> None:
     """No END card: the size cannot be read, astropy's reason stays."""
     path = tmp_path / "no-end.fits"
     path.write_bytes(_header([*PRIMARY, ("NAXIS", 0)]).replace(b"END ", b"DNE "))
-    error = _raised(lambda: refzarr.scan(str(path)))
+    error = raised_within(HARD_TIMEOUT, lambda: refzarr.scan(str(path)))
     assert isinstance(error, refzarr.ScanError), error
     assert "declares" not in str(error)

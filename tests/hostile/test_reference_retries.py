@@ -23,26 +23,10 @@ from refzarr.errors import ChunkFetchError, ReferenceFetchError, SourceNotFoundE
 from refzarr.io import fetch as fetch_module
 from refzarr.io import set_read_deadline, set_reference_retries
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
+from timebound import finish_within
 
 HARD_TIMEOUT = 60.0  # a hang fails the test instead of holding the suite
 BOUND = 15.0  # generous: the default retries take 0.7 s of backoff
-
-
-def finish_within(seconds: float, call: Callable[[], Any]) -> tuple[Any, BaseException | None]:
-    """Run ``call`` in a thread; fail when it has not returned after ``seconds``."""
-    outcome: list[tuple[Any, BaseException | None]] = []
-
-    def run() -> None:
-        try:
-            outcome.append((call(), None))
-        except BaseException as exc:
-            outcome.append((None, exc))
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), f"still running after {seconds} s"
-    return outcome[0]
 
 
 @dataclass

@@ -7,7 +7,7 @@ import http.server
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,28 +20,10 @@ from refzarr.errors import ChunkFetchError, ReferenceFetchError
 from refzarr.io import REMOTE_POLICY, FetchPolicy, RangeReader, set_read_deadline
 from refzarr.io import fetch as fetch_module
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
+from timebound import raised_within
 
 DEADLINE = 1.5
 HARD_TIMEOUT = 60.0  # a hang fails the test instead of holding the suite
-
-
-def finish_within(seconds: float, call: Callable[[], Any]) -> BaseException | None:
-    """Run ``call`` in a thread; fail when it has not returned after ``seconds``."""
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            call()
-        except BaseException as exc:
-            outcome.append(exc)
-        else:
-            outcome.append(None)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), f"still running after {seconds} s"
-    return outcome[0]
 
 
 @pytest.fixture
@@ -105,7 +87,7 @@ def patient_policy() -> FetchPolicy:
 def test_a_stalled_server_fails_at_the_deadline(stalled_url: str) -> None:
     reader = RangeReader(remote_policy=patient_policy())
     started = time.monotonic()
-    error = finish_within(HARD_TIMEOUT, lambda: reader.read([stalled_url], [0], [8], ["v/0"]))
+    error = raised_within(HARD_TIMEOUT, lambda: reader.read([stalled_url], [0], [8], ["v/0"]))
     assert isinstance(error, ChunkFetchError), error
     message = str(error)
     assert stalled_url in message
@@ -119,7 +101,7 @@ def test_a_stalled_server_fails_at_the_deadline(stalled_url: str) -> None:
 def test_a_failing_server_fails_at_the_deadline(failing_url: str) -> None:
     reader = RangeReader(remote_policy=patient_policy())
     started = time.monotonic()
-    error = finish_within(HARD_TIMEOUT, lambda: reader.read([failing_url], [0], [8], ["v/0"]))
+    error = raised_within(HARD_TIMEOUT, lambda: reader.read([failing_url], [0], [8], ["v/0"]))
     assert isinstance(error, ChunkFetchError), error
     message = str(error)
     assert failing_url in message
@@ -137,7 +119,7 @@ def test_the_process_wide_deadline_applies_through_open_dataset(stalled_url: str
     set_read_deadline(DEADLINE)
     try:
         ds = refzarr.open_dataset(group)
-        error = finish_within(HARD_TIMEOUT, lambda: ds["v"].values)
+        error = raised_within(HARD_TIMEOUT, lambda: ds["v"].values)
     finally:
         set_read_deadline(fetch_module.DEFAULT_DEADLINE)
     assert isinstance(error, ChunkFetchError), error
@@ -155,7 +137,7 @@ def test_deadline_settings_are_checked() -> None:
 
 def test_the_size_of_a_whole_file_on_a_stalled_server(stalled_url: str) -> None:
     reader = RangeReader(remote_policy=patient_policy())
-    error = finish_within(HARD_TIMEOUT, lambda: reader.size(stalled_url))
+    error = raised_within(HARD_TIMEOUT, lambda: reader.size(stalled_url))
     assert isinstance(error, ChunkFetchError), error
     assert f"{stalled_url}: cannot get its size: no answer within the read deadline" in str(error)
 
@@ -183,7 +165,7 @@ def test_reading_a_remote_reference_set(
     base = request.getfixturevalue(f"{server}_url").rpartition("/")[0]
     url = f"{base}/{name}"
     started = time.monotonic()
-    error = finish_within(HARD_TIMEOUT, lambda: refzarr.read(url))
+    error = raised_within(HARD_TIMEOUT, lambda: refzarr.read(url))
     assert isinstance(error, ReferenceFetchError), error
     assert isinstance(error, ChunkFetchError)
     message = str(error)
@@ -226,7 +208,7 @@ def test_the_record_files_of_a_remote_parquet_set(tmp_path: Path, short_deadline
         url = f"http://127.0.0.1:{server.server_address[1]}/refs.parq"
         group = refzarr.read(url)
         started = time.monotonic()
-        error = finish_within(HARD_TIMEOUT, lambda: group["v"].manifest[0])
+        error = raised_within(HARD_TIMEOUT, lambda: group["v"].manifest[0])
     finally:
         _RecordsStall.release.set()
         server.shutdown()
