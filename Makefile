@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit test-newest bench clean
+.PHONY: demo test lint typecheck unit test-newest newest-venv bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,7 +15,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: lint typecheck unit test-newest
+# The newest side's environment is installed while the 3.11 suite runs (pytest keeps one core
+# busy, pip mostly waits on the network and the disk); its tests run after.
+test: lint typecheck
+	$(MAKE) --no-print-directory -j2 unit newest-venv
+	$(MAKE) --no-print-directory test-newest
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
@@ -46,16 +50,21 @@ NEWEST_TESTS := \
 	tests/scan/fits/test_fits_corpus.py tests/scan/hdf4/test_hdf4_corpus.py \
 	tests/scan/dmrpp/test_dmrpp_corpus.py tests/scan/zarr/test_zarr_corpus.py
 
+# pip's output goes to a log (shown only if it fails) so that it does not break into pytest's.
 $(STAMP312): pyproject.toml ci/newest-constraints.txt
 	test -x $(VENV312)/bin/python || $(PYTHON312) -m venv $(VENV312)
-	$(VENV312)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV312)/bin/python -m pip install --quiet -c ci/newest-constraints.txt -e '.[test]'
+	{ $(VENV312)/bin/python -m pip install --quiet --upgrade pip && \
+	  $(VENV312)/bin/python -m pip install --quiet -c ci/newest-constraints.txt -e '.[test]'; \
+	} > $(VENV312)/install.log 2>&1 || { cat $(VENV312)/install.log; exit 1; }
 	touch $(STAMP312)
 
 ifeq ($(strip $(PYTHON312)),)
+newest-venv:
+	@:
 test-newest:
 	@echo "test-newest skipped: no Python 3.12 (pyenv's versions/3.12*/bin/python or python3.12 on PATH)"
 else
+newest-venv: $(STAMP312)
 test-newest: $(STAMP312)
 	$(VENV312)/bin/python -c "import sys, zarr, numcodecs, numpy, icechunk, virtualizarr; \
 		print('newest side: Python', sys.version.split()[0], 'zarr', zarr.__version__, \
