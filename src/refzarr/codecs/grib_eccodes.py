@@ -24,6 +24,11 @@ MISSING = float(np.finfo(np.float32).max)
 
 _lock = threading.Lock()
 _module: ModuleType | None = None
+_handles = threading.Lock()
+"""Held while ecCodes makes a handle: the first handle of each kind of message reads and
+parses definition files, which crashes the process ("fatal flex scanner internal error") or
+fails ("no definitions found") when two threads do it at once, even in builds with
+ECCODES_THREADS. Unpacking the values (most of the cost) runs unlocked."""
 
 
 def load_eccodes() -> ModuleType:
@@ -60,7 +65,8 @@ def decoded_values(message: bytes) -> Any:
     before the values are read, and points holding it become NaN.
     """
     eccodes = load_eccodes()
-    handle = eccodes.codes_new_from_message(message)
+    with _handles:  # ecCodes parses its definitions lazily, and not safely from two threads
+        handle = eccodes.codes_new_from_message(message)
     try:
         eccodes.codes_set_double(handle, "missingValue", MISSING)
         values = eccodes.codes_get_values(handle)

@@ -111,3 +111,45 @@ def test_codec_reverses_alternate_rows() -> None:
     turned = GribCodec(rows=(361, 720)).decode(data).reshape(361, 720)
     np.testing.assert_array_equal(turned[0::2], plain[0::2], strict=True)
     np.testing.assert_array_equal(turned[1::2], plain[1::2, ::-1], strict=True)
+
+
+THREADS = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np
+from refzarr.codecs.grib import GribCodec
+messages = list(np.load(sys.argv[1], allow_pickle=False).values())
+assert "eccodes" not in sys.modules  # cold: ecCodes has parsed no definitions yet
+with ThreadPoolExecutor(8) as pool:
+    decoded = list(pool.map(lambda m: GribCodec().decode(m.tobytes()), messages))
+np.savez(sys.argv[2], *decoded)
+print("ok")
+"""
+
+
+def test_codec_decodes_from_many_threads_in_a_cold_process(tmp_path: Path) -> None:
+    """The first messages ecCodes sees, decoded from eight threads at once (as the reader does
+    on a reference set it did not scan), give ecCodes' values: creating handles in parallel
+    crashed the process ("fatal flex scanner internal error") or failed ("no definitions
+    found")."""
+    messages: list[bytes] = []
+    for path in sorted((CORPUS / "grib").glob("*.grib*")):
+        for _, array in refzarr.scan(str(path)).arrays():
+            if array.meta.codecs and array.meta.codecs[-1].get("id") == "refzarr.grib":
+                block = array.manifest.block(0)
+                for row in np.flatnonzero(block.path_id >= 0)[:3].tolist():
+                    with open(block.paths[int(block.path_id[row])], "rb") as f:
+                        f.seek(int(block.offset[row]))
+                        messages.append(f.read(int(block.length[row])))
+    assert len(messages) > 30
+    np.savez(tmp_path / "in.npz", *[np.frombuffer(m, np.uint8) for m in messages])
+    for _ in range(3):
+        result = _run(
+            THREADS.replace("sys.argv[1]", repr(str(tmp_path / "in.npz"))).replace(
+                "sys.argv[2]", repr(str(tmp_path / "out.npz"))
+            )
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        decoded = list(np.load(tmp_path / "out.npz").values())
+        for message, values in zip(messages, decoded, strict=True):
+            np.testing.assert_array_equal(values, GribCodec().decode(message), strict=True)
