@@ -93,3 +93,61 @@ def test_regular_result_opens_through_kerchunk(tmp_path: Path) -> None:
     paths = _files(tmp_path, [2, 2, 2], [2, 2, 2])
     combined = refzarr.combine(scan_all(paths), concat_dims="time")
     xr.testing.assert_identical(open_kerchunk(combined, tmp_path / "c.json"), _mf(paths))
+
+
+def _with_flags(tmp_path: Path, lengths: list[int]) -> list[Path]:
+    """Files of ``lengths`` days whose ``air`` is chunked one day each (so it joins
+    regularly) and whose small ``flag (time, lat)`` is one contiguous block (inlined)."""
+    paths, start = [], 1
+    for k, n in enumerate(lengths):
+        ds = daily(f"2000-01-{start:02d}", n, seed=k)
+        ds["flag"] = (("time", "lat"), (ds["air"].values[:, :, 0] > 280).astype("i1"))
+        ds["flag"].attrs = {"flag_meanings": "cold warm"}
+        path = tmp_path / f"f{k}.nc"
+        paths.append(write_nc(ds, path, chunks={"air": (1, 4, 5)}))
+        start += n
+    return paths
+
+
+def test_uneven_inlined_variables_join_into_one_chunk(tmp_path: Path) -> None:
+    """A small variable every file holds inlined (GRIB's ``valid_time``, what
+    ``inline_threshold`` loads) would join irregularly: its values are already in the
+    references, so it becomes one regular inlined array, writable as kerchunk."""
+    paths = _with_flags(tmp_path, [3, 4, 2])
+    groups = scan_all(paths, inline_threshold=1000)
+    assert all(not g["flag"].manifest.paths for g in groups)  # type: ignore[union-attr]
+    combined = refzarr.combine(groups, concat_dims="time")
+    flag = combined["flag"]
+    assert isinstance(flag, RefArray)
+    assert flag.meta.is_regular
+    assert flag.meta.shape == (9, 4)
+    assert combined["air"].meta.is_regular  # type: ignore[union-attr]
+    assert_same_dataset(combined, _mf(paths), tmp_path)
+    refzarr.write(combined, tmp_path / "refs.parq")
+    xr.testing.assert_identical(refzarr.open_dataset(tmp_path / "refs.parq").load(), _mf(paths))
+
+
+def test_uneven_referenced_variables_stay_irregular(tmp_path: Path) -> None:
+    """The same variable referenced in the files (not inlined) keeps its irregular grid:
+    joining it would read every file; kerchunk writers refuse it, naming it."""
+    paths = _with_flags(tmp_path, [3, 4])
+    combined = refzarr.combine(scan_all(paths, inline_threshold=0), concat_dims="time")
+    assert not combined["flag"].meta.is_regular  # type: ignore[union-attr]
+    assert_same_dataset(combined, _mf(paths))
+    with pytest.raises(UnsupportedFeatureError, match=r"'flag'"):
+        refzarr.write(combined, tmp_path / "refs.json")
+
+
+def test_append_of_an_uneven_inlined_variable(tmp_path: Path) -> None:
+    """Appending files whose inlined variable would join irregularly gives what combining all
+    of them at once gives (JSON and Parquet)."""
+    paths = _with_flags(tmp_path, [3, 4, 2])
+    groups = scan_all(paths, inline_threshold=1000)
+    whole = refzarr.combine(groups, concat_dims="time")
+    for suffix in ("refs.json", "refs.parq"):
+        target = tmp_path / suffix
+        refzarr.write(groups[0], target)
+        refzarr.write(refzarr.combine(groups[1:], concat_dims="time"), target, append_dim="time")
+        xr.testing.assert_identical(
+            refzarr.open_dataset(target).load(), refzarr.open_dataset(whole).load()
+        )

@@ -9,6 +9,7 @@ build every variable group by group, concatenated (`concat`) or checked identica
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -17,7 +18,7 @@ import numpy as np
 
 from refzarr.combine.cftimes import reencode_times
 from refzarr.combine.concat import Placement, concat_arrays
-from refzarr.combine.coordinate import inlined_array
+from refzarr.combine.coordinate import INLINE_CHUNK_BYTES, inlined_array
 from refzarr.combine.identical import SameSet, check_identical
 from refzarr.combine.inputs import Inputs
 from refzarr.combine.keys import DimInfo, coordinate, dim_infos
@@ -302,7 +303,7 @@ class _Combination:
             elif path in self.bounds:
                 members[name] = self._bounds(path, children, self.bounds[path])  # type: ignore[arg-type]
             else:
-                members[name] = self._variable(path, children)  # type: ignore[arg-type]
+                members[name] = self._joined(path, self._variable(path, children))  # type: ignore[arg-type]
         return RefGroup(nodes[self.first].attributes, members)
 
     # -- variables -----------------------------------------------------------------------
@@ -366,6 +367,21 @@ class _Combination:
                     f"file's variables disagree on that dimension's length"
                 )
         return result
+
+    def _joined(self, path: str, combined: RefArray) -> RefArray:
+        """An irregular result held wholly in the references (every chunk inlined: GRIB's
+        ``valid_time``, auxiliary coordinates the scanners load) as one regular inlined array:
+        its values need no I/O, and an irregular grid could not be written as kerchunk."""
+        meta = combined.meta
+        if meta.is_regular or meta.dimension_names is None or meta.dtype.kind == "O":
+            return combined
+        if math.prod(meta.shape) * meta.dtype.itemsize > INLINE_CHUNK_BYTES:
+            return combined
+        manifest = combined.manifest
+        if manifest.sparse or any((b.path_id >= 0).any() for b in manifest.iter_blocks()):
+            return combined
+        (values,) = read_values([combined], lambda _: f"variable {path!r}")
+        return inlined_array(values, meta.dimension_names or (), thaw_json(meta.attributes), meta)
 
     # -- coordinates ---------------------------------------------------------------------
 

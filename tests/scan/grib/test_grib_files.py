@@ -166,6 +166,36 @@ def test_combine_along_time(tmp_path: Path) -> None:
                 np.testing.assert_array_equal(got[name].values, want[name].values, strict=True)
 
 
+def test_files_of_different_lengths_along_time(tmp_path: Path) -> None:
+    """Files holding 1 and 3 times: ``valid_time`` (time, step), inlined in each file, joins
+    into one chunk, so the set is written as kerchunk (it was refused as an irregular grid),
+    read by fsspec + zarr, and an append of the second file gives the same set."""
+    source = GRIB / "era5-levels-members.grib"
+    parts = messages(source)
+    files = [tmp_path / "first.grib", tmp_path / "rest.grib"]
+    files[0].write_bytes(b"".join(parts[:40]))
+    files[1].write_bytes(b"".join(parts[40:]))
+    groups = [scan(f) for f in files]
+    combined = refzarr.combine(groups, concat_dims="time")
+    whole = scan(source)
+    leaf = "t/instant/isobaricInhPa"
+    with (
+        refzarr.open_dataset(combined, group=leaf) as got,
+        refzarr.open_dataset(whole, group=leaf) as want,
+    ):
+        for name in ("time", "valid_time", "step", "number", "isobaricInhPa", "t"):
+            np.testing.assert_array_equal(got[name].values, want[name].values, strict=True)
+    refzarr.write(combined, tmp_path / "refs.json")
+    refzarr.write(whole, tmp_path / "whole.json")
+    got_z = open_zarr_group(tmp_path / "refs.json", leaf)
+    want_z = open_zarr_group(tmp_path / "whole.json", leaf)
+    for name in ("valid_time", "t"):
+        np.testing.assert_array_equal(got_z[name][...], want_z[name][...], strict=True)
+    refzarr.write(groups[0], tmp_path / "refs.parq")
+    refzarr.write(groups[1], tmp_path / "refs.parq", append_dim="time")
+    assert refzarr.read(tmp_path / "refs.parq") == refzarr.read(tmp_path / "refs.json")
+
+
 def _with_step(message: bytes, hours: int) -> bytes:
     eccodes = load_eccodes()
     handle = eccodes.codes_new_from_message(message)
