@@ -17,18 +17,19 @@ import numpy as np
 
 from refzarr.errors import MissingDependencyError
 
-__all__ = ["decoded_values", "load_eccodes"]
+__all__ = ["ECCODES_HANDLES", "decoded_values", "load_eccodes"]
 
 MISSING = float(np.finfo(np.float32).max)
 """What ecCodes is told to write at missing points (cfgrib's choice), then made NaN."""
 
 _lock = threading.Lock()
 _module: ModuleType | None = None
-_handles = threading.Lock()
-"""Held while ecCodes makes a handle: the first handle of each kind of message reads and
-parses definition files, which crashes the process ("fatal flex scanner internal error") or
-fails ("no definitions found") when two threads do it at once, even in builds with
-ECCODES_THREADS. Unpacking the values (most of the cost) runs unlocked."""
+ECCODES_HANDLES = threading.Lock()
+"""Held while ecCodes makes a handle (and while the GRIB scanner reads keys): the first
+handle of each kind of message, and the first lookup of a concept key, read and parse
+definition files, which crashes the process ("fatal flex scanner internal error") or fails
+("no definitions found") when two threads do it at once, even in builds with
+ECCODES_THREADS. Unpacking the values (most of a decode's cost) runs unlocked."""
 
 
 def load_eccodes() -> ModuleType:
@@ -65,7 +66,7 @@ def decoded_values(message: bytes) -> Any:
     before the values are read, and points holding it become NaN.
     """
     eccodes = load_eccodes()
-    with _handles:  # ecCodes parses its definitions lazily, and not safely from two threads
+    with ECCODES_HANDLES:  # ecCodes parses definitions lazily, unsafely from two threads
         handle = eccodes.codes_new_from_message(message)
     try:
         eccodes.codes_set_double(handle, "missingValue", MISSING)

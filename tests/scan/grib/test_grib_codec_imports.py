@@ -153,3 +153,31 @@ def test_codec_decodes_from_many_threads_in_a_cold_process(tmp_path: Path) -> No
         decoded = list(np.load(tmp_path / "out.npz").values())
         for message, values in zip(messages, decoded, strict=True):
             np.testing.assert_array_equal(values, GribCodec().decode(message), strict=True)
+
+
+SCAN_THREADS = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+import refzarr
+files, out = sys.argv[1].split(","), sys.argv[2]
+with ThreadPoolExecutor(8) as pool:
+    groups = refzarr.scan_many(files, executor=pool)
+for k, group in enumerate(groups):
+    refzarr.write(group, f"{out}.{k}.json")
+print("ok")
+"""
+
+
+def test_scan_many_on_threads_in_a_cold_process(tmp_path: Path) -> None:
+    """Scanning GRIB files from eight threads at once (``scan_many`` with a thread pool)
+    gives the serial scans: ecCodes' first key lookups crashed the process."""
+    paths = sorted((CORPUS / "grib").glob("*.grib*"), key=lambda p: p.stat().st_size)
+    files = [str(p) for p in paths if p.stat().st_size < 1_000_000]  # both editions, 9 files
+    out = str(tmp_path / "g")
+    code = SCAN_THREADS.replace("sys.argv[1]", repr(",".join(files))).replace(
+        "sys.argv[2]", repr(out)
+    )
+    result = _run(code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for k, path in enumerate(files):
+        assert refzarr.read(f"{out}.{k}.json") == refzarr.scan(path)

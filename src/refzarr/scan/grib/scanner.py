@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any, Literal
 
 from refzarr.codecs.grib import extract_field
-from refzarr.codecs.grib_eccodes import MISSING, load_eccodes
+from refzarr.codecs.grib_eccodes import ECCODES_HANDLES, MISSING, load_eccodes
 from refzarr.errors import RefzarrError, ScanError
 from refzarr.model import RefArray, RefGroup
 from refzarr.scan.base import ScanOptions
@@ -208,24 +208,28 @@ class _Scan:
 
     def _read(self, message: Message, layout: FieldLayout, where: str) -> _Template:
         """What ecCodes says of a field, remembered for its template."""
-        eccodes = load_eccodes()
         data = extract_field(message.data, layout.number) if layout.number else message.data
+        with ECCODES_HANDLES:  # once per template: the keys read definition files
+            known = self._read_keys(data, message.edition, layout, where)
+        self.templates[layout.template] = known
+        return known
+
+    def _read_keys(self, data: bytes, edition: int, layout: FieldLayout, where: str) -> _Template:
+        eccodes = load_eccodes()
         try:
             handle = eccodes.codes_new_from_message(data)
         except eccodes.GribInternalError as exc:
             raise ScanError(f"{where}: ecCodes cannot read it: {exc}") from exc
         try:
-            keys = field_keys(handle, message.edition, where)
-            grid = self._grid(handle, message.edition, layout.grid)
+            keys = field_keys(handle, edition, where)
+            grid = self._grid(handle, edition, layout.grid)
             exact = keys.time == layout.time and layout.step in (None, keys.step)
             attributes = self._attributes(handle, keys, grid)
-            known = _Template(keys, grid, *attributes, exact)
+            return _Template(keys, grid, *attributes, exact)
         except eccodes.GribInternalError as exc:
             raise ScanError(f"{where}: ecCodes cannot read its keys: {exc}") from exc
         finally:
             eccodes.codes_release(handle)
-        self.templates[layout.template] = known
-        return known
 
     def _attributes(
         self, handle: Any, keys: FieldKeys, grid: int
