@@ -121,3 +121,16 @@ def test_sets_stacked_by_input_order_are_refused(tmp_path: Path) -> None:
         refzarr.combine(scan_all(paths), concat_dims="member")
     assert "no coordinate values along 'member' (placed by input order)" in str(info.value)
     assert "coords=, --coord-regex" in str(info.value)
+
+
+def test_many_sets_are_summarised(tmp_path: Path) -> None:
+    paths = [
+        write_nc(daily("2000-01-01", 1, variables=(f"v{k}",)), tmp_path / f"v{k}.nc")
+        for k in range(6)
+    ]
+    with pytest.raises(refzarr.IncompatibleError, match=r"fall into 6 sets") as info:
+        refzarr.combine(scan_all(paths), concat_dims="member")
+    message = str(info.value)
+    assert message.count("placed by input order") == 4
+    assert "and 2 more sets" in message
+    assert "holding v0 with" in message

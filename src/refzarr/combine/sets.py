@@ -30,6 +30,9 @@ coordinate values in slab order (None without values)."""
 _NAMES_SHOWN = 6
 """Variables named per set in one error message before "and N more"."""
 
+_SETS_SHOWN = 4
+"""Sets described in one error message before "and N more sets"."""
+
 
 def structure(group: RefGroup) -> tuple[Any, ...]:
     """What a group holds (member names, recursively), in name order: its sorted names when
@@ -102,9 +105,14 @@ def reject_misaligned(
         seen = [_along(infos[d], values[d]) for infos, values in placed]
         if all(s is not None for s in seen) and all(_same(seen[0], s) for s in seen[1:]):
             continue
-        sets = "; ".join(
-            f"{_held(inputs, parts, k)} with {_where(dim, s)}" for k, s in enumerate(seen)
-        )
+        held = [{p for p, _ in inputs.groups[ix[0]].arrays()} for ix in parts]
+        shown = [
+            f"{_held(inputs, parts[k], held, k)} with {_where(dim, s)}"
+            for k, s in enumerate(seen[:_SETS_SHOWN])
+        ]
+        if len(parts) > _SETS_SHOWN:
+            shown.append(f"and {len(parts) - _SETS_SHOWN} more sets")
+        sets = "; ".join(shown)
         raise IncompatibleError(
             f"the files fall into {len(parts)} sets holding different variables, which combine "
             f"merges side by side, but along {dim!r} the sets do not line up: {sets}. A "
@@ -148,17 +156,15 @@ def _units(attributes: Mapping[str, Any]) -> tuple[str, str] | None:
     return str(attributes["units"]).strip(), calendar_of(attributes)
 
 
-def _held(inputs: Inputs, parts: list[list[int]], k: int) -> str:
+def _held(inputs: Inputs, files: list[int], held: list[set[str]], k: int) -> str:
     """Set ``k``'s files and the variables some other set lacks."""
-    held = [{p for p, _ in inputs.groups[ix[0]].arrays()} for ix in parts]
-    everywhere = set.intersection(*held)
-    own = sorted(held[k] - everywhere)
+    own = sorted(held[k].difference(held[0].intersection(*held[1:])))
     shown = ", ".join(own[:_NAMES_SHOWN])
     if len(own) > _NAMES_SHOWN:
         shown += f" and {len(own) - _NAMES_SHOWN} more"
-    count = len(parts[k])
-    files = f"{count} file{'s' if count > 1 else ''} ({inputs.labels(parts[k])})"
-    return f"{files} holding {shown or 'no other variable'}"
+    count = len(files)
+    listed = f"{count} file{'s' if count > 1 else ''} ({inputs.labels(files)})"
+    return f"{listed} holding {shown or 'only variables every set holds'}"
 
 
 def _where(dim: str, seen: tuple[Any, ...] | None) -> str:
