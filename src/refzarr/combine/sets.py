@@ -172,8 +172,9 @@ def _where(dim: str, seen: tuple[Any, ...] | None) -> str:
         return f"no coordinate values along {dim!r} (placed by input order)"
     new, values, attributes = seen
     units = attributes.get("units")
-    first, last = values[0], values[-1]
-    span = str(first) if values.size == 1 else f"{first}..{last}"
+    if values.size == 0:
+        return f"no positions along {dim!r}"
+    span = str(values[0]) if values.size == 1 else f"{values[0]}..{values[-1]}"
     unit = f", {units}" if units else ""
     kind = ", a new dimension" if new else ""
     return f"{dim}={span} ({values.size} value{'s' if values.size > 1 else ''}{unit}{kind})"
