@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
@@ -106,6 +108,44 @@ def test_failure_names_the_file(
     assert err.startswith(f"refzarr: error: {bad}: ")
     assert err.count("\n") == 1
     assert not target.exists()
+
+
+def _rhum(archive: list[Path], folder: Path) -> list[Path]:
+    """Each archive file copied with ``air`` renamed ``rhum``: another variable, same grid."""
+    paths = []
+    for path in archive:
+        copy = Path(shutil.copy(path, folder / path.name.replace("air", "rhum")))
+        with netCDF4.Dataset(copy, "a") as nc:
+            nc.renameVariable("air", "rhum")
+        paths.append(copy)
+    return paths
+
+
+def test_summary_says_what_combine_did(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path
+) -> None:
+    rhum = _rhum(archive, tmp_path)
+    out_path = tmp_path / "both.json"
+    files = [*archive, *rhum]
+    status, out, _ = _run(capsys, "scan", *files, "--concat-dim", "time", "-o", out_path)
+    assert (status, out) == (0, f"{out_path}: 8 files along time, 2 sets of variables merged\n")
+    assert set(refzarr.open_dataset(refzarr.read(out_path)).data_vars) == {"air", "rhum"}
+    status, out, _ = _run(capsys, "scan", archive[0], rhum[0], "-o", out_path)
+    assert (status, out) == (0, f"{out_path}: 2 files merged\n")
+
+
+def test_sets_that_do_not_line_up_fail_naming_files(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path
+) -> None:
+    """One mislabelled file (another variable on another day): no silent merge."""
+    odd = _rhum(archive[:1], tmp_path)[0]
+    argv = ["scan", *archive[1:], odd, "--concat-dim", "time", "-o", tmp_path / "o.json"]
+    status, out, err = _run(capsys, *argv)
+    assert (status, out) == (1, "")
+    assert "along 'time' the sets do not line up" in err
+    assert f"1 file ({odd}) holding rhum" in err
+    assert "3 files (" in err
+    assert not (tmp_path / "o.json").exists()
 
 
 @pytest.mark.parametrize(

@@ -195,9 +195,22 @@ def run(args: argparse.Namespace) -> int:
             append_dim=args.append_dim,
         )
     skipped = f", {len(results.errors):,} skipped" if results.errors else ""
-    along = f" along {', '.join(concat_dims)}" if len(results) > 1 and concat_dims else ""
-    print(f"{args.output}: {plural(len(results), 'file')}{along}{skipped}")
+    print(f"{args.output}: {plural(len(results), 'file')}{_how(results, concat_dims)}{skipped}")
     return EXIT_OK
+
+
+def _how(results: ScanResults, concat_dims: list[str]) -> str:
+    """How the files were combined, for the summary line: along which dimensions, and how
+    many sets of files holding different variables were merged side by side."""
+    if len(results) < 2:
+        return ""
+    from refzarr.combine.sets import variable_sets
+
+    sets = variable_sets(results)
+    if not concat_dims:
+        return " merged"
+    merged = f", {sets:,} sets of variables merged" if sets > 1 else ""
+    return f" along {', '.join(concat_dims)}{merged}"
 
 
 def _names(values: Sequence[str]) -> list[str]:

@@ -1,10 +1,10 @@
 """`combine` and `merge`: many files' reference groups into one dataset.
 
 The steps: parse the call; split the groups by the variables they hold (sets of files with
-different variables are combined separately, then merged); find every file's coordinate
-values along each concatenation dimension (`keys`); place the files on a grid (`layout`);
-build every variable group by group, concatenated (`concat`) or checked identical
-(`identical`); write the combined coordinates (`coordinate`).
+different variables are combined separately, checked to line up, then merged: `sets`); find
+every file's coordinate values along each concatenation dimension (`keys`); place the files
+on a grid (`layout`); build every variable group by group, concatenated (`concat`) or checked
+identical (`identical`); write the combined coordinates (`coordinate`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from refzarr.combine.inputs import Inputs
 from refzarr.combine.keys import DimInfo, coordinate, dim_infos
 from refzarr.combine.layout import Layout, place_files
 from refzarr.combine.merge import merge_inputs
+from refzarr.combine.sets import partitions, reject_misaligned, reject_overlap
 from refzarr.combine.specs import CoordSpecLike, parse_coord_specs
 from refzarr.combine.values import read_values
 from refzarr.errors import IncompatibleError
@@ -98,7 +99,9 @@ def combine(
         differing in dtype, codecs, fill value, CF packing attributes (``scale_factor``,
         ``add_offset``, ``_FillValue``, ``missing_value``, ``units``), dimension names,
         shapes or chunks along other dimensions, variables or groups held, or values of
-        variables expected identical.
+        variables expected identical; sets of files holding different variables that do
+        not line up along a concatenation dimension (other coordinate values, or none:
+        xarray would pad with NaN, a reference set cannot).
 
     Examples
     --------
@@ -134,14 +137,18 @@ def _combined(
     storage_options = inputs.storage_options
     if not dims:
         return merge_inputs(inputs, check=check)
-    parts = _partitions(inputs)
+    parts = partitions(inputs)
     if len(parts) == 1:
         return _Combination(inputs, dims, identical, check).run(specs)
-    _reject_overlap(inputs, parts, dims)
-    combined = [
-        _Combination(inputs.subset(ix, [chosen[i] for i in ix]), dims, identical, check).run(specs)
+    reject_overlap(inputs, parts, dims)
+    runs = [
+        _Combination(inputs.subset(ix, [chosen[i] for i in ix]), dims, identical, check)
         for ix in parts
     ]
+    for run in runs:
+        run.place(specs)
+    reject_misaligned(inputs, parts, [(run.infos, run.layout.values) for run in runs], dims)
+    combined = [run.build() for run in runs]
     names = tuple(f"the {len(ix)} files starting with {inputs.label(ix[0])}" for ix in parts)
     return merge_inputs(Inputs(tuple(combined), None, storage_options, names=names), check=check)
 
@@ -185,55 +192,6 @@ def _parse_groups(groups: Sequence[RefGroup]) -> tuple[RefGroup, ...]:
     return chosen
 
 
-def _structure(group: RefGroup) -> tuple[Any, ...]:
-    """What a group holds (member names, recursively), in name order: its sorted names when
-    it holds arrays only (the usual case), else ``(name, structure or None)`` pairs."""
-    members = group.members
-    if not any(isinstance(m, RefGroup) for m in members.values()):
-        return tuple(sorted(members))
-    return tuple(
-        sorted(
-            (name, _structure(m) if isinstance(m, RefGroup) else None)
-            for name, m in members.items()
-        )
-    )
-
-
-def _partitions(inputs: Inputs) -> list[list[int]]:
-    found: dict[tuple[Any, ...], list[int]] = {}
-    for k, group in enumerate(inputs.groups):
-        found.setdefault(_structure(group), []).append(k)
-    return list(found.values())
-
-
-def _reject_overlap(inputs: Inputs, parts: list[list[int]], dims: tuple[str, ...]) -> None:
-    """Sets of files may only differ by whole variables: a variable along a concatenation
-    dimension held by several sets means some file lacks what its neighbours hold."""
-    along = []
-    for ix in parts:
-        group = inputs.groups[ix[0]]
-        along.append({p for p, a in group.arrays() if _varies(p, a, dims)})
-    for a in range(len(parts)):
-        for b in range(a + 1, len(parts)):
-            shared = along[a] & along[b]
-            if shared:
-                only_a = sorted(p for p, _ in inputs.groups[parts[a][0]].arrays())
-                only_b = sorted(p for p, _ in inputs.groups[parts[b][0]].arrays())
-                raise IncompatibleError(
-                    f"the files do not all hold the same variables: {inputs.labels(parts[a])} "
-                    f"hold {only_a}, {inputs.labels(parts[b])} hold {only_b}, and both hold "
-                    f"{sorted(shared)}; add the missing variables, or leave those files out"
-                )
-
-
-def _varies(path: str, array: RefArray, dims: tuple[str, ...]) -> bool:
-    names = array.meta.dimension_names or ()
-    base = path.rsplit("/", 1)[-1]
-    if base in dims or (len(names) == 1 and names[0] == base):
-        return False  # a coordinate: merged sets share it
-    return any(d in names for d in dims)
-
-
 class _Combination:
     """One combine of groups holding the same variables."""
 
@@ -247,6 +205,12 @@ class _Combination:
         self.sets: list[SameSet] = []
 
     def run(self, specs: Mapping[str, Any]) -> RefGroup:
+        """Place the files, then build the combined group."""
+        self.place(specs)
+        return self.build()
+
+    def place(self, specs: Mapping[str, Any]) -> None:
+        """Find every file's coordinate values and its place on the combined grid."""
         self.infos: list[DimInfo] = dim_infos(self.inputs, self.dims, dict(specs))
         keys = [info.keys for info in self.infos]
         self.layout: Layout = place_files(keys, len(self.inputs), self.inputs.labels)
@@ -257,6 +221,9 @@ class _Combination:
         }
         self.bounds = self._bounds_paths()
         self._check_identical_names()
+
+    def build(self) -> RefGroup:
+        """The combined group of the placed files (values compared unless ``check`` is off)."""
         root = self._group("", list(self.inputs.groups))
         if self.check:
             check_identical(self.sets, self.inputs.labels, self.inputs.storage_options)

@@ -66,7 +66,7 @@ def _coder_offset(path: Path, name: str) -> int:
         table = read_dd_table(source)
         for dd in table.order:
             if dd.special and dd.tag & 0x3FFF == 702:
-                header = source.read(dd.offset, dd.length, "header")
+                header = source.read_range(dd.offset, dd.length, "header")
                 kind = int.from_bytes(header[:2], "big")
                 if kind == 3:  # compressed: type, version, length, ref, model, coder
                     coder_at = dd.offset + 2 + 8 + 2
@@ -75,7 +75,7 @@ def _coder_offset(path: Path, name: str) -> int:
                     coder_at = dd.offset + 6 + length + 6 + 2
                 else:
                     continue
-                coder = int.from_bytes(source.read(coder_at, 2, "coder"), "big")
+                coder = int.from_bytes(source.read_range(coder_at, 2, "coder"), "big")
                 if coder == 4:  # the deflate SDS
                     return coder_at
     raise AssertionError("no chunked deflate SDS found")

@@ -7,17 +7,16 @@ import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
-import fsspec
 from astropy.io import fits
 from astropy.utils.exceptions import AstropyWarning
-from fsspec.implementations.local import LocalFileSystem
 
-from refzarr.errors import ScanError, SourceNotFoundError
+from refzarr.errors import ScanError
 from refzarr.scan.detect import describe_head
 from refzarr.scan.fits.declared import declared_beyond
 from refzarr.scan.paths import opened_path
+from refzarr.scan.source import FileSource, open_file
 
 __all__ = ["OpenFits", "open_fits"]
 
@@ -27,17 +26,25 @@ _REMOTE = {"block_size": 2**20, "cache_type": "blockcache", "cache_options": {"m
 
 @dataclass(frozen=True, slots=True)
 class OpenFits:
-    """An open FITS file: astropy's HDU list, the URL references carry, its bytes and size."""
+    """An open FITS file: astropy's HDU list and the file's bytes (the URL references carry,
+    its size, ranged reads)."""
 
     hdul: fits.HDUList
-    url: str
-    raw: BinaryIO
-    size: int
+    file: FileSource
+
+    @property
+    def url(self) -> str:
+        """How references name the file."""
+        return self.file.url
+
+    @property
+    def size(self) -> int:
+        """The file's size in bytes."""
+        return self.file.size
 
     def read_range(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset`` (fewer past the end of the file)."""
-        self.raw.seek(offset)
-        return bytes(self.raw.read(length))
+        return self.file.read_at(offset, length)
 
     def where(self, index: int, name: str | None = None) -> str:
         """``<url>: HDU <index> ('NAME')`` for messages."""
@@ -56,14 +63,12 @@ def open_fits(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[O
     ScanError
         When it does not start as FITS does.
     """
-    fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
-    local = isinstance(fs, LocalFileSystem)
     with ExitStack() as stack:
-        try:
-            raw = stack.enter_context(fs.open(path, "rb", **({} if local else _REMOTE)))
-        except FileNotFoundError as exc:
-            raise SourceNotFoundError(f"{url}: no such file") from exc
-        size = int(fs.size(path))
+        opened = stack.enter_context(open_file(url, storage_options, _REMOTE))
+        raw, size = opened.raw, opened.size
+        # a local URL with a protocol (file:) is referenced as given
+        reference = opened_path(opened.path) if opened.local and ":" not in url else url
+        file = FileSource(reference, size, raw)
         head = raw.read(80)
         if not head.startswith(b"SIMPLE  ="):
             raise ScanError(f"{url}: not a FITS file ({describe_head(head)}; expected 'SIMPLE  =')")
@@ -73,22 +78,16 @@ def open_fits(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[O
             try:
                 hdul = fits.open(raw, mode="readonly", memmap=False, lazy_load_hdus=True)
             except (OSError, ValueError, KeyError, IndexError) as exc:
-                raise ScanError(_unreadable_primary(raw, size, url, exc)) from exc
+                raise ScanError(_unreadable_primary(file, url, exc)) from exc
         stack.callback(hdul.close)
-        reference = opened_path(path) if local and ":" not in url else url
-        yield OpenFits(hdul, reference, raw, size)
+        yield OpenFits(hdul, file)
 
 
-def _unreadable_primary(raw: BinaryIO, size: int, url: str, exc: Exception) -> str:
+def _unreadable_primary(file: FileSource, url: str, exc: Exception) -> str:
     """Why astropy could not open the file: the data its primary header declares when that
     runs past the file's end (astropy then says "Invalid argument" or "corrupt"), else its
     error."""
-
-    def read(offset: int, length: int) -> bytes:
-        raw.seek(offset)
-        return bytes(raw.read(length))
-
-    beyond = declared_beyond(read, 0, size, f"{url}: HDU 0")
+    beyond = declared_beyond(file.read_at, 0, file.size, f"{url}: HDU 0")
     if beyond:
         return beyond
     return (

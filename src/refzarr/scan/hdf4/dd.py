@@ -76,7 +76,7 @@ def read_dd_table(source: Source) -> DDTable:
         When the file lacks HDF4's magic number, a block lies past the file's end, the chain
         loops, or a descriptor points outside the file.
     """
-    if source.size < 4 or source.read(0, 4, "the magic number") != MAGIC:
+    if source.size < 4 or source.read_range(0, 4, "the magic number") != MAGIC:
         raise ScanError(f"{source.url}: no HDF4 magic number (0e 03 13 01) at byte 0")
     seen: set[int] = set()
     found: list[Descriptor] = []
@@ -87,9 +87,9 @@ def read_dd_table(source: Source) -> DDTable:
                 f"{source.url}: the DD block chain loops back to byte {offset} (damaged file)"
             )
         seen.add(offset)
-        head = source.read(offset, 6, f"the DD block at byte {offset}")
+        head = source.read_range(offset, 6, f"the DD block at byte {offset}")
         count, following = int.from_bytes(head[:2], "big"), int.from_bytes(head[2:], "big")
-        raw = source.read(offset + 6, 12 * count, f"the {count} descriptors of the DD block")
+        raw = source.read_range(offset + 6, 12 * count, f"the {count} descriptors of the DD block")
         found.extend(_descriptors(raw, count, source))
         offset = following
     by_key: dict[tuple[int, int], Descriptor] = {}

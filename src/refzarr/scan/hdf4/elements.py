@@ -85,7 +85,7 @@ def resolve(table: DDTable, source: Source, dd: Descriptor, what: str) -> Storag
     """Where the data of the object ``dd`` is (``what`` names it in errors)."""
     if not dd.special:
         return _plain(dd)
-    header = source.read(dd.offset, dd.length, f"{what}: special element header")
+    header = source.read_range(dd.offset, dd.length, f"{what}: special element header")
     if len(header) < 2:
         raise ScanError(f"{source.url}: {what}: special element header of {len(header)} bytes")
     kind = int.from_bytes(header[:2], "big")
@@ -124,7 +124,9 @@ def _linked(table: DDTable, source: Source, body: bytes, what: str) -> Contiguou
             raise ScanError(f"{source.url}: {what}: the linked-block tables loop (ref {link_ref})")
         seen.add(link_ref)
         link = table.find(DFTAG_LINKED, link_ref, f"{what}: linked-block table")
-        raw = source.read(link.offset, 2 + 2 * count, f"{what}: linked-block table {link_ref}")
+        raw = source.read_range(
+            link.offset, 2 + 2 * count, f"{what}: linked-block table {link_ref}"
+        )
         values = struct.unpack(f">{count + 1}H", raw)
         link_ref = values[0]
         refs.extend(values[1:])
@@ -243,6 +245,6 @@ def read_logical(source: Source, storage: Contiguous, start: int, length: int) -
             if offset < 0:
                 out += bytes(hi - lo)
             else:
-                out += source.read(offset + lo - position, hi - lo, "linked block")
+                out += source.read_range(offset + lo - position, hi - lo, "linked block")
         position += size
     return bytes(out)

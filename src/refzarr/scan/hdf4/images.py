@@ -182,7 +182,7 @@ def _stored_chunks(ctx: Context, layout: Layout) -> list[bytes | None]:
             index = tuple(int(i) for i in np.unravel_index(k, manifest.grid_shape))
             out.append(inlined[index])
         else:
-            out.append(ctx.source.read(offset, length, "chunk") if pid >= 0 else None)
+            out.append(ctx.source.read_range(offset, length, "chunk") if pid >= 0 else None)
     return out
 
 
@@ -198,7 +198,7 @@ def _missing_fill(storage: Any, declared: Any, dtype: np.dtype[Any]) -> Any:
 
 def _dimension_record(ctx: Context, ref: int, where: str) -> tuple[Any, ...]:
     dd = ctx.table.find(DFTAG_ID, ref, f"{where}: dimension record")
-    raw = ctx.source.read(dd.offset, dd.length, f"{where}: dimension record")
+    raw = ctx.source.read_range(dd.offset, dd.length, f"{where}: dimension record")
     try:
         width, height, nt_tag, nt_ref, ncomps, interlace, comp_tag, _ = struct.unpack_from(
             ">iiHHhhHH", raw
@@ -206,7 +206,7 @@ def _dimension_record(ctx: Context, ref: int, where: str) -> tuple[Any, ...]:
     except struct.error as exc:
         raise ScanError(f"{where}: damaged image dimension record: {exc}") from exc
     nt = ctx.table.find(nt_tag, nt_ref, f"{where}: number type")
-    record = ctx.source.read(nt.offset, nt.length, f"{where}: number type")
+    record = ctx.source.read_range(nt.offset, nt.length, f"{where}: number type")
     dtype = nt_record_dtype(record, where)
     if width < 0 or height < 0 or ncomps < 1:
         raise ScanError(f"{where}: image of {width} x {height} x {ncomps}")

@@ -135,7 +135,7 @@ class _Walk:
                     array,
                     name,
                     ctx.source.url,
-                    lambda o, n: ctx.source.read(o, n, "coordinate"),
+                    lambda o, n: ctx.source.read_range(o, n, "coordinate"),
                     self.options.inline_coordinates,
                     f"{ctx.source.url}: dimension scale {var.name!r}",
                 )

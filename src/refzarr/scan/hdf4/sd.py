@@ -131,7 +131,7 @@ def _read_variable(vsets: Vsets, group: VGroup, sd: SdFile, where: str) -> SdVar
             var.data_ref = ref
         elif tag == DFTAG_NT:
             dd = vsets.table.find(tag, ref, f"{what}: number type")
-            record = vsets.source.read(dd.offset, dd.length, f"{what}: number type")
+            record = vsets.source.read_range(dd.offset, dd.length, f"{what}: number type")
             var.dtype = nt_record_dtype(record, what)
     if var.dtype is None:
         raise ScanError(f"{what}: no number type record (tag 106) in its vgroup")

@@ -103,7 +103,7 @@ def one_chunk(ctx: Context, offset: int, length: int, shape: Sequence[int]) -> L
     """One chunk: ``length`` bytes at ``offset`` of this file (inlined when small)."""
     grid = (1,) * len(shape)
     if length < ctx.inline_threshold:
-        data = ctx.source.read(offset, length, "small chunk")
+        data = ctx.source.read_range(offset, length, "small chunk")
         return Layout(whole(shape), inlined_manifest(grid, {(0,) * len(shape): data}), [])
     manifest = ChunkManifest.from_arrays(
         [ctx.source.url], np.zeros(grid, np.int32), np.full(grid, offset), np.full(grid, length)
@@ -159,7 +159,9 @@ def _linked_rows(
         return _inline_whole(ctx, data, shape, [], "linked blocks")
     if rows * row < ctx.inline_threshold:
         chunks_bytes = {
-            (k,) + (0,) * (len(shape) - 1): ctx.source.read(int(o), rows * row, "linked block")
+            (k,) + (0,) * (len(shape) - 1): ctx.source.read_range(
+                int(o), rows * row, "linked block"
+            )
             for k, o in enumerate(offsets.tolist())
         }
         return Layout(chunks, inlined_manifest(grid, chunks_bytes), [])
@@ -269,7 +271,7 @@ def _chunked(
             continue
         offset, length = found
         if 0 < length < ctx.inline_threshold:
-            inlined[origin] = ctx.source.read(offset, length, f"{what}: chunk {origin}")
+            inlined[origin] = ctx.source.read_range(offset, length, f"{what}: chunk {origin}")
         elif length:
             written.append(origin)
             offsets.append(offset)

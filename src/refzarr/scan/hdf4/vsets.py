@@ -85,7 +85,7 @@ class Vsets:
 
     def _raw(self, tag: int, ref: int, what: str) -> bytes:
         dd = self.table.find(tag, ref, what)
-        return self.source.read(dd.offset, max(dd.length, 0), what)
+        return self.source.read_range(dd.offset, max(dd.length, 0), what)
 
     def _parse_group(self, ref: int) -> VGroup:
         what = f"vgroup {ref}"

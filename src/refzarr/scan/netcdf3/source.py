@@ -11,15 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from stat import S_ISDIR
-from typing import Any, BinaryIO
+from typing import Any
 
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
-
-from refzarr.errors import ScanError, SourceNotFoundError
+from refzarr.errors import SourceNotFoundError
 from refzarr.scan.paths import LocalFile, opened_path, plain_local_path
+from refzarr.scan.source import FileSource, open_file
 
 __all__ = ["FIRST_READ", "Source", "open_source", "opened_source"]
 
@@ -33,35 +30,17 @@ BLOCK_SIZE = 2 * 2**20
 MAX_BLOCKS = 32
 """Blocks the remote cache keeps."""
 
+_REMOTE = {
+    "block_size": BLOCK_SIZE,
+    "cache_type": "blockcache",
+    "cache_options": {"maxblocks": MAX_BLOCKS},
+}
+"""fsspec file options for remote files."""
 
-@dataclass(frozen=True, slots=True)
-class Source:
-    """An open file: the URL references carry, its size, its bytes, and its first
-    `FIRST_READ` bytes (read at once: a small file's header and coordinates are in them)."""
 
-    url: str
-    size: int
-    raw: BinaryIO | int
-    """An fsspec file object, or the descriptor of a plain local file."""
-    head: bytes = b""
-
-    def read_range(self, offset: int, length: int) -> bytes:
-        """``length`` bytes at ``offset`` (`ScanError` when the file ends before)."""
-        if offset + length > self.size:
-            raise ScanError(
-                f"{self.url}: bytes {offset}..{offset + length} are beyond the file's end "
-                f"({self.size} bytes; truncated file?)"
-            )
-        if offset + length <= len(self.head):
-            return self.head[offset : offset + length]
-        if isinstance(self.raw, int):
-            data = os.pread(self.raw, length, offset)
-        else:
-            self.raw.seek(offset)
-            data = self.raw.read(length)
-        if len(data) != length:
-            raise ScanError(f"{self.url}: file ends before byte {offset + length} (truncated?)")
-        return data
+Source = FileSource
+"""An open netCDF3 file: references' URL, size, bytes and its first `FIRST_READ` bytes
+(read at once: a small file's header and coordinates are in them)."""
 
 
 @contextmanager
@@ -88,18 +67,9 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
         finally:
             os.close(fd)
         return
-    fs, fs_path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
-    local = isinstance(fs, LocalFileSystem)
-    options = {} if local else _remote_options()
-    try:
-        raw = fs.open(fs_path, "rb", **options)
-    except FileNotFoundError as exc:
-        raise SourceNotFoundError(f"{url}: no such file") from exc
-    with raw:
-        known = getattr(raw, "size", None)
-        size = int(fs.size(fs_path) if known is None else known)
-        head = raw.read(min(size, FIRST_READ))
-        yield Source(opened_path(fs_path) if local else url, size, raw, head)
+    with open_file(url, storage_options, _REMOTE) as opened:
+        head = opened.raw.read(min(opened.size, FIRST_READ))
+        yield Source(opened.reference(), opened.size, opened.raw, head)
 
 
 def opened_source(file: LocalFile) -> Source:
@@ -111,11 +81,3 @@ def opened_source(file: LocalFile) -> Source:
     if len(head) < first:  # `LocalFile` reads as many, unless the file shrank meanwhile
         head = os.pread(file.fd, first, 0)
     return Source(file.absolute, size, file.fd, head)
-
-
-def _remote_options() -> dict[str, Any]:
-    return {
-        "block_size": BLOCK_SIZE,
-        "cache_type": "blockcache",
-        "cache_options": {"maxblocks": MAX_BLOCKS},
-    }
