@@ -270,7 +270,7 @@ class _Combination:
             elif path in self.bounds:
                 members[name] = self._bounds(path, children, self.bounds[path])  # type: ignore[arg-type]
             else:
-                members[name] = self._joined(path, self._variable(path, children))  # type: ignore[arg-type]
+                members[name] = self._joined(path, children)  # type: ignore[arg-type]
         return RefGroup(nodes[self.first].attributes, members)
 
     # -- variables -----------------------------------------------------------------------
@@ -335,20 +335,27 @@ class _Combination:
                 )
         return result
 
-    def _joined(self, path: str, combined: RefArray) -> RefArray:
-        """An irregular result held wholly in the references (every chunk inlined: GRIB's
-        ``valid_time``, auxiliary coordinates the scanners load) as one regular inlined array:
-        its values need no I/O, and an irregular grid could not be written as kerchunk."""
+    def _joined(self, path: str, arrays: list[RefArray]) -> RefArray:
+        """A variable concatenated from chunks all held in the references (inlined: GRIB's
+        ``valid_time``, what ``inline_threshold`` loads) is made one regular inlined array, the
+        same whatever the files' lengths and however the combine was split (a tree of partial
+        combines gives one combine's result): its values need no I/O, and an uneven join
+        would make an irregular grid no kerchunk writer can write. Missing chunks are joined
+        as the values they read as."""
+        combined = self._variable(path, arrays)
         meta = combined.meta
-        if meta.is_regular or meta.dimension_names is None or meta.dtype.kind == "O":
+        manifest = combined.manifest
+        if manifest.nchunks == 1 or not self._participating(path, arrays[0]):
+            return combined
+        if meta.dimension_names is None or meta.dtype.kind == "O" or manifest.sparse:
             return combined
         if math.prod(meta.shape) * meta.dtype.itemsize > INLINE_CHUNK_BYTES:
             return combined
-        manifest = combined.manifest
-        if manifest.sparse or any((b.path_id >= 0).any() for b in manifest.iter_blocks()):
+        blocks = list(manifest.iter_blocks())
+        if any((b.path_id >= 0).any() for b in blocks) or not any(b.inlined for b in blocks):
             return combined
         (values,) = read_values([combined], lambda _: f"variable {path!r}")
-        return inlined_array(values, meta.dimension_names or (), thaw_json(meta.attributes), meta)
+        return inlined_array(values, meta.dimension_names, thaw_json(meta.attributes), meta)
 
     # -- coordinates ---------------------------------------------------------------------
 
