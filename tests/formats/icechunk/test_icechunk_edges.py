@@ -23,6 +23,7 @@ from sourceskit import write_day
 
 icechunk = pytest.importorskip("icechunk")
 
+from refzarr.formats.icechunk.reading import is_icechunk_repository  # noqa: E402
 from refzarr.formats.icechunk.repository import (  # noqa: E402
     commit_icechunk,
     container_credentials,
@@ -219,6 +220,7 @@ def test_local_paths_through_a_symbolic_link_and_dotdot(tmp_path: Path) -> None:
     assert absolute_url(through, "v") == day.as_uri()
     assert absolute_url(f"file://{through}", "v") == day.as_uri()
     commit_icechunk(refzarr.scan(day), f"{tmp_path}/link/../repo")
+    assert is_icechunk_repository(f"{tmp_path}/link/../repo")
     assert (real / "repo").is_dir()
     assert not (tmp_path / "repo").exists()
     got = xr.open_zarr(_local_repo(real / "repo", real).readonly_session("main").store)
