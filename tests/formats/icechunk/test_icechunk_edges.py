@@ -46,7 +46,9 @@ def _local_repo(repo: Path, folder: Path) -> Any:
 # -- a repository at a bucket's root ---------------------------------------------------------
 
 
-def test_a_repository_at_a_bucket_root(s3: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
+def test_a_repository_at_a_bucket_root(
+    s3: tuple[str, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """2.1+: a named refzarr error saying to use a prefix, through the API and the CLI, and
     nothing written to the bucket; 1.x: the repository is made there and reads back."""
     import s3fs
@@ -72,7 +74,11 @@ def test_a_repository_at_a_bucket_root(s3: tuple[str, dict[str, Any]], tmp_path:
         assert message.startswith(f"{root}: Icechunk {icechunk.__version__} creates no ")
         assert f"give a prefix inside the bucket, e.g. s3://{bucket}/repo" in message
         assert isinstance(refused.value.__cause__, icechunk.IcechunkError)
+    capsys.readouterr()
     assert main(argv) == 1
+    shown = capsys.readouterr().err
+    assert shown.startswith(f"refzarr: error: s3://{bucket}/: Icechunk ")
+    assert "give a prefix inside the bucket" in shown
     assert fs.ls(bucket, refresh=True) == [f"{bucket}/data"]  # nothing written
 
 
@@ -226,3 +232,21 @@ def test_local_paths_through_a_symbolic_link_and_dotdot(tmp_path: Path) -> None:
     got = xr.open_zarr(_local_repo(real / "repo", real).readonly_session("main").store)
     with xr.open_dataset(day) as expected:
         xr.testing.assert_equal(got.load(), expected.load())
+
+
+# -- an append after a partial last chunk ----------------------------------------------------
+
+
+def test_an_append_after_a_partial_last_chunk_is_named(tmp_path: Path) -> None:
+    """Refused on 1.x and 2.x alike: the stored last chunk is padded (netCDF-4/HDF5 store
+    edge chunks full-size), which a rectilinear grid (zarr 3.4 + Icechunk 2.x) cannot say."""
+    days = [write_day(tmp_path / f"d{k}.nc", k, chunks=(3, 4)) for k in range(2)]
+    commit_icechunk(refzarr.scan(days[0]), tmp_path / "repo", message="first")
+    with pytest.raises(UnsupportedFeatureError) as refused:
+        commit_icechunk(refzarr.scan(days[1]), tmp_path / "repo", append_dim="time")
+    assert str(refused.value).startswith(
+        "array 'v': the store's 4 values along 'time' end inside a chunk of 3, which the "
+        "source stores padded to 3 values: no stored chunk grid can say that only 1 of them"
+    )
+    repo = _local_repo(tmp_path / "repo", tmp_path)
+    assert next(s.message for s in repo.ancestry(branch="main")) == "first"
