@@ -130,7 +130,7 @@ def _icechunk_appended(
 ) -> xr.Dataset:
     """The two parts written in two commits of a local repository, read back with xarray."""
     icechunk = pytest.importorskip("icechunk")
-    from refzarr.formats.icechunk.repository import local_access
+    from refzarr.formats.icechunk.repository import container_credentials
 
     url = next(a.manifest.paths[0] for _, a in first.arrays() if a.manifest.paths)
     folder = Path(url.removeprefix("file://")).resolve().parent
@@ -141,7 +141,7 @@ def _icechunk_appended(
     repo = icechunk.Repository.create(
         icechunk.local_filesystem_storage(str(tmp_path / "repo")),
         config,
-        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: local_access()}),
+        authorize_virtual_chunk_access=container_credentials([prefix]),
     )
     for part, append_dim in ((first, None), (added, "time")):
         session = repo.writable_session("main")

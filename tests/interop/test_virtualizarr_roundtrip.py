@@ -278,7 +278,7 @@ def test_zarr_v3_written_by_virtualizarr_shows_no_refzarr_records(
     icechunk = pytest.importorskip("icechunk")
     import zarr
 
-    from refzarr.formats.icechunk.repository import local_access
+    from refzarr.formats.icechunk.repository import container_credentials
     from refzarr.model.hierarchy import ARRAY_RECORDS_ATTR
 
     prefix = netcdf4.parent.resolve().as_uri() + "/"
@@ -288,7 +288,7 @@ def test_zarr_v3_written_by_virtualizarr_shows_no_refzarr_records(
     repo = icechunk.Repository.create(
         icechunk.local_filesystem_storage(str(tmp_path / "repo")),
         config,
-        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: local_access()}),
+        authorize_virtual_chunk_access=container_credentials([prefix]),
     )
     session = repo.writable_session("main")
     vds.vz.to_icechunk(session.store)

@@ -138,3 +138,14 @@ def _source_file_hint(source: str, *, before_reading: bool) -> str | None:
         f"{source} is a source ({found.title}), not a reference set: make one with "
         f"`refzarr scan {source} -o refs.json` first"
     )
+
+
+def quiet_icechunk(repository: str) -> None:
+    """Before the CLI opens the Icechunk repository ``repository``: when it is local,
+    silence Icechunk's warnings about local storage (not safe for concurrent commits...),
+    printed on every command; its errors still show, and ``ICECHUNK_LOG`` wins."""
+    if "://" in repository and not repository.startswith("file://"):
+        return
+    from refzarr.formats.icechunk.repository import quiet_local_storage_logs
+
+    quiet_local_storage_logs()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from refzarr.cli.common import EXIT_OK, REFS_HELP, json_object
+from refzarr.cli.common import EXIT_OK, REFS_HELP, json_object, quiet_icechunk
 from refzarr.cli.table import plural
 
 __all__ = ["register", "run"]
@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     refs_options = options if "://" in args.refs else None
     snapshot = None
     if is_icechunk_repository(args.refs, refs_options):
+        quiet_icechunk(args.refs)
         from refzarr.formats.icechunk.refresh import refresh_icechunk
 
         done = refresh_icechunk(args.refs, options, refs_options=refs_options, message=args.message)

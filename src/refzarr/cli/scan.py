@@ -17,6 +17,7 @@ from refzarr.cli.common import (
     json_object,
     non_negative_int,
     positive_int,
+    quiet_icechunk,
 )
 from refzarr.cli.sources import expand_sources
 from refzarr.cli.table import plural
@@ -177,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
     if chosen == "icechunk":
         from refzarr.formats.icechunk.repository import commit_icechunk
 
+        quiet_icechunk(str(args.output))
         message = args.message or f"refzarr scan of {plural(len(results), 'file')}"
         commit_icechunk(
             group,

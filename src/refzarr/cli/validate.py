@@ -22,6 +22,7 @@ from refzarr.cli.common import (
     UsageError,
     json_object,
     positive_int,
+    quiet_icechunk,
     read_refs,
 )
 from refzarr.cli.table import plural
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sources and args.decode:
         raise UsageError("--sources and --decode check different things: give one")
     if is_icechunk_repository(args.refs, _repository_options(args)):
+        quiet_icechunk(args.refs)
         if not args.sources:
             raise UsageError(
                 f"{args.refs} is an Icechunk repository: give --sources to check its sources "

@@ -81,7 +81,7 @@ icechunk = pytest.importorskip("icechunk")
 
 from refzarr.formats.icechunk.repository import (  # noqa: E402
     commit_icechunk,
-    local_access,
+    container_credentials,
     open_repository,
     source_prefixes,
 )
@@ -156,7 +156,7 @@ def test_the_writer_uses_columns_where_icechunk_has_them(tmp_path: Path, skips: 
     prefix = folder.resolve().as_uri() + "/"
     repo = icechunk.Repository.open(
         icechunk.local_filesystem_storage(str(tmp_path / "repo")),
-        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: local_access()}),
+        authorize_virtual_chunk_access=container_credentials([prefix]),
     )
     session = repo.writable_session("main")
     writable = session.store  # a new object at each access: keep this one

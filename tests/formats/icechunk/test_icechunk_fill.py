@@ -17,7 +17,7 @@ import refzarr
 icechunk = pytest.importorskip("icechunk")
 pytest.importorskip("virtualizarr")
 
-from refzarr.formats.icechunk.repository import commit_icechunk, local_access  # noqa: E402
+from refzarr.formats.icechunk.repository import commit_icechunk, container_credentials  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _open(repo: Path, folder: Path) -> xr.Dataset:
     prefix = folder.resolve().as_uri() + "/"
-    credentials = icechunk.containers_credentials({prefix: local_access()})
+    credentials = container_credentials([prefix])
     storage = icechunk.local_filesystem_storage(str(repo))
     found = icechunk.Repository.open(storage, authorize_virtual_chunk_access=credentials)
     return xr.open_zarr(found.readonly_session("main").store, consolidated=False).load()

@@ -24,7 +24,7 @@ icechunk = pytest.importorskip("icechunk")
 from refzarr.formats.icechunk.reading import is_icechunk_repository  # noqa: E402
 from refzarr.formats.icechunk.record import REGIONS_ATTR  # noqa: E402
 from refzarr.formats.icechunk.refresh import refresh_icechunk  # noqa: E402
-from refzarr.formats.icechunk.repository import commit_icechunk, local_access  # noqa: E402
+from refzarr.formats.icechunk.repository import commit_icechunk, container_credentials  # noqa: E402
 
 
 def _rewrite(path: Path, day: int, **kwargs: Any) -> None:
@@ -34,7 +34,7 @@ def _rewrite(path: Path, day: int, **kwargs: Any) -> None:
 
 def _repo(repo: Path, folder: Path) -> Any:
     prefix = folder.resolve().as_uri() + "/"
-    credentials = icechunk.containers_credentials({prefix: local_access()})
+    credentials = container_credentials([prefix])
     storage = icechunk.local_filesystem_storage(str(repo))
     return icechunk.Repository.open(storage, authorize_virtual_chunk_access=credentials)
 

@@ -20,14 +20,14 @@ icechunk = pytest.importorskip("icechunk")
 from refzarr.formats.icechunk.repository import (  # noqa: E402
     CommitConflictError,
     commit_icechunk,
-    local_access,
+    container_credentials,
     source_prefixes,
 )
 
 
 def _local_repo(repo: Path, folder: Path) -> Any:
     prefix = folder.resolve().as_uri() + "/"
-    credentials = icechunk.containers_credentials({prefix: local_access()})
+    credentials = container_credentials([prefix])
     storage = icechunk.local_filesystem_storage(str(repo))
     return icechunk.Repository.open(storage, authorize_virtual_chunk_access=credentials)
 

@@ -18,7 +18,7 @@ from refzarr import ArrayMeta, ChunkManifest, RefArray, RefGroup, UnsupportedFea
 
 icechunk = pytest.importorskip("icechunk")
 
-from refzarr.formats.icechunk.repository import local_access  # noqa: E402
+from refzarr.formats.icechunk.repository import container_credentials  # noqa: E402
 
 
 def _repository(tmp_path: Path, sources: Path) -> Any:
@@ -27,7 +27,7 @@ def _repository(tmp_path: Path, sources: Path) -> Any:
     config = icechunk.RepositoryConfig.default()
     store = icechunk.local_filesystem_store(str(sources.resolve()))
     config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, store))
-    credentials = icechunk.containers_credentials({prefix: local_access()})
+    credentials = container_credentials([prefix])
     storage = icechunk.local_filesystem_storage(str(tmp_path / "repo"))
     return icechunk.Repository.create(storage, config, authorize_virtual_chunk_access=credentials)
 
@@ -182,7 +182,7 @@ def test_cli_scan_writes_and_appends_to_a_local_repository(
     prefix = sources.resolve().as_uri() + "/"
     repo = icechunk.Repository.open(
         icechunk.local_filesystem_storage(str(repo_path)),
-        authorize_virtual_chunk_access=icechunk.containers_credentials({prefix: local_access()}),
+        authorize_virtual_chunk_access=container_credentials([prefix]),
     )
     messages = [snapshot.message for snapshot in repo.ancestry(branch="main")]
     assert messages[:2] == ["refzarr scan of 2 files", "first"]

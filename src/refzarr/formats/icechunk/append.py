@@ -50,8 +50,8 @@ def plan_append(
         Names the array and what differs (dtype, chunks, codecs, other dimensions, values
         of an array without ``append_dim``, coordinate values already present).
     UnsupportedFeatureError
-        When an existing array ends inside a chunk along ``append_dim`` (Icechunk grids are
-        regular: the new chunks cannot start mid-chunk).
+        When an existing array ends inside a chunk along ``append_dim``: that chunk is
+        stored padded, which no chunk grid describes (not even Zarr v3's rectilinear ones).
     """
     import zarr
 
@@ -146,8 +146,11 @@ def _growth(path: str, array: RefArray, existing: Any, axis: int, dim: str) -> G
     if shape[axis] % chunk:
         raise UnsupportedFeatureError(
             f"array {path!r}: the store's {shape[axis]} values along {dim!r} end inside a "
-            f"chunk of {chunk}; appending would need an irregular chunk grid, which Icechunk "
-            "cannot hold. Rechunk the sources along it, or write JSON / Parquet references"
+            f"chunk of {chunk}, which the source stores padded to {chunk} values: no stored "
+            f"chunk grid can say that only {shape[axis] % chunk} of them are data (Zarr v3's "
+            "rectilinear grids, Icechunk 2.x's included, give a chunk one length; nor can "
+            f"JSON or Parquet references). Rechunk the sources along {dim!r}, or start a new "
+            "repository from here"
         )
     grown = tuple(shape[k] + new[k] if k == axis else shape[k] for k in range(len(shape)))
     return Growth(path, array, axis, shape[axis] // chunk, grown)

@@ -14,6 +14,7 @@ from refzarr.formats.icechunk.record import Regions, read_regions
 from refzarr.model import RefGroup
 from refzarr.model.hierarchy import SOURCES_ATTR
 from refzarr.sources.record import ScanRecord, read_record
+from refzarr.sources.state import is_local, local_path
 
 __all__ = [
     "IcechunkRecord",
@@ -34,6 +35,8 @@ def is_icechunk_repository(url: str, storage_options: Mapping[str, Any] | None =
 
     if url.lower().rstrip("/").endswith(_SUFFIXES):
         return False
+    if is_local(url):  # where the system opens it (``link/..``), as the repository is opened
+        url = local_path(url)
     try:
         fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
         path = path.rstrip("/")

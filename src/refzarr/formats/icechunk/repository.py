@@ -11,15 +11,26 @@ from urllib.parse import quote
 
 from refzarr.errors import RefzarrError, UnsupportedFeatureError
 from refzarr.model import RefGroup
+from refzarr.sources.state import is_local, local_path
 
 __all__ = [
     "CommitConflictError",
     "commit_icechunk",
     "commit_session",
-    "local_access",
+    "container_credentials",
     "open_repository",
+    "quiet_local_storage_logs",
     "source_prefixes",
 ]
+
+LOCAL_STORAGE_LOG_TARGETS = (
+    "icechunk::storage::object_store",  # Icechunk 1.x
+    "icechunk_arrow_object_store",  # 2.x
+    "icechunk_storage::readback",  # 2.x: conditional writes without metadata (local storage)
+)
+"""The Rust modules whose warnings about local-disk storage (not safe for concurrent commits;
+no lost-response recovery) the CLI silences: advice for library users choosing a storage,
+printed on every command that opens a local repository."""
 
 
 class CommitConflictError(RefzarrError, RuntimeError):
@@ -45,8 +56,8 @@ def source_prefixes(group: RefGroup) -> list[str]:
 
 
 def _prefix(url: str) -> str:
-    if "://" not in url or url.startswith("file://"):
-        folder = os.path.dirname(os.path.abspath(url.removeprefix("file://")))
+    if is_local(url):
+        folder = os.path.dirname(local_path(url))
         return f"file://{_plain_ancestor(folder).rstrip('/')}/"
     protocol, _, rest = url.partition("://")
     if protocol in ("s3", "s3a"):
@@ -118,8 +129,9 @@ def commit_icechunk(
     UnsupportedFeatureError, IncompatibleError
         As `refzarr.to_icechunk`; when a reference points where no container can be made.
     """
-    from refzarr.formats.icechunk.write import to_icechunk
+    from refzarr.formats.icechunk.write import refuse_empty_chunks, to_icechunk
 
+    refuse_empty_chunks(group)  # before a new repository is made
     shown = os.fspath(repository)
     sources = source_options if source_options is not None else storage_options
     repo = open_repository(shown, storage_options, sources, source_prefixes(group), create=True)
@@ -146,14 +158,16 @@ def open_repository(
         config.set_virtual_chunk_container(
             icechunk.VirtualChunkContainer(prefix, _container_store(prefix, source_options))
         )
-    credentials = icechunk.containers_credentials(
-        {prefix: _credentials(prefix, source_options) for prefix in prefixes}
-    )
+    credentials = container_credentials(prefixes, source_options)
     storage = _storage(repository, storage_options)
     if create:
-        repo = icechunk.Repository.open_or_create(
-            storage, config, authorize_virtual_chunk_access=credentials
-        )
+        try:
+            repo = icechunk.Repository.open_or_create(
+                storage, config, authorize_virtual_chunk_access=credentials
+            )
+        except ValueError as exc:  # Icechunk's InvalidInputError is a ValueError
+            _refuse_bucket_root(repository, exc)
+            raise
         if not prefixes:
             return repo
     # an existing repository learns the containers of new places (merged into its own)
@@ -180,13 +194,55 @@ def commit_session(session: Any, message: str, shown: str, branch: str) -> str:
     return snapshot
 
 
+def container_credentials(
+    prefixes: Iterable[str], source_options: Mapping[str, Any] | None = None
+) -> Any:
+    """What authorises reading the virtual chunk containers ``prefixes`` (``file:///folder/``,
+    ``s3://bucket/``), for ``icechunk.Repository.open(...,
+    authorize_virtual_chunk_access=...)``; S3 credentials from ``source_options`` (s3fs-style,
+    as `commit_icechunk` takes them), else from the environment."""
+    import icechunk
+
+    return icechunk.containers_credentials(
+        {prefix: _credentials(prefix, source_options) for prefix in prefixes}
+    )
+
+
+def _refuse_bucket_root(repository: str, exc: ValueError) -> None:
+    """UnsupportedFeatureError when ``exc`` is Icechunk (2.1+) refusing to create a repository
+    at an object store bucket's root; nothing for any other error."""
+    import icechunk
+
+    refused = getattr(icechunk, "InvalidInputError", None)
+    protocol, _, rest = repository.partition("://")
+    at_root = protocol in ("s3", "s3a") and not rest.partition("/")[2].strip("/")
+    if refused is None or not isinstance(exc, refused) or not at_root:
+        return
+    bucket = rest.partition("/")[0]
+    raise UnsupportedFeatureError(
+        f"{repository}: Icechunk {icechunk.__version__} creates no repository at a bucket's "
+        f"root (refused since Icechunk 2.1; one made there before still opens); give a prefix "
+        f"inside the bucket, e.g. s3://{bucket}/repo"
+    ) from exc
+
+
+def quiet_local_storage_logs() -> None:
+    """Silence Icechunk's warnings about local-disk storage (`LOCAL_STORAGE_LOG_TARGETS`;
+    their errors still show) through its public ``set_logs_filter``, unless the user set
+    ``ICECHUNK_LOG``. For the CLI only: it changes Icechunk's logging for the process."""
+    import icechunk
+
+    if "ICECHUNK_LOG" in os.environ:
+        return
+    quiet = ",".join(f"{target}=error" for target in LOCAL_STORAGE_LOG_TARGETS)
+    icechunk.set_logs_filter(f"warn,{quiet}")
+
+
 def _storage(repository: str, options: Mapping[str, Any] | None) -> Any:
     import icechunk
 
-    if "://" not in repository or repository.startswith("file://"):
-        return icechunk.local_filesystem_storage(
-            os.path.abspath(repository.removeprefix("file://"))
-        )
+    if is_local(repository):
+        return icechunk.local_filesystem_storage(local_path(repository))
     protocol, _, rest = repository.partition("://")
     if protocol not in ("s3", "s3a"):
         raise UnsupportedFeatureError(
@@ -226,22 +282,14 @@ def _container_store(prefix: str, options: Mapping[str, Any] | None) -> Any:
     )
 
 
-def local_access() -> Any:
-    """The credential that authorises reading a ``file://`` virtual chunk container: Icechunk
-    2.x's explicit ``icechunk.credentials.LocalFileSystemAccess`` where the installed Icechunk
-    has it (it deprecates None there), else None (Icechunk 1.x): use it as
-    ``icechunk.containers_credentials({"file:///data/": local_access()})``.
-    """
-    import icechunk.credentials
-
-    return getattr(icechunk.credentials, "LocalFileSystemAccess", None)
-
-
 def _credentials(prefix: str, options: Mapping[str, Any] | None) -> Any:
     import icechunk
 
     if prefix.startswith("file://"):
-        return local_access()
+        import icechunk.credentials
+
+        # Icechunk 2.x wants its explicit credential (it deprecates None); 1.x has none
+        return getattr(icechunk.credentials, "LocalFileSystemAccess", None)
     settings = _s3_settings(options)
     if settings["anon"]:
         return icechunk.s3_anonymous_credentials()

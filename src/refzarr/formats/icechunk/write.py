@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import math
-import os
 import struct
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
@@ -24,6 +23,7 @@ from refzarr.model import WHOLE_FILE, ChunkManifest, RefArray, RefGroup
 from refzarr.model.attr_types import LAYOUT_ATTR, TYPES_ATTR
 from refzarr.model.frozen import thaw_json
 from refzarr.model.hierarchy import require_regular_grids
+from refzarr.sources.state import local_path
 
 __all__ = ["to_icechunk"]
 
@@ -78,12 +78,16 @@ def to_icechunk(
         For an irregular chunk grid, a dtype Zarr v3 cannot hold, or a reference without a
         protocol Icechunk can follow; raised before anything is written for grids. When
         appending, for a stored array that ends inside a chunk along ``append_dim``.
+        For a chunk of 0 bytes (a reference of length 0, an empty file referenced whole, or
+        0 inlined bytes): it can only fail when read, and Icechunk 2.2+ refuses to store it;
+        raised before anything is written (but for empty files referenced whole).
     IncompatibleError
         When appended data does not fit the store (names the array and what differs).
     """
     import zarr
 
     require_regular_grids(group)
+    refuse_empty_chunks(group, path)
     checksums = source_checksums(group)
     if append_dim is not None:
         _append(group, store, path, append_dim, storage_options, checksums)
@@ -407,6 +411,47 @@ def manifest_columns(
     return columns, by_url
 
 
+def refuse_empty_chunks(group: RefGroup, prefix: str = "") -> None:
+    """UnsupportedFeatureError naming the first chunk of 0 bytes of ``group`` (its array,
+    index, file and offset): a reference of length 0, or 0 inlined bytes.
+
+    No chunk decodes from 0 bytes (each has its chunk's shape), so such a chunk fails when
+    read through any reader (refzarr, fsspec + zarr on the JSON and Parquet outputs, Icechunk
+    1.x); Icechunk 2.2+ refuses to store it. Writing it as missing would read as fill values:
+    other data than the other outputs give, so it is refused on every Icechunk version.
+    """
+    for member_path, node in _walk(group, prefix):
+        if isinstance(node, RefArray):
+            _refuse_empty(member_path, node.manifest)
+
+
+def _refuse_empty(path: str, manifest: ChunkManifest) -> None:
+    grid = manifest.grid_shape
+    for block in manifest.iter_written_blocks():
+        empty = np.flatnonzero((block.path_id >= 0) & (block.length == 0))
+        inlined = sorted(number for number, data in block.inlined.items() if not data)
+        if not empty.size and not inlined:
+            continue
+        count = int(empty.size) + len(inlined)
+        if empty.size:
+            k = int(empty[0])
+            number, where = block.start + k, f"{block.paths[int(block.path_id[k])]} at byte "
+            where += f"{int(block.offset[k])}"
+        else:
+            number, where = inlined[0], "inlined"
+        index = tuple(int(i) for i in np.unravel_index(number, grid)) if grid else ()
+        _empty_chunk(path, f"chunk {index}", where, count)
+
+
+def _empty_chunk(path: str, chunk: str, where: str, count: int) -> None:
+    raise UnsupportedFeatureError(
+        f"array {path!r}: {chunk} is 0 bytes long ({where}; {count} such chunk(s)): no "
+        "chunk decodes from 0 bytes, so it fails when read through every reader, and Icechunk "
+        "refuses it (2.2+); check or rescan the source (damaged or partly written?), or leave "
+        "the array out"
+    )
+
+
 def _no_container(path: str, location: str, count: int) -> None:
     raise UnsupportedFeatureError(
         f"array {path!r}: the Icechunk repository has no virtual chunk container for "
@@ -459,12 +504,14 @@ def _set_native(store: Any, path: str, index: tuple[int, ...], data: bytes) -> N
 
 
 def absolute_url(url: str, path: str) -> str:
-    """An absolute URL with a protocol (local paths as ``file://`` URLs), in fsspec's form."""
-    if "://" in url:
+    """An absolute URL with a protocol, in fsspec's form; a local path (plain or ``file://``)
+    names the file the system opens (`refzarr.sources.state.local_path`: ``link/..`` goes up
+    from the link's target, as scanners reference it)."""
+    if "://" in url and not url.startswith("file://"):
         return url
-    if ":" in url.split("/", 1)[0]:
+    if "://" not in url and ":" in url.split("/", 1)[0]:
         raise UnsupportedFeatureError(f"array {path!r}: reference URL {url!r} has no protocol")
-    return "file://" + os.path.abspath(url)
+    return "file://" + local_path(url)
 
 
 def location(url: str, path: str) -> str:
@@ -483,7 +530,12 @@ def location(url: str, path: str) -> str:
 
 
 def _size(url: str, path: str) -> int:
+    """The size of ``url``, referenced whole by chunks of ``path``; an empty file is refused
+    (`refuse_empty_chunks`)."""
     import fsspec
 
     fs, file_path = fsspec.core.url_to_fs(absolute_url(url, path))
-    return int(fs.size(file_path))
+    size = int(fs.size(file_path))
+    if size == 0:
+        _empty_chunk(path, "a chunk", f"the whole of {url}, an empty file", 1)
+    return size
