@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
 import fsspec
@@ -304,7 +304,8 @@ class RangeReader:
                 yield from self._read_group(chosen, urls, offsets, lengths, keys, is_local)
 
     def size(self, url: str) -> int:
-        """The size in bytes of the file at ``url`` (for whole-file references).
+        """The size in bytes of the file at ``url`` (for whole-file references); a remote one
+        asked within ``remote_policy``'s deadline, retried on transient failures like a block.
 
         Raises
         ------
@@ -313,18 +314,17 @@ class RangeReader:
         """
         URLPolicy(self.allowed).check([url])
         fs, is_local = self._filesystem(url)
-        seconds = None if is_local else self.remote_policy.seconds()
-        try:
-            return int(_within(seconds, lambda: fs.size(_remote_path(fs, url))))
-        except TimeoutError:
-            raise ChunkFetchError(
-                f"{url}: cannot get its size: no answer within the read deadline of "
-                f"{seconds:g} s; raise it with refzarr.io.set_read_deadline"
-            ) from None
-        except Exception as exc:
-            raise ChunkFetchError(
-                f"{url}: cannot get its size: {type(exc).__name__}: {exc}"
-            ) from exc
+        what = f"{url}: cannot get its size"
+        if is_local:
+            try:
+                return int(fs.size(_local_path(fs, url)))
+            except Exception as exc:
+                raise ChunkFetchError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        path = _remote_path(fs, url)
+        policy = self.remote_policy
+        return _call_retried(
+            lambda: int(fs.size(path)), what, policy, ChunkFetchError, own_policy=True
+        )
 
     def _read_group(
         self,
@@ -650,16 +650,10 @@ def _members_by_block(plan: ReadPlan) -> list[np.ndarray[Any, np.dtype[np.int64]
     return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
 
 
-@dataclass(frozen=True, slots=True)
-class _Retries:
-    """How requests for a remote reference set's files are retried (`set_reference_retries`)."""
-
-    attempts: int = REMOTE_POLICY.attempts
-    backoff: float = REMOTE_POLICY.backoff
-    max_backoff: float = REMOTE_POLICY.max_backoff
-
-
-_reference_retries = {"default": _Retries()}
+_reference_retries = {"default": REMOTE_POLICY}
+"""The policy of requests for a remote reference set's files: only its ``attempts``,
+``backoff`` and ``max_backoff`` count (`set_reference_retries`); its deadline is the
+process-wide one."""
 
 
 def set_reference_retries(
@@ -686,11 +680,9 @@ def set_reference_retries(
     for name, value in (("backoff", backoff), ("max_backoff", max_backoff)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
             raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
-    _reference_retries["default"] = _Retries(attempts, float(backoff), float(max_backoff))
-
-
-class _Overdue(Exception):
-    """An attempt that did not return before the deadline (left running in its thread)."""
+    _reference_retries["default"] = replace(
+        REMOTE_POLICY, attempts=attempts, backoff=float(backoff), max_backoff=float(max_backoff)
+    )
 
 
 def call_within_deadline(call: Callable[[], T], what: str) -> T:
@@ -705,31 +697,68 @@ def call_within_deadline(call: Callable[[], T], what: str) -> T:
         attempt cannot fix, or every attempt (`set_reference_retries`) failed; a missing
         file (FileNotFoundError) and refzarr's own errors pass through.
     """
-    seconds = REMOTE_POLICY.seconds()
-    retries = _reference_retries["default"]
-    tries = _Tries(seconds)
-    delay = retries.backoff
-    for attempt in range(1, retries.attempts + 1):
+    passing = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
+    policy = _reference_retries["default"]
+    return _call_retried(call, what, policy, ReferenceFetchError, own_policy=False, passing=passing)
+
+
+def _call_retried(
+    call: Callable[[], T],
+    what: str,
+    policy: FetchPolicy,
+    error: type[ChunkFetchError],
+    *,
+    own_policy: bool,
+    passing: tuple[type[Exception], ...] = (),
+) -> T:
+    """``call()``, a remote request, tried again after transient failures as ``policy`` says,
+    every try within its deadline; ``error`` naming ``what`` when it cannot be had. Refzarr's
+    own errors and those of ``passing`` pass through. ``own_policy``: messages name the
+    `FetchPolicy` settings (the caller chose it), else the process-wide setters only."""
+    tries = _Tries(policy.seconds())
+    own_errors: tuple[type[Exception], ...] = (RefzarrError, *passing)
+    delay = policy.backoff
+    for attempt in range(1, policy.attempts + 1):
         tries.count = attempt
         try:
             return cast("T", _attempt(tries.left(), call))
         except _Overdue:
-            raise ReferenceFetchError(f"{what}: {tries.report(setter=False)}") from None
-        except (RefzarrError, FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise
+            raise error(f"{what}: {tries.report(setter=own_policy)}") from None
         except Exception as exc:  # 5xx, resets, an unreachable host: named, not foreign
-            tries.last = f"{type(exc).__name__}: {exc}"
-            if not _transient(exc):
-                raise ReferenceFetchError(f"{what}: {tries.last} (not retried)") from exc
+            failure = _answered(exc)
+            if isinstance(failure, own_errors):
+                raise
+            tries.last = f"{type(failure).__name__}: {failure}"
+            if not _transient(failure):
+                raise error(f"{what}: {tries.last} (not retried)") from exc
             late = tries.left() < delay
-            if attempt == retries.attempts or late:
-                raise ReferenceFetchError(
+            if attempt == policy.attempts or late:
+                setting = (
+                    "FetchPolicy(attempts=...)"
+                    if own_policy
+                    else "refzarr.io.set_reference_retries"
+                )
+                raise error(
                     f"{what}: {tries.last} (after {attempt} attempt(s){tries.past(late)}; "
-                    "set how often with refzarr.io.set_reference_retries)"
+                    f"set how often with {setting})"
                 ) from exc
             time.sleep(delay)
-            delay = min(2 * delay, retries.max_backoff)
+            delay = min(2 * delay, policy.max_backoff)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _answered(exc: Exception) -> BaseException:
+    """The failure to judge: fsspec's HTTP ``info`` (so ``size``) raises FileNotFoundError
+    for any failed answer, chained from it; a transient answer (a 503) is judged as itself."""
+    cause = exc.__cause__
+    answered = isinstance(getattr(cause, "status", None), int)
+    if isinstance(exc, FileNotFoundError) and cause is not None and answered and _transient(cause):
+        return cause
+    return exc
+
+
+class _Overdue(Exception):
+    """An attempt that did not return before the deadline (left running in its thread)."""
 
 
 def _attempt(seconds: float, call: Callable[[], Any]) -> Any:
@@ -744,18 +773,6 @@ def _attempt(seconds: float, call: Callable[[], Any]) -> Any:
             if future.done():
                 raise  # the call's own timeout: an attempt that failed
             raise _Overdue from None
-    finally:
-        pool.shutdown(wait=False)
-
-
-def _within(seconds: float | None, call: Callable[[], Any]) -> Any:
-    """``call()``, or TimeoutError when it has not returned after ``seconds`` (it is left to
-    finish in its own thread)."""
-    if seconds is None:
-        return call()
-    pool = ThreadPoolExecutor(1, thread_name_prefix="refzarr-fetch")
-    try:
-        return pool.submit(call).result(timeout=seconds)
     finally:
         pool.shutdown(wait=False)
 
