@@ -167,7 +167,7 @@ def test_transient_failures_are_retried(flaky: tuple[str, Faults], name: str, ho
 
 @pytest.mark.parametrize(
     ("name", "asked"),
-    [("refs.json", "looking for .zmetadata"), ("refs.parq", "reading .zmetadata")],
+    [("refs.json", "reading it"), ("refs.parq", "reading .zmetadata")],
 )
 def test_a_permanent_failure_names_the_url_and_the_attempts(
     flaky: tuple[str, Faults], name: str, asked: str
@@ -214,6 +214,16 @@ def test_a_missing_set_is_not_retried(flaky: tuple[str, Faults]) -> None:
     assert isinstance(error, SourceNotFoundError), error
     assert f"{base}/absent.parq: no such reference set" in str(error)
     assert faults.gets("absent.parq") <= 2  # .zmetadata, then whether it is a folder
+
+
+@pytest.mark.parametrize("read", [refzarr.read, refzarr.expand_references])
+def test_a_json_set_is_one_request(flaky: tuple[str, Faults], read: Callable[[str], Any]) -> None:
+    """Telling JSON from Parquet costs a JSON set no request of its own (fsspec's HTTP
+    ``isdir`` downloaded the file to look for links in it, before it was read again)."""
+    base, faults = flaky
+    _, error = finish_within(HARD_TIMEOUT, lambda: read(f"{base}/refs.json"))
+    assert error is None, error
+    assert [(method, path) for method, path, _ in faults.log] == [("GET", "/refs.json")]
 
 
 def test_a_transient_failure_while_looking_for_zmetadata(flaky: tuple[str, Faults]) -> None:

@@ -154,7 +154,7 @@ def short_deadline() -> Iterator[None]:
 
 @pytest.mark.parametrize(
     ("name", "asked"),
-    [("refs.json", "looking for .zmetadata"), ("refs.parq", "reading .zmetadata")],
+    [("refs.json", "reading it"), ("refs.parq", "reading .zmetadata")],
 )
 @pytest.mark.parametrize("server", ["stalled", "failing"])
 def test_reading_a_remote_reference_set(
