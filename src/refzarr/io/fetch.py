@@ -34,7 +34,8 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar, cast
+from functools import partial
+from typing import Any, TypeVar
 
 import fsspec
 import numpy as np
@@ -408,28 +409,17 @@ class RangeReader:
         where: str,
         tries: _Tries,
     ) -> bytes:
-        """One block, retried on transient failures; ChunkFetchError when it cannot be had."""
-        delay = policy.backoff
-        for attempt in range(1, policy.attempts + 1):
-            tries.count = attempt
-            try:
-                data = self._get(block, files)
-            except Exception as exc:  # timeouts, connection resets, 5xx: worth another try
-                if not _transient(exc):
-                    raise _fetch_error(block, where, f"{type(exc).__name__}: {exc}") from exc
-                tries.last = f"{type(exc).__name__}: {exc}"
-                late = tries.left() < delay
-                if attempt == policy.attempts or late:
-                    reason = f"{tries.last} (after {attempt} attempts{tries.past(late)})"
-                    raise _fetch_error(block, where, reason) from exc
-                time.sleep(delay)
-                delay = min(2 * delay, policy.max_backoff)
-                continue
+        """One block, retried on transient failures; ChunkFetchError when it cannot be had
+        (the read's watchdog ends it at the deadline: `_raise_overdue`)."""
+
+        def fetch() -> bytes:
+            data = self._get(block, files)
             if len(data) != block.length:
                 reason = f"got {len(data)} bytes of {block.length}: the range is past the end"
                 raise _fetch_error(block, where, reason)
             return data
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        return _retried(fetch, policy, tries, partial(_fetch_error, block, where))
 
     def _get(self, block: Block, files: _LocalFiles | None) -> bytes:
         fs, is_local = self._filesystem(block.url)
@@ -712,36 +702,53 @@ def _call_retried(
     passing: tuple[type[Exception], ...] = (),
 ) -> T:
     """``call()``, a remote request, tried again after transient failures as ``policy`` says,
-    every try within its deadline; ``error`` naming ``what`` when it cannot be had. Refzarr's
-    own errors and those of ``passing`` pass through. ``own_policy``: messages name the
-    `FetchPolicy` settings (the caller chose it), else the process-wide setters only."""
+    each try in a thread of its own and all within the deadline; ``error`` naming ``what``
+    when it cannot be had. Refzarr's own errors and those of ``passing`` pass through.
+    ``own_policy``: messages name the `FetchPolicy` settings (the caller chose it), else the
+    process-wide setters only."""
     tries = _Tries(policy.seconds())
-    own_errors: tuple[type[Exception], ...] = (RefzarrError, *passing)
+    setting = "FetchPolicy(attempts=...)" if own_policy else "refzarr.io.set_reference_retries"
+
+    def fail(reason: str) -> ChunkFetchError:
+        return error(f"{what}: {reason}")
+
+    try:
+        return _retried(lambda: _attempt(tries.left(), call), policy, tries, fail, setting, passing)
+    except _Overdue:
+        raise error(f"{what}: {tries.report(setter=own_policy)}") from None
+
+
+def _retried(
+    call: Callable[[], T],
+    policy: FetchPolicy,
+    tries: _Tries,
+    fail: Callable[[str], ChunkFetchError],
+    setting: str = "",
+    passing: tuple[type[Exception], ...] = (),
+) -> T:
+    """``call()``, tried again after a transient failure (`_transient`) ``policy.backoff``
+    seconds later, doubling up to ``max_backoff``, at most ``policy.attempts`` tries and none
+    that would end past ``tries``' deadline; ``fail(why)`` is raised when it cannot be had
+    (``setting``: where to set how often). Refzarr's own errors, `_Overdue` and ``passing``
+    pass through. ``tries`` records what was tried (a watchdog may read it meanwhile)."""
+    through: tuple[type[Exception], ...] = (RefzarrError, _Overdue, *passing)
     delay = policy.backoff
     for attempt in range(1, policy.attempts + 1):
         tries.count = attempt
         try:
-            return cast("T", _attempt(tries.left(), call))
-        except _Overdue:
-            raise error(f"{what}: {tries.report(setter=own_policy)}") from None
+            return call()
         except Exception as exc:  # 5xx, resets, an unreachable host: named, not foreign
             failure = _answered(exc)
-            if isinstance(failure, own_errors):
+            if isinstance(failure, through):
                 raise
             tries.last = f"{type(failure).__name__}: {failure}"
             if not _transient(failure):
-                raise error(f"{what}: {tries.last} (not retried)") from exc
+                raise fail(f"{tries.last} (not retried)") from exc
             late = tries.left() < delay
             if attempt == policy.attempts or late:
-                setting = (
-                    "FetchPolicy(attempts=...)"
-                    if own_policy
-                    else "refzarr.io.set_reference_retries"
-                )
-                raise error(
-                    f"{what}: {tries.last} (after {attempt} attempt(s){tries.past(late)}; "
-                    f"set how often with {setting})"
-                ) from exc
+                how = f"; set how often with {setting}" if setting else ""
+                done = f"after {attempt} attempt(s){tries.past(late)}{how}"
+                raise fail(f"{tries.last} ({done})") from exc
             time.sleep(delay)
             delay = min(2 * delay, policy.max_backoff)
     raise AssertionError("unreachable")  # pragma: no cover
@@ -761,7 +768,7 @@ class _Overdue(Exception):
     """An attempt that did not return before the deadline (left running in its thread)."""
 
 
-def _attempt(seconds: float, call: Callable[[], Any]) -> Any:
+def _attempt(seconds: float, call: Callable[[], T]) -> T:
     """``call()``, or `_Overdue` when it has not returned after ``seconds`` (it is left to
     finish in its own thread); its own exceptions, TimeoutError included, pass through."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="refzarr-fetch")
