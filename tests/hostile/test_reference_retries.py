@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import refzarr
+from httpkit import serving
 from refzarr.errors import ChunkFetchError, ReferenceFetchError, SourceNotFoundError
 from refzarr.io import RangeReader, set_read_deadline, set_reference_retries
 from refzarr.io import fetch as fetch_module
@@ -111,17 +112,9 @@ def flaky(served: Path) -> Iterator[tuple[str, Faults]]:
     """``(base URL, faults)`` of a fresh server over `served`."""
     faults = Faults()
     handler = type("Handler", (_Flaky,), {"faults": faults})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=served))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     fsspec.filesystem("http").clear_instance_cache()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", faults
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(partial(handler, directory=served)) as base:
+        yield base, faults
 
 
 @pytest.fixture
