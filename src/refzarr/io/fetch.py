@@ -19,8 +19,10 @@ never answers, or keeps failing, raises `ChunkFetchError` naming the URL and wha
 when the deadline passes, however the filesystem's own timeouts and retries are set. A request
 stuck in the filesystem is left to finish in its thread; the read does not wait for it.
 
-Requests for a remote reference set's own files (`call_within_deadline`) are retried the same
-way, within the same deadline: `set_reference_retries` sets how often.
+A file's size (`RangeReader.size`, for whole-file references) and requests for a remote
+reference set's own files (`call_within_deadline`) are retried by the same loop (`_retried`),
+within the same deadline, each try in a thread of its own: the size as the reader's policy
+says, the reference set's files as `set_reference_retries` says.
 """
 
 from __future__ import annotations
