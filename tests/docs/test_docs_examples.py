@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import importlib
 import inspect
+import pkgutil
 import re
 import shlex
 from collections.abc import Callable, Iterator
@@ -70,24 +71,12 @@ def scan_option_names() -> set[str]:
 
 
 def resolve(dotted: str) -> Any:
-    """The object ``dotted`` names, as Python would find it: ``module:attr.attr`` (the part
-    before the colon imported, the rest looked up as attributes); `LookupError` when nothing
-    has that name."""
-    module, _, attributes = dotted.partition(":")
+    """The object ``dotted`` (``module:attr.attr``) names, submodules imported as Python would
+    find them (`pkgutil.resolve_name`); `LookupError` when nothing has that name."""
     try:
-        obj: Any = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        raise LookupError(f"{module}: no such module") from exc
-    for index, part in enumerate(attributes.split(".") if attributes else []):
-        if hasattr(obj, part):
-            obj = getattr(obj, part)
-            continue
-        inner = f"{module}.{'.'.join(attributes.split('.')[: index + 1])}"
-        if inspect.ismodule(obj) and _is_module(inner):  # a submodule not imported yet
-            obj = importlib.import_module(inner)
-            continue
-        raise LookupError(f"{readable(dotted)}: no {part!r} there")
-    return obj
+        return pkgutil.resolve_name(readable(dotted))
+    except (ImportError, AttributeError) as exc:
+        raise LookupError(f"{readable(dotted)}: {exc}") from exc
 
 
 def readable(dotted: str) -> str:

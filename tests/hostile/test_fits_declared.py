@@ -9,37 +9,27 @@ from pathlib import Path
 import pytest
 
 import refzarr
+from fitscards import fits_header
 from timebound import raised_within
 
 HARD_TIMEOUT = 60.0
 
 
-def _card(key: str, value: object) -> bytes:
-    text = str(value)
-    shown = text if text.startswith("'") else f"{text:>20}"  # strings start in column 11
-    return f"{key:<8}= {shown}".ljust(80).encode()
-
-
-def _header(cards: list[tuple[str, object]]) -> bytes:
-    block = b"".join(_card(k, v) for k, v in cards) + b"END".ljust(80)
-    return block + b" " * (-len(block) % 2880)
-
-
 PRIMARY = [("SIMPLE", "T"), ("BITPIX", 8)]
-EMPTY_PRIMARY = _header([*PRIMARY, ("NAXIS", 0), ("EXTEND", "T")])
+EMPTY_PRIMARY = fits_header([*PRIMARY, ("NAXIS", 0), ("EXTEND", "T")])
 FILES = {
     "primary-2p62": (
-        _header([*PRIMARY, ("NAXIS", 2), ("NAXIS1", 2**31), ("NAXIS2", 2**31)]) + bytes(2880),
+        fits_header([*PRIMARY, ("NAXIS", 2), ("NAXIS1", 2**31), ("NAXIS2", 2**31)]) + bytes(2880),
         "HDU 0: its header declares 4,611,686,018,427,387,904 bytes of data (BITPIX = 8, "
         "NAXIS1 = 2147483648, NAXIS2 = 2147483648) starting at offset 2,880, but the file "
         "holds 5,760 bytes in all",
     ),
     "primary-10p40": (
-        _header([*PRIMARY, ("NAXIS", 1), ("NAXIS1", 10**40)]) + bytes(2880),
+        fits_header([*PRIMARY, ("NAXIS", 1), ("NAXIS1", 10**40)]) + bytes(2880),
         f"HDU 0: its header declares {10**40:,} bytes of data (BITPIX = 8, NAXIS1 = {10**40})",
     ),
     "primary-groups-2p62": (
-        _header(
+        fits_header(
             [
                 ("SIMPLE", "T"),
                 ("BITPIX", -32),
@@ -78,7 +68,7 @@ def test_an_extension_declaring_more_than_the_file(tmp_path: Path) -> None:
     """The second HDU's header: astropy fails iterating to it; its start is named."""
     cards: list[tuple[str, object]] = [("XTENSION", "'IMAGE   '"), ("BITPIX", 16)]
     cards += [("NAXIS", 2), ("NAXIS1", 2**31), ("NAXIS2", 2**31), ("PCOUNT", 0), ("GCOUNT", 1)]
-    image = _header(cards)
+    image = fits_header(cards)
     path = tmp_path / "extension.fits"
     path.write_bytes(EMPTY_PRIMARY + image + bytes(2880))
     error = raised_within(HARD_TIMEOUT, lambda: refzarr.scan(str(path)))
@@ -92,7 +82,7 @@ def test_an_extension_declaring_more_than_the_file(tmp_path: Path) -> None:
 def test_a_damaged_header_still_says_so(tmp_path: Path) -> None:
     """No END card: the size cannot be read, astropy's reason stays."""
     path = tmp_path / "no-end.fits"
-    path.write_bytes(_header([*PRIMARY, ("NAXIS", 0)]).replace(b"END ", b"DNE "))
+    path.write_bytes(fits_header([*PRIMARY, ("NAXIS", 0)]).replace(b"END ", b"DNE "))
     error = raised_within(HARD_TIMEOUT, lambda: refzarr.scan(str(path)))
     assert isinstance(error, refzarr.ScanError), error
     assert "declares" not in str(error)

@@ -9,7 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 
 import refzarr
+from httpkit import serving
 from refzarr.errors import ChunkFetchError, ReferenceFetchError, SourceNotFoundError
+from refzarr.io import RangeReader, set_read_deadline, set_reference_retries
 from refzarr.io import fetch as fetch_module
-from refzarr.io import set_read_deadline, set_reference_retries
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from timebound import finish_within
 
@@ -31,12 +32,13 @@ BOUND = 15.0  # generous: the default retries take 0.7 s of backoff
 
 @dataclass
 class Faults:
-    """What the server does wrong: the first ``times`` GETs of each path containing ``part``
-    are answered ``status`` (or, with status 0, the connection is dropped without an answer)."""
+    """What the server does wrong: the first ``times`` requests (GET or HEAD) of each path
+    containing ``part`` are answered ``status`` (or, with status 0, the connection is dropped
+    without an answer)."""
 
     rules: list[tuple[str, int, int]] = field(default_factory=list)
     failed: dict[tuple[int, str], int] = field(default_factory=dict)
-    log: list[tuple[str, int]] = field(default_factory=list)
+    log: list[tuple[str, str, int]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail(self, part: str, times: int, status: int = 503) -> None:
@@ -52,28 +54,37 @@ class Faults:
                     return status
         return None
 
-    def gets(self, part: str) -> int:
+    def gets(self, part: str, method: str = "GET") -> int:
         with self.lock:
-            return sum(part in path for path, _ in self.log)
+            return sum(part in path and verb == method for verb, path, _ in self.log)
 
 
 class _Flaky(http.server.SimpleHTTPRequestHandler):
     faults: Faults
 
     def do_GET(self) -> None:
+        if self._failed("GET"):
+            return
+        super().do_GET()
+
+    def do_HEAD(self) -> None:
+        if self._failed("HEAD"):
+            return
+        super().do_HEAD()
+
+    def _failed(self, method: str) -> bool:
+        """Answer as `faults` say (True), or leave the request to the file server."""
         status = self.faults.take(self.path)
         with self.faults.lock:
-            self.faults.log.append((self.path, status or 200))
+            self.faults.log.append((method, self.path, status or 200))
         if status == 0:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        if status is not None:
+        elif status is not None:
             self.send_response(status)
             self.send_header("Content-Length", "0")
             self.end_headers()
-            return
-        super().do_GET()
+        return status is not None
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -101,17 +112,9 @@ def flaky(served: Path) -> Iterator[tuple[str, Faults]]:
     """``(base URL, faults)`` of a fresh server over `served`."""
     faults = Faults()
     handler = type("Handler", (_Flaky,), {"faults": faults})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=served))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     fsspec.filesystem("http").clear_instance_cache()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", faults
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(partial(handler, directory=served)) as base:
+        yield base, faults
 
 
 @pytest.fixture
@@ -157,7 +160,7 @@ def test_transient_failures_are_retried(flaky: tuple[str, Faults], name: str, ho
 
 @pytest.mark.parametrize(
     ("name", "asked"),
-    [("refs.json", "looking for .zmetadata"), ("refs.parq", "reading .zmetadata")],
+    [("refs.json", "reading it"), ("refs.parq", "reading .zmetadata")],
 )
 def test_a_permanent_failure_names_the_url_and_the_attempts(
     flaky: tuple[str, Faults], name: str, asked: str
@@ -204,6 +207,16 @@ def test_a_missing_set_is_not_retried(flaky: tuple[str, Faults]) -> None:
     assert isinstance(error, SourceNotFoundError), error
     assert f"{base}/absent.parq: no such reference set" in str(error)
     assert faults.gets("absent.parq") <= 2  # .zmetadata, then whether it is a folder
+
+
+@pytest.mark.parametrize("read", [refzarr.read, refzarr.expand_references])
+def test_a_json_set_is_one_request(flaky: tuple[str, Faults], read: Callable[[str], Any]) -> None:
+    """Telling JSON from Parquet costs a JSON set no request of its own (fsspec's HTTP
+    ``isdir`` downloaded the file to look for links in it, before it was read again)."""
+    base, faults = flaky
+    _, error = finish_within(HARD_TIMEOUT, lambda: read(f"{base}/refs.json"))
+    assert error is None, error
+    assert [(method, path) for method, path, _ in faults.log] == [("GET", "/refs.json")]
 
 
 def test_a_transient_failure_while_looking_for_zmetadata(flaky: tuple[str, Faults]) -> None:
@@ -280,3 +293,96 @@ def test_s3_without_client_retries(
         references = result
         assert references == _references(_group())
     assert sum(r.status == 503 for r in proxy.matching("GET")) == 6
+
+
+# -- the size of a file (whole-file references): the same retries, the reader's policy ---------
+
+
+def _size(url: str, **policy: Any) -> int:
+    remote = replace(fetch_module.REMOTE_POLICY, **{"backoff": 0.05, **policy})
+    return RangeReader(remote_policy=remote).size(url)
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_the_size_of_a_file_is_retried(
+    flaky: tuple[str, Faults], served: Path, status: int
+) -> None:
+    """fsspec asks HTTP for a size with HEAD, then GET: two failed attempts (four requests)
+    are retried, the third answers."""
+    base, faults = flaky
+    faults.fail("refs.json", times=4, status=status)
+    result, error = finish_within(HARD_TIMEOUT, lambda: _size(f"{base}/refs.json"))
+    assert error is None, error
+    assert result == (served / "refs.json").stat().st_size
+    assert faults.gets("refs.json", "HEAD") == 3
+
+
+def test_a_permanent_failure_of_the_size_names_the_attempts(flaky: tuple[str, Faults]) -> None:
+    base, faults = flaky
+    faults.fail("refs.json", times=10**6)
+    url = f"{base}/refs.json"
+    _, error = finish_within(HARD_TIMEOUT, lambda: _size(url))
+    assert isinstance(error, ChunkFetchError), error
+    assert not isinstance(error, ReferenceFetchError)
+    message = str(error)
+    assert message.startswith(f"{url}: cannot get its size: ClientResponseError: 503"), message
+    assert message.endswith("(after 4 attempt(s); set how often with FetchPolicy(attempts=...))")
+    assert faults.gets("refs.json", "HEAD") == 4
+
+
+def test_the_size_of_a_missing_file_is_not_retried(flaky: tuple[str, Faults]) -> None:
+    base, faults = flaky
+    url = f"{base}/absent.bin"
+    _, error = finish_within(HARD_TIMEOUT, lambda: _size(url))
+    assert isinstance(error, ChunkFetchError), error
+    assert str(error) == f"{url}: cannot get its size: FileNotFoundError: {url} (not retried)"
+    assert faults.gets("absent.bin", "HEAD") == 1
+
+
+def test_the_size_follows_the_readers_policy(flaky: tuple[str, Faults]) -> None:
+    """``attempts=1``: one failed answer is the end; a deadline of 1.5 s ends a thousand."""
+    base, faults = flaky
+    faults.fail("refs.json", times=10**6)
+    url = f"{base}/refs.json"
+    _, error = finish_within(HARD_TIMEOUT, lambda: _size(url, attempts=1))
+    assert isinstance(error, ChunkFetchError), error
+    assert "(after 1 attempt(s);" in str(error)
+    assert faults.gets("refs.json", "HEAD") == 1
+    started = time.monotonic()
+    many = {"attempts": 1000, "backoff": 0.4, "max_backoff": 1.0, "deadline": 1.5}
+    _, error = finish_within(HARD_TIMEOUT, lambda: _size(url, **many))
+    assert isinstance(error, ChunkFetchError), error
+    assert "read deadline of 1.5 s" in str(error), error
+    assert faults.gets("refs.json", "HEAD") < 10
+    assert time.monotonic() - started < 10 * 1.5 + 5
+
+
+@pytest.mark.parametrize("failing", [2, 10**6])
+def test_a_client_timeout_is_a_failed_attempt(
+    monkeypatch: pytest.MonkeyPatch, failing: int
+) -> None:
+    """A TimeoutError the filesystem itself raises at once (its own client timeout) is an
+    attempt that failed, retried and named as such, not "no answer within the deadline"."""
+    fs = fsspec.filesystem("memory")
+    fs.pipe_file("/timeouts/data.bin", b"12345")
+    real_size, calls = type(fs).size, []
+
+    def size(self: Any, path: str) -> int:
+        calls.append(path)
+        if len(calls) <= failing:
+            raise TimeoutError("client timeout")
+        return int(real_size(self, path))
+
+    monkeypatch.setattr(type(fs), "size", size)
+    try:
+        result, error = finish_within(HARD_TIMEOUT, lambda: _size("memory://timeouts/data.bin"))
+    finally:
+        fs.rm("/timeouts", recursive=True)
+    if failing == 2:
+        assert (result, error, len(calls)) == (5, None, 3)
+        return
+    assert isinstance(error, ChunkFetchError), error
+    message = str(error)
+    assert "cannot get its size: TimeoutError: client timeout (after 4 attempt(s);" in message
+    assert "no answer" not in message
+    assert len(calls) == 4

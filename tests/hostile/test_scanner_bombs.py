@@ -17,6 +17,7 @@ import pytest
 from test_shape_bombs import bounded
 
 import refzarr
+from fitscards import card, fits_header
 from refzarr.model import sparse as sparse_module
 
 # -- netCDF3 --------------------------------------------------------------------------------
@@ -168,19 +169,10 @@ def test_tiff_tags_declaring_huge_images(tmp_path: Path, name: str) -> None:
 # -- FITS -------------------------------------------------------------------------------------
 
 
-def _card(key: str, value: object) -> bytes:
-    return f"{key:<8}= {value!s:>20}".ljust(80).encode()
-
-
-def fits_header(cards: list[tuple[str, object]]) -> bytes:
-    block = b"".join(_card(k, v) for k, v in cards) + b"END".ljust(80)
-    return block + b" " * (-len(block) % 2880)
-
-
 def _patched(data: bytes, changes: dict[str, object]) -> bytes:
     for key, value in changes.items():
         at = data.index(key.ljust(8).encode() + b"= ")
-        data = data[:at] + _card(key, value) + data[at + 80 :]
+        data = data[:at] + card(key, value) + data[at + 80 :]
     return data
 
 

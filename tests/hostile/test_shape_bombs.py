@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ import zarr
 import refzarr
 from refzarr.model import ChunkManifest
 from refzarr.model import sparse as sparse_module
+from timebound import finish_within
 
 MEMORY_BOUND = 64 * 2**20  # bytes a bounded operation may allocate (Python + numpy)
 TIME_BOUND = 30.0  # seconds: about 30x what each takes here, for a loaded machine
@@ -29,31 +29,20 @@ HARD_TIMEOUT = 120.0
 
 
 def bounded(call: Callable[[], Any]) -> Any:
-    """``call()`` in a thread, its time and its peak of traced allocations bounded."""
-    outcome: list[Any] = []
-
-    def run() -> None:
-        try:
-            outcome.append(("ok", call()))
-        except BaseException as exc:
-            outcome.append(("error", exc))
-
+    """``call()`` in a thread (`finish_within`), its time and its peak of traced allocations
+    bounded."""
     tracemalloc.start()
     started = time.monotonic()
     try:
-        worker = threading.Thread(target=run, daemon=True)
-        worker.start()
-        worker.join(HARD_TIMEOUT)
-        assert not worker.is_alive(), f"still running after {HARD_TIMEOUT} s"
+        result, error = finish_within(HARD_TIMEOUT, call)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert time.monotonic() - started < TIME_BOUND
     assert peak < MEMORY_BOUND, f"allocated {peak / 2**20:.0f} MiB"
-    kind, value = outcome[0]
-    if kind == "error":
-        raise value
-    return value
+    if error is not None:
+        raise error
+    return result
 
 
 def bomb(shape: list[int], chunks: list[int], **refs: Any) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from refzarr.formats.source import (
     decompress,
     detect_format,
     locate,
-    read_bytes,
 )
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import require_regular_grids
@@ -73,13 +72,14 @@ def read(
 
 
 def _read_located(location: Location, target: str | None) -> RefGroup:
-    if detect_format(location) == "parquet":
+    found, data = detect_format(location)
+    if found == "parquet":
         from refzarr.formats.parquet import read as parquet_read
 
         return parquet_read.read_parquet(location, target=target)
     from refzarr.formats.kerchunk_json import read as json_read
 
-    data = decompress(read_bytes(location), shown=location.shown)
+    data = decompress(data, shown=location.shown)
     return json_read.group_from_json(data, target=target, where=location.shown)
 
 
@@ -107,10 +107,11 @@ def expand_references(
         location = locate(source, storage_options)
         where = location.shown
         with _named_failures(where):
-            if detect_format(location) == "parquet":
+            found, data = detect_format(location)
+            if found == "parquet":
                 refs = parquet_read.expand_parquet(location)
             else:
-                data = decompress(read_bytes(location), shown=where)
+                data = decompress(data, shown=where)
                 refs = expand_dict(json_read.load_json(data, where=where))
     with _named_failures(where):
         return json_read.normalise_v0(refs, target=target, where=where)

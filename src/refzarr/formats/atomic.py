@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from refzarr.formats.source import Location
+from refzarr.io.paths import opened_path
 
 __all__ = [
     "atomic_path",
@@ -131,7 +132,8 @@ def clean_leftovers(target: str, *, spare: bool = False) -> str | None:
     """
     if os.name != "posix":
         return None
-    folder, name = os.path.split(os.path.abspath(target))
+    # the folder the system opens (``abspath`` would drop ``link/..`` as text: another folder)
+    folder, name = os.path.split(opened_path(target))
     try:
         entries = os.listdir(folder)
     except OSError:

@@ -21,7 +21,6 @@ __all__ = [
     "decompress",
     "detect_format",
     "locate",
-    "read_bytes",
     "remote_call",
 ]
 
@@ -51,21 +50,24 @@ class Location:
     @property
     def is_local(self) -> bool:
         """True when the filesystem is the local disk."""
-        protocol = self.fs.protocol
-        protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
+        protocols = _protocols(self.fs)
         return "file" in protocols or "local" in protocols
 
 
 def remote_call(fs: Any, what: str, call: Callable[[], T]) -> T:
     """``call()`` on filesystem ``fs``; for a remote one within the read deadline, its
     failures a `ReferenceFetchError` naming ``what``."""
-    protocol = fs.protocol
-    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
-    if "file" in protocols or "local" in protocols or "memory" in protocols:
+    if {"file", "local", "memory"} & set(_protocols(fs)):
         return call()
     from refzarr.io.fetch import call_within_deadline
 
     return call_within_deadline(call, what)
+
+
+def _protocols(fs: Any) -> tuple[str, ...]:
+    """The protocols fsspec filesystem ``fs`` answers to."""
+    protocol = fs.protocol
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
 
 
 def locate(source: str | os.PathLike[str], storage_options: Mapping[str, Any] | None) -> Location:
@@ -88,47 +90,73 @@ def compression_from_suffix(path: str) -> Compression:
     return None
 
 
-def detect_format(location: Location) -> Literal["json", "parquet"]:
-    """``"parquet"`` for a Parquet reference directory (``.zmetadata`` inside), else ``"json"``."""
-    lowered = location.path.lower()
-    if lowered.endswith((".parq", ".parquet")):
-        return "parquet"
-    fs = location.fs
+def detect_format(
+    location: Location, *, head: int | None = None
+) -> tuple[Literal["json", "parquet"], bytes]:
+    """The format of the reference set at ``location`` and, for JSON, the file's bytes (its
+    first ``head`` bytes when given; none for Parquet).
+
+    A name ending ``.parq``/``.parquet`` says Parquet. Otherwise the file is read first: bytes
+    that begin like a JSON document (or a zstd/gzip stream) are the set, so a JSON set costs
+    one request (asking whether it is a directory costs fsspec's HTTP filesystem a download
+    of it); anything else (no such file, a directory, an HTTP directory listing) is a Parquet
+    set when ``.zmetadata`` is inside it.
+
+    Raises
+    ------
+    SourceNotFoundError
+        Nothing is at ``location``.
+    RefFormatError
+        A directory without ``.zmetadata`` is there.
+    """
+    if location.path.lower().endswith((".parq", ".parquet")):
+        return "parquet", b""
     try:
-        # two requests, each retried on its own
-        if location.ask("looking for .zmetadata", lambda: fs.isdir(location.path)) and (
-            location.ask("looking for .zmetadata", lambda: _exists(fs, location.join(".zmetadata")))
-        ):
-            return "parquet"
+        data = _read(location, head)
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        if _holds_zmetadata(location):
+            return "parquet", b""
+        if isinstance(exc, IsADirectoryError):
+            raise RefFormatError(
+                f"{location.shown}: is a directory but holds no .zmetadata (not a Parquet "
+                "reference set)"
+            ) from exc
+        raise SourceNotFoundError(f"{location.shown}: no such reference set") from exc
+    if _looks_like_json(data) or not _holds_zmetadata(location):
+        return "json", data
+    return "parquet", b""
+
+
+def _read(location: Location, head: int | None) -> bytes:
+    """The file at ``location``, or its first ``head`` bytes."""
+    fs, path = location.fs, location.path
+    if head is None:
+        return bytes(location.ask("reading it", lambda: fs.cat_file(path)))
+    return bytes(location.ask("reading it", lambda: fs.cat_file(path, start=0, end=head)))
+
+
+def _looks_like_json(data: bytes) -> bool:
+    """Whether ``data`` begins like a JSON object, or a zstd or gzip stream (of one)."""
+    return data.startswith((ZSTD_MAGIC, GZIP_MAGIC)) or data.lstrip()[:1] == b"{"
+
+
+def _holds_zmetadata(location: Location) -> bool:
+    """Whether ``.zmetadata`` is inside ``location`` (a Parquet reference directory)."""
+    path = location.join(".zmetadata")
+    try:
+        return location.ask("looking for .zmetadata", lambda: _exists(location.fs, path))
     except ReferenceFetchError:
         raise
-    except OSError:
-        pass
-    return "json"
+    except OSError:  # a file where the folder would be, no permission: no Parquet set
+        return False
 
 
 def _exists(fs: Any, path: str) -> bool:
     """Whether ``path`` exists; a server's failure raises (fsspec's HTTP filesystem answers
     False to any error status unless asked ``strict``: a 503 would read as absent)."""
-    protocol = fs.protocol
-    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
-    if "http" in protocols or "https" in protocols:
+    if "http" in _protocols(fs) or "https" in _protocols(fs):
         return bool(fs.exists(path, strict=True))
     return bool(fs.exists(path))
-
-
-def read_bytes(location: Location) -> bytes:
-    """The whole file at ``location``; SourceNotFoundError when it does not exist."""
-    try:
-        data: bytes = location.ask("reading it", lambda: location.fs.cat_file(location.path))
-    except FileNotFoundError as exc:
-        raise SourceNotFoundError(f"{location.shown}: no such reference set") from exc
-    except IsADirectoryError as exc:
-        raise RefFormatError(
-            f"{location.shown}: is a directory but holds no .zmetadata (not a Parquet "
-            "reference set)"
-        ) from exc
-    return data
 
 
 def decompress(data: bytes, *, shown: str) -> bytes:

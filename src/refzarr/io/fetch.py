@@ -19,8 +19,10 @@ never answers, or keeps failing, raises `ChunkFetchError` naming the URL and wha
 when the deadline passes, however the filesystem's own timeouts and retries are set. A request
 stuck in the filesystem is left to finish in its thread; the read does not wait for it.
 
-Requests for a remote reference set's own files (`call_within_deadline`) are retried the same
-way, within the same deadline: `set_reference_retries` sets how often.
+A file's size (`RangeReader.size`, for whole-file references) and requests for a remote
+reference set's own files (`call_within_deadline`) are retried by the same loop (`_retried`),
+within the same deadline, each try in a thread of its own: the size as the reader's policy
+says, the reference set's files as `set_reference_retries` says.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, closing
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any, TypeVar
 
 import fsspec
 import numpy as np
@@ -304,7 +307,8 @@ class RangeReader:
                 yield from self._read_group(chosen, urls, offsets, lengths, keys, is_local)
 
     def size(self, url: str) -> int:
-        """The size in bytes of the file at ``url`` (for whole-file references).
+        """The size in bytes of the file at ``url`` (for whole-file references); a remote one
+        asked within ``remote_policy``'s deadline, retried on transient failures like a block.
 
         Raises
         ------
@@ -313,18 +317,17 @@ class RangeReader:
         """
         URLPolicy(self.allowed).check([url])
         fs, is_local = self._filesystem(url)
-        seconds = None if is_local else self.remote_policy.seconds()
-        try:
-            return int(_within(seconds, lambda: fs.size(_remote_path(fs, url))))
-        except TimeoutError:
-            raise ChunkFetchError(
-                f"{url}: cannot get its size: no answer within the read deadline of "
-                f"{seconds:g} s; raise it with refzarr.io.set_read_deadline"
-            ) from None
-        except Exception as exc:
-            raise ChunkFetchError(
-                f"{url}: cannot get its size: {type(exc).__name__}: {exc}"
-            ) from exc
+        what = f"{url}: cannot get its size"
+        if is_local:
+            try:
+                return int(fs.size(_local_path(fs, url)))
+            except Exception as exc:
+                raise ChunkFetchError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        path = _remote_path(fs, url)
+        policy = self.remote_policy
+        return _call_retried(
+            lambda: int(fs.size(path)), what, policy, ChunkFetchError, own_policy=True
+        )
 
     def _read_group(
         self,
@@ -408,28 +411,17 @@ class RangeReader:
         where: str,
         tries: _Tries,
     ) -> bytes:
-        """One block, retried on transient failures; ChunkFetchError when it cannot be had."""
-        delay = policy.backoff
-        for attempt in range(1, policy.attempts + 1):
-            tries.count = attempt
-            try:
-                data = self._get(block, files)
-            except Exception as exc:  # timeouts, connection resets, 5xx: worth another try
-                if not _transient(exc):
-                    raise _fetch_error(block, where, f"{type(exc).__name__}: {exc}") from exc
-                tries.last = f"{type(exc).__name__}: {exc}"
-                late = tries.left() < delay
-                if attempt == policy.attempts or late:
-                    reason = f"{tries.last} (after {attempt} attempts{tries.past(late)})"
-                    raise _fetch_error(block, where, reason) from exc
-                time.sleep(delay)
-                delay = min(2 * delay, policy.max_backoff)
-                continue
+        """One block, retried on transient failures; ChunkFetchError when it cannot be had
+        (the read's watchdog ends it at the deadline: `_raise_overdue`)."""
+
+        def fetch() -> bytes:
+            data = self._get(block, files)
             if len(data) != block.length:
                 reason = f"got {len(data)} bytes of {block.length}: the range is past the end"
                 raise _fetch_error(block, where, reason)
             return data
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        return _retried(fetch, policy, tries, partial(_fetch_error, block, where))
 
     def _get(self, block: Block, files: _LocalFiles | None) -> bytes:
         fs, is_local = self._filesystem(block.url)
@@ -650,16 +642,10 @@ def _members_by_block(plan: ReadPlan) -> list[np.ndarray[Any, np.dtype[np.int64]
     return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
 
 
-@dataclass(frozen=True, slots=True)
-class _Retries:
-    """How requests for a remote reference set's files are retried (`set_reference_retries`)."""
-
-    attempts: int = REMOTE_POLICY.attempts
-    backoff: float = REMOTE_POLICY.backoff
-    max_backoff: float = REMOTE_POLICY.max_backoff
-
-
-_reference_retries = {"default": _Retries()}
+_reference_retries = {"default": REMOTE_POLICY}
+"""The policy of requests for a remote reference set's files: only its ``attempts``,
+``backoff`` and ``max_backoff`` count (`set_reference_retries`); its deadline is the
+process-wide one."""
 
 
 def set_reference_retries(
@@ -686,11 +672,9 @@ def set_reference_retries(
     for name, value in (("backoff", backoff), ("max_backoff", max_backoff)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
             raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
-    _reference_retries["default"] = _Retries(attempts, float(backoff), float(max_backoff))
-
-
-class _Overdue(Exception):
-    """An attempt that did not return before the deadline (left running in its thread)."""
+    _reference_retries["default"] = replace(
+        REMOTE_POLICY, attempts=attempts, backoff=float(backoff), max_backoff=float(max_backoff)
+    )
 
 
 def call_within_deadline(call: Callable[[], T], what: str) -> T:
@@ -705,34 +689,88 @@ def call_within_deadline(call: Callable[[], T], what: str) -> T:
         attempt cannot fix, or every attempt (`set_reference_retries`) failed; a missing
         file (FileNotFoundError) and refzarr's own errors pass through.
     """
-    seconds = REMOTE_POLICY.seconds()
-    retries = _reference_retries["default"]
-    tries = _Tries(seconds)
-    delay = retries.backoff
-    for attempt in range(1, retries.attempts + 1):
+    passing = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
+    policy = _reference_retries["default"]
+    return _call_retried(call, what, policy, ReferenceFetchError, own_policy=False, passing=passing)
+
+
+def _call_retried(
+    call: Callable[[], T],
+    what: str,
+    policy: FetchPolicy,
+    error: type[ChunkFetchError],
+    *,
+    own_policy: bool,
+    passing: tuple[type[Exception], ...] = (),
+) -> T:
+    """``call()``, a remote request, tried again after transient failures as ``policy`` says,
+    each try in a thread of its own and all within the deadline; ``error`` naming ``what``
+    when it cannot be had. Refzarr's own errors and those of ``passing`` pass through.
+    ``own_policy``: messages name the `FetchPolicy` settings (the caller chose it), else the
+    process-wide setters only."""
+    tries = _Tries(policy.seconds())
+    setting = "FetchPolicy(attempts=...)" if own_policy else "refzarr.io.set_reference_retries"
+
+    def fail(reason: str) -> ChunkFetchError:
+        return error(f"{what}: {reason}")
+
+    try:
+        return _retried(lambda: _attempt(tries.left(), call), policy, tries, fail, setting, passing)
+    except _Overdue:
+        raise error(f"{what}: {tries.report(setter=own_policy)}") from None
+
+
+def _retried(
+    call: Callable[[], T],
+    policy: FetchPolicy,
+    tries: _Tries,
+    fail: Callable[[str], ChunkFetchError],
+    setting: str = "",
+    passing: tuple[type[Exception], ...] = (),
+) -> T:
+    """``call()``, tried again after a transient failure (`_transient`) ``policy.backoff``
+    seconds later, doubling up to ``max_backoff``, at most ``policy.attempts`` tries and none
+    that would end past ``tries``' deadline; ``fail(why)`` is raised when it cannot be had
+    (``setting``: where to set how often). Refzarr's own errors, `_Overdue` and ``passing``
+    pass through. ``tries`` records what was tried (a watchdog may read it meanwhile)."""
+    through: tuple[type[Exception], ...] = (RefzarrError, _Overdue, *passing)
+    delay = policy.backoff
+    for attempt in range(1, policy.attempts + 1):
         tries.count = attempt
         try:
-            return cast("T", _attempt(tries.left(), call))
-        except _Overdue:
-            raise ReferenceFetchError(f"{what}: {tries.report(setter=False)}") from None
-        except (RefzarrError, FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise
+            return call()
         except Exception as exc:  # 5xx, resets, an unreachable host: named, not foreign
-            tries.last = f"{type(exc).__name__}: {exc}"
-            if not _transient(exc):
-                raise ReferenceFetchError(f"{what}: {tries.last} (not retried)") from exc
+            failure = _answered(exc)
+            if isinstance(failure, through):
+                raise
+            tries.last = f"{type(failure).__name__}: {failure}"
+            if not _transient(failure):
+                raise fail(f"{tries.last} (not retried)") from exc
             late = tries.left() < delay
-            if attempt == retries.attempts or late:
-                raise ReferenceFetchError(
-                    f"{what}: {tries.last} (after {attempt} attempt(s){tries.past(late)}; "
-                    "set how often with refzarr.io.set_reference_retries)"
-                ) from exc
+            if attempt == policy.attempts or late:
+                how = f"; set how often with {setting}" if setting else ""
+                done = f"after {attempt} attempt(s){tries.past(late)}{how}"
+                raise fail(f"{tries.last} ({done})") from exc
             time.sleep(delay)
-            delay = min(2 * delay, retries.max_backoff)
+            delay = min(2 * delay, policy.max_backoff)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _attempt(seconds: float, call: Callable[[], Any]) -> Any:
+def _answered(exc: Exception) -> BaseException:
+    """The failure to judge: fsspec's HTTP ``info`` (so ``size``) raises FileNotFoundError
+    for any failed answer, chained from it; a transient answer (a 503) is judged as itself."""
+    cause = exc.__cause__
+    answered = isinstance(getattr(cause, "status", None), int)
+    if isinstance(exc, FileNotFoundError) and cause is not None and answered and _transient(cause):
+        return cause
+    return exc
+
+
+class _Overdue(Exception):
+    """An attempt that did not return before the deadline (left running in its thread)."""
+
+
+def _attempt(seconds: float, call: Callable[[], T]) -> T:
     """``call()``, or `_Overdue` when it has not returned after ``seconds`` (it is left to
     finish in its own thread); its own exceptions, TimeoutError included, pass through."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="refzarr-fetch")
@@ -744,18 +782,6 @@ def _attempt(seconds: float, call: Callable[[], Any]) -> Any:
             if future.done():
                 raise  # the call's own timeout: an attempt that failed
             raise _Overdue from None
-    finally:
-        pool.shutdown(wait=False)
-
-
-def _within(seconds: float | None, call: Callable[[], Any]) -> Any:
-    """``call()``, or TimeoutError when it has not returned after ``seconds`` (it is left to
-    finish in its own thread)."""
-    if seconds is None:
-        return call()
-    pool = ThreadPoolExecutor(1, thread_name_prefix="refzarr-fetch")
-    try:
-        return pool.submit(call).result(timeout=seconds)
     finally:
         pool.shutdown(wait=False)
 

@@ -1,7 +1,7 @@
 """Plain local paths (no protocol, no storage options): scanners read them with ``open`` and
 ``pread`` instead of fsspec, which costs a small file's scan a noticeable share; how references
-name a local file (`opened_path`); and `LocalFile`, such a file opened once by `refzarr.scan`
-for detection, its scanner and its record of sources."""
+name a local file (`opened_path`, from `refzarr.io.paths`); and `LocalFile`, such a file opened
+once by `refzarr.scan` for detection, its scanner and its record of sources."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from fsspec.implementations.local import LocalFileSystem
+
+from refzarr.io.paths import opened_path
 
 __all__ = ["LOCAL_HEAD_BYTES", "LocalFile", "opened_path", "plain_local_path"]
 
@@ -28,29 +30,6 @@ def plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str
         return url.rstrip("/") or "/"
     path: str = LocalFileSystem._strip_protocol(url)
     return path
-
-
-def opened_path(path: str) -> str:
-    """The absolute path of the file the system opens for the local ``path``: how references
-    name it.
-
-    ``os.path.abspath`` makes a path absolute as text, dropping ``dir/..`` pairs, whereas the
-    system follows a symbolic link before going up: ``link/../x.nc`` is the ``x.nc`` next to
-    the link's target, not the one next to the link. So a path holding ``..`` is named by the
-    real path of its directory (links followed) and its own name; any other path keeps its
-    spelling (links not followed), as ``abspath`` gives it.
-
-    Examples
-    --------
-    >>> opened_path("/data/./day1.nc")
-    '/data/day1.nc'
-    """
-    if ".." not in path or ".." not in path.split(os.sep):
-        return os.path.abspath(path)
-    head, name = os.path.split(os.path.join(os.getcwd(), path))
-    if name in ("", ".", ".."):  # a directory (a Zarr store) named by its parent
-        return os.path.realpath(os.path.join(head, name))
-    return os.path.join(os.path.realpath(head), name)
 
 
 class LocalFile(NamedTuple):

@@ -99,9 +99,9 @@ def written_form(
     from refzarr.formats.source import GZIP_MAGIC, ZSTD_MAGIC, detect_format, locate
 
     location = locate(refs, refs_options)
-    if detect_format(location) == "parquet":
+    found, head = detect_format(location, head=_HEAD_BYTES)
+    if found == "parquet":
         return {"format": "parquet", "record_size": load_zmetadata(location).record_size}
-    head = bytes(location.fs.cat_file(location.path, start=0, end=_HEAD_BYTES))
     compression: Literal["zstd", "gzip"] | None = None
     if head.startswith(ZSTD_MAGIC):
         compression = "zstd"

@@ -14,6 +14,7 @@ from stat import S_ISDIR
 from typing import Any
 
 from refzarr.errors import RefFormatError
+from refzarr.io.paths import opened_path
 
 __all__ = [
     "LISTING_MIN",
@@ -96,9 +97,7 @@ def is_local(url: str) -> bool:
 
 def local_path(url: str) -> str:
     """The absolute local path of a plain path or ``file://`` URL, as scanners reference it
-    (`refzarr.scan.paths.opened_path`: ``link/..`` resolved as the system does)."""
-    from refzarr.scan.paths import opened_path  # here: refzarr.scan imports this module
-
+    (`refzarr.io.paths.opened_path`: ``link/..`` resolved as the system does)."""
     return opened_path(url.removeprefix("file://"))
 
 
