@@ -16,6 +16,7 @@ from refzarr.formats.source import (
     decompress,
     detect_format,
     locate,
+    looks_like_json,
 )
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import require_regular_grids
@@ -79,8 +80,32 @@ def _read_located(location: Location, target: str | None) -> RefGroup:
         return parquet_read.read_parquet(location, target=target)
     from refzarr.formats.kerchunk_json import read as json_read
 
-    data = decompress(data, shown=location.shown)
+    data = decompress(_reference_bytes(location, data), shown=location.shown)
     return json_read.group_from_json(data, target=target, where=location.shown)
+
+
+def _reference_bytes(location: Location, data: bytes) -> bytes:
+    """``data``, unless it is plainly a file refzarr scans (a netCDF, TIFF, GRIB, ... given
+    where a reference set was expected): then a `RefFormatError` names its format and what
+    to do, rather than "not valid JSON"."""
+    if looks_like_json(data):
+        return data
+    # the scanners' magic-byte detectors, for the message only (no scanner is imported)
+    from refzarr.errors import ScanError
+    from refzarr.scan.base import HEAD_BYTES, Probe
+    from refzarr.scan.detect import detect_probe
+
+    head = data[: 8 * HEAD_BYTES]
+    try:
+        found = detect_probe(Probe(location.shown, head, lambda at, n: head[at : at + n]))
+    except ScanError:
+        return data
+    raise RefFormatError(
+        f"{location.shown} is not a reference set but a {found.title} file: scan it first "
+        f"(group = refzarr.scan({location.shown!r}); refzarr.open_dataset(group) reads it, "
+        f"refzarr.write(group, 'refs.json') keeps its references; or `refzarr scan "
+        f"{location.shown} -o refs.json`)"
+    )
 
 
 def expand_references(
@@ -111,7 +136,7 @@ def expand_references(
             if found == "parquet":
                 refs = parquet_read.expand_parquet(location)
             else:
-                data = decompress(data, shown=where)
+                data = decompress(_reference_bytes(location, data), shown=where)
                 refs = expand_dict(json_read.load_json(data, where=where))
     with _named_failures(where):
         return json_read.normalise_v0(refs, target=target, where=where)

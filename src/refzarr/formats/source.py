@@ -122,20 +122,30 @@ def detect_format(
                 "reference set)"
             ) from exc
         raise SourceNotFoundError(f"{location.shown}: no such reference set") from exc
-    if _looks_like_json(data) or not _holds_zmetadata(location):
+    if looks_like_json(data) or not _holds_zmetadata(location):
         return "json", data
     return "parquet", b""
 
 
+LOCAL_HEAD = 65536
+"""Bytes of a local file read before the rest: one that does not begin like a JSON set (a
+10 GB netCDF file given by mistake) is not read whole."""
+
+
 def _read(location: Location, head: int | None) -> bytes:
-    """The file at ``location``, or its first ``head`` bytes."""
+    """The file at ``location``, or its first ``head`` bytes. A local file that does not begin
+    like a JSON set is read only up to `LOCAL_HEAD` bytes (it cannot be one)."""
     fs, path = location.fs, location.path
+    if head is None and location.is_local:
+        with fs.open(path, "rb") as f:
+            first = bytes(f.read(LOCAL_HEAD))
+            return first + bytes(f.read()) if looks_like_json(first) else first
     if head is None:
         return bytes(location.ask("reading it", lambda: fs.cat_file(path)))
     return bytes(location.ask("reading it", lambda: fs.cat_file(path, start=0, end=head)))
 
 
-def _looks_like_json(data: bytes) -> bool:
+def looks_like_json(data: bytes) -> bool:
     """Whether ``data`` begins like a JSON object, or a zstd or gzip stream (of one)."""
     return data.startswith((ZSTD_MAGIC, GZIP_MAGIC)) or data.lstrip()[:1] == b"{"
 

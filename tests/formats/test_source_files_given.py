@@ -1,0 +1,75 @@
+"""A file refzarr scans (netCDF, TIFF, GRIB, HDF4, FITS, DMR++) given where a reference set is
+expected (`refzarr.read`, `expand_references`, ``engine="refzarr"``): a `RefFormatError`
+names its format and the scan to run, and a local file is not read whole to find out."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import fsspec
+import pytest
+import xarray as xr
+
+import refzarr
+from corpus import CORPUS
+from refzarr import RefFormatError
+
+FILES = {
+    "netcdf3": CORPUS / "netcdf3" / "example_1.nc",
+    "hdf5": CORPUS / "dmrpp" / "d_int.h5",
+    "tiff": CORPUS / "tiff" / "cogeo.tif",
+    "grib": CORPUS / "grib" / "spherical_harmonics.grib",
+    "hdf4": CORPUS / "hdf4" / "MOD14.hdf4",
+    "fits": CORPUS / "fits" / "m13.fits",
+    "dmrpp": CORPUS / "dmrpp" / "d_int.h5.dmrpp",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_a_source_file_is_named(name: str) -> None:
+    path = FILES[name]
+    if not path.exists():
+        pytest.skip("corpus absent")
+    title = {"netcdf3": "netCDF3", "hdf5": "HDF5", "tiff": "TIFF", "grib": "GRIB",
+             "hdf4": "HDF4", "fits": "FITS", "dmrpp": "DMR\\+\\+"}[name]  # fmt: skip
+    pattern = rf"is not a reference set but a {title}.* file: scan it first \(group = refzarr"
+    with pytest.raises(RefFormatError, match=pattern):
+        refzarr.read(path)
+    with pytest.raises(RefFormatError, match=pattern):
+        refzarr.expand_references(str(path))
+    with pytest.raises(RefFormatError, match=pattern):
+        xr.open_dataset(path, engine="refzarr")
+
+
+def test_through_fsspec_too() -> None:
+    """A remote (here in-memory) file is read before it is judged, then named the same way."""
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/given/scene.tif", FILES["tiff"].read_bytes())
+    with pytest.raises(RefFormatError, match="is not a reference set but a TIFF"):
+        refzarr.read("memory://given/scene.tif")
+    fs.rm("/given", recursive=True)
+
+
+def test_a_large_local_file_is_not_read_whole(tmp_path: Path) -> None:
+    """Only the first `LOCAL_HEAD` bytes of a local file that does not begin like JSON are
+    read: a sparse 4 GiB file with a netCDF3 header fails at once, without 4 GiB of memory."""
+    big = tmp_path / "big.nc"
+    with big.open("wb") as f:
+        f.write(FILES["netcdf3"].read_bytes())
+        f.truncate(4 * 2**30)  # sparse: no disk used
+    tracemalloc.start()
+    try:
+        with pytest.raises(RefFormatError, match="netCDF3"):
+            refzarr.read(big)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20
+
+
+def test_text_that_is_no_format_keeps_the_json_error(tmp_path: Path) -> None:
+    junk = tmp_path / "refs.json"
+    junk.write_text("not json at all")
+    with pytest.raises(RefFormatError, match=r"refs.json: not valid JSON"):
+        refzarr.read(junk)
