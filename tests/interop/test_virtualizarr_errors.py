@@ -141,3 +141,17 @@ def test_whole_file_references_get_the_file_size(tmp_path: Path) -> None:
     back = from_virtual_dataset(vds)
     values = refzarr.open_dataset(back)["a"].values
     np.testing.assert_array_equal(values, np.arange(4, dtype="<i4"))
+
+
+def test_a_chunk_of_zero_bytes_is_named() -> None:
+    """VirtualiZarr 2.8 refuses a reference of length 0 with a plain ValueError; no reader
+    decodes one anyway: named on every VirtualiZarr version, before VirtualiZarr sees it."""
+    meta = ArrayMeta(shape=(8,), chunks=(4,), dtype=np.dtype("<i4"), dimension_names=("x",))
+    manifest = ChunkManifest.from_arrays(["/data/file.bin"], [0, 0], [0, 16], [16, 0])
+    group = RefGroup(members={"v": RefArray(meta, manifest)})
+    with pytest.raises(refzarr.UnsupportedFeatureError) as raised:
+        to_virtual_dataset(group)
+    assert str(raised.value).startswith(
+        "array 'v': chunk (1,) is 0 bytes long (/data/file.bin at byte 16; 1 such chunk(s))"
+    )
+    assert "VirtualiZarr refuses it" in str(raised.value)

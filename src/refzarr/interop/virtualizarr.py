@@ -22,7 +22,7 @@ from refzarr.errors import MissingDependencyError, RefFormatError, UnsupportedFe
 from refzarr.interop.vz_masking import mark, unmark
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from refzarr.model.attr_types import LAYOUT_ATTR, TYPES_ATTR
-from refzarr.model.hierarchy import ARRAY_RECORDS_ATTR
+from refzarr.model.hierarchy import ARRAY_RECORDS_ATTR, refuse_empty_array
 from refzarr.model.manifest import WHOLE_FILE
 
 if TYPE_CHECKING:
@@ -116,6 +116,7 @@ def to_virtual_dataset(
         if _has_inlined(array):
             loaded[name] = _loaded_variable(context, name, array, records)
         else:
+            refuse_empty_array(name, array, "VirtualiZarr refuses it (2.8+)")
             marr = _manifest_array(context, name, array, records, name)
             virtual[name] = marr.to_virtual_variable()
     attributes = _with_records(_thaw(node.attributes), records)

@@ -366,6 +366,52 @@ def require_regular_grids(group: RefGroup) -> None:
             raise _irregular_error(path, array)
 
 
+def refuse_empty_chunks(group: RefGroup, refused_by: str, prefix: str = "") -> None:
+    """UnsupportedFeatureError naming the first chunk of 0 bytes of ``group`` (its array,
+    index, file and offset): a reference of length 0, or 0 inlined bytes.
+
+    No chunk decodes from 0 bytes (each has its chunk's shape), so such a chunk fails when
+    read through any reader (refzarr, fsspec + zarr on JSON and Parquet, Icechunk 1.x);
+    Icechunk 2.2+ and VirtualiZarr 2.8+ refuse it (``refused_by`` says which, for the
+    message). Writing it as missing would read as fill values: other data than the other
+    outputs give.
+    """
+    for path, array in group.arrays():
+        refuse_empty_array(f"{prefix}/{path}" if prefix else path, array, refused_by)
+
+
+def refuse_empty_array(path: str, array: RefArray, refused_by: str) -> None:
+    """`refuse_empty_chunks` for one array (``path`` names it)."""
+    manifest = array.manifest
+    grid = manifest.grid_shape
+    for block in manifest.iter_written_blocks():
+        empty = np.flatnonzero((block.path_id >= 0) & (block.length == 0))
+        inlined = sorted(number for number, data in block.inlined.items() if not data)
+        if not empty.size and not inlined:
+            continue
+        count = int(empty.size) + len(inlined)
+        if empty.size:
+            k = int(empty[0])
+            number, where = block.start + k, f"{block.paths[int(block.path_id[k])]} at byte "
+            where += f"{int(block.offset[k])}"
+        else:
+            number, where = inlined[0], "inlined"
+        index = tuple(int(i) for i in np.unravel_index(number, grid)) if grid else ()
+        raise empty_chunk_error(path, f"chunk {index}", where, count, refused_by)
+
+
+def empty_chunk_error(
+    path: str, chunk: str, where: str, count: int, refused_by: str
+) -> UnsupportedFeatureError:
+    """The error `refuse_empty_chunks` raises (also for an empty file referenced whole)."""
+    return UnsupportedFeatureError(
+        f"array {path!r}: {chunk} is 0 bytes long ({where}; {count} such chunk(s)): no "
+        f"chunk decodes from 0 bytes, so it fails when read through every reader, and "
+        f"{refused_by}; check or rescan the source (damaged or partly written?), or leave "
+        "the array out"
+    )
+
+
 def _irregular_error(path: str, array: RefArray) -> UnsupportedFeatureError:
     _, dim, chunk = _first_irregular_axis(array)
     return UnsupportedFeatureError(

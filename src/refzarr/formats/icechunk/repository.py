@@ -129,9 +129,10 @@ def commit_icechunk(
     UnsupportedFeatureError, IncompatibleError
         As `refzarr.to_icechunk`; when a reference points where no container can be made.
     """
-    from refzarr.formats.icechunk.write import refuse_empty_chunks, to_icechunk
+    from refzarr.formats.icechunk.write import ICECHUNK_REFUSES, to_icechunk
+    from refzarr.model.hierarchy import refuse_empty_chunks
 
-    refuse_empty_chunks(group)  # before a new repository is made
+    refuse_empty_chunks(group, ICECHUNK_REFUSES)  # before a new repository is made
     shown = os.fspath(repository)
     sources = source_options if source_options is not None else storage_options
     repo = open_repository(shown, storage_options, sources, source_prefixes(group), create=True)

@@ -22,7 +22,7 @@ from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import WHOLE_FILE, ChunkManifest, RefArray, RefGroup
 from refzarr.model.attr_types import LAYOUT_ATTR, TYPES_ATTR
 from refzarr.model.frozen import thaw_json
-from refzarr.model.hierarchy import require_regular_grids
+from refzarr.model.hierarchy import empty_chunk_error, refuse_empty_chunks, require_regular_grids
 from refzarr.sources.state import local_path
 
 __all__ = ["to_icechunk"]
@@ -87,7 +87,7 @@ def to_icechunk(
     import zarr
 
     require_regular_grids(group)
-    refuse_empty_chunks(group, path)
+    refuse_empty_chunks(group, ICECHUNK_REFUSES, path)
     checksums = source_checksums(group)
     if append_dim is not None:
         _append(group, store, path, append_dim, storage_options, checksums)
@@ -411,45 +411,7 @@ def manifest_columns(
     return columns, by_url
 
 
-def refuse_empty_chunks(group: RefGroup, prefix: str = "") -> None:
-    """UnsupportedFeatureError naming the first chunk of 0 bytes of ``group`` (its array,
-    index, file and offset): a reference of length 0, or 0 inlined bytes.
-
-    No chunk decodes from 0 bytes (each has its chunk's shape), so such a chunk fails when
-    read through any reader (refzarr, fsspec + zarr on the JSON and Parquet outputs, Icechunk
-    1.x); Icechunk 2.2+ refuses to store it. Writing it as missing would read as fill values:
-    other data than the other outputs give, so it is refused on every Icechunk version.
-    """
-    for member_path, node in _walk(group, prefix):
-        if isinstance(node, RefArray):
-            _refuse_empty(member_path, node.manifest)
-
-
-def _refuse_empty(path: str, manifest: ChunkManifest) -> None:
-    grid = manifest.grid_shape
-    for block in manifest.iter_written_blocks():
-        empty = np.flatnonzero((block.path_id >= 0) & (block.length == 0))
-        inlined = sorted(number for number, data in block.inlined.items() if not data)
-        if not empty.size and not inlined:
-            continue
-        count = int(empty.size) + len(inlined)
-        if empty.size:
-            k = int(empty[0])
-            number, where = block.start + k, f"{block.paths[int(block.path_id[k])]} at byte "
-            where += f"{int(block.offset[k])}"
-        else:
-            number, where = inlined[0], "inlined"
-        index = tuple(int(i) for i in np.unravel_index(number, grid)) if grid else ()
-        _empty_chunk(path, f"chunk {index}", where, count)
-
-
-def _empty_chunk(path: str, chunk: str, where: str, count: int) -> None:
-    raise UnsupportedFeatureError(
-        f"array {path!r}: {chunk} is 0 bytes long ({where}; {count} such chunk(s)): no "
-        "chunk decodes from 0 bytes, so it fails when read through every reader, and Icechunk "
-        "refuses it (2.2+); check or rescan the source (damaged or partly written?), or leave "
-        "the array out"
-    )
+ICECHUNK_REFUSES = "Icechunk refuses it (2.2+)"
 
 
 def _no_container(path: str, location: str, count: int) -> None:
@@ -537,5 +499,7 @@ def _size(url: str, path: str) -> int:
     fs, file_path = fsspec.core.url_to_fs(absolute_url(url, path))
     size = int(fs.size(file_path))
     if size == 0:
-        _empty_chunk(path, "a chunk", f"the whole of {url}, an empty file", 1)
+        raise empty_chunk_error(
+            path, "a chunk", f"the whole of {url}, an empty file", 1, ICECHUNK_REFUSES
+        )
     return size
