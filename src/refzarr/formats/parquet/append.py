@@ -35,7 +35,7 @@ from typing import Any
 
 from refzarr.errors import RefzarrError, SourceNotFoundError
 from refzarr.formats.api import DEFAULT_RECORD_SIZE, read
-from refzarr.formats.atomic import atomic_path, clean_leftovers, flush_tree, step
+from refzarr.formats.atomic import atomic_path, clean_leftovers, flush_tree, set_version, step
 from refzarr.formats.parquet.append_plan import AppendedSource, AppendPlan, NotFast, plan_append
 from refzarr.formats.parquet.extend import extended_record
 from refzarr.formats.parquet.read import ZMetadata, load_zmetadata, read_parquet
@@ -48,6 +48,7 @@ from refzarr.formats.parquet.write import (
     zmetadata_document,
 )
 from refzarr.formats.source import Location
+from refzarr.formats.target_lock import target_lock
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import is_metadata_key, require_regular_grids
 
@@ -122,8 +123,32 @@ def append_parquet(
     AppendOutcome
         Which path ran and why (also logged at DEBUG level).
     """
-    if location.is_local:  # a set a dead writer moved aside is put back before reading
-        clean_leftovers(location.path, spare=True)
+    # other local writers of the set wait until this one is done (a set a dead writer
+    # moved aside is put back first); on object stores a set replaced meanwhile is refused
+    with target_lock(location, restore=clean_leftovers):
+        seen = None if location.is_local else set_version(location, directory=True)
+        return _append_locked(
+            group,
+            location,
+            target,
+            (append_dim, record_size, storage_options, seen),
+            fast=fast,
+            durable=durable,
+        )
+
+
+def _append_locked(
+    group: RefGroup,
+    location: Location,
+    target: str,
+    how: tuple[str, int | None, Mapping[str, Any] | None, object],
+    *,
+    fast: bool,
+    durable: bool,
+) -> AppendOutcome:
+    """`append_parquet` with the target's lock held (``how``: the dimension, the record
+    size, the storage options, the set's version seen before reading it)."""
+    append_dim, record_size, storage_options, seen = how
     urls = [f"{target} (existing set)", "the appended data"]
     zmeta, reason = _existing_layout(location, record_size, fast)
     if zmeta is not None:
@@ -152,7 +177,13 @@ def append_parquet(
             return outcome
     LOG.debug("%s: whole set rewritten to append along %r: %s", location.shown, append_dim, reason)
     return _rewrite(
-        group, location, target, (urls, append_dim, record_size, storage_options), reason, durable
+        group,
+        location,
+        target,
+        (urls, append_dim, record_size, storage_options),
+        reason,
+        durable,
+        seen,
     )
 
 
@@ -351,9 +382,11 @@ def _rewrite(
     how: tuple[list[str], str, int | None, Mapping[str, Any] | None],
     reason: str,
     durable: bool,
+    seen: object,
 ) -> AppendOutcome:
     """Combine the whole existing set with ``group`` and write the result over it (``how``:
-    the URLs for messages, the dimension, the record size, the storage options)."""
+    the URLs for messages, the dimension, the record size, the storage options; ``seen``:
+    the set's version before it was read, off the local disk)."""
     from refzarr.combine import combine
 
     urls, append_dim, record_size, storage_options = how
@@ -374,7 +407,7 @@ def _rewrite(
             size = _record_size_of(location)
     require_regular_grids(combined)  # before any output exists: no partial reference set
     size = size or DEFAULT_RECORD_SIZE
-    with atomic_path(location, directory=True) as temporary:
+    with atomic_path(location, directory=True, version=seen) as temporary:
         write_parquet(combined, location.fs, temporary, record_size=size)
         if durable and location.is_local:
             flush_tree(temporary)
