@@ -37,7 +37,7 @@ from refzarr.errors import RefzarrError, SourceNotFoundError
 from refzarr.formats.api import DEFAULT_RECORD_SIZE, read
 from refzarr.formats.atomic import atomic_path, clean_leftovers, flush_tree, set_version, step
 from refzarr.formats.parquet.append_plan import AppendedSource, AppendPlan, NotFast, plan_append
-from refzarr.formats.parquet.extend import LastRecords, extended_record
+from refzarr.formats.parquet.extend import extended_record
 from refzarr.formats.parquet.read import ZMetadata, load_zmetadata, read_parquet
 from refzarr.formats.parquet.source import record_file_name
 from refzarr.formats.parquet.tables import EntrySlice, record_table
@@ -152,17 +152,29 @@ def _append_locked(
     urls = [f"{target} (existing set)", "the appended data"]
     zmeta, reason = _existing_layout(location, record_size, fast)
     if zmeta is not None:
-        done = _try_fast(group, location, zmeta, (append_dim, urls, storage_options), durable)
-        if isinstance(done, AppendOutcome):
+        try:
+            plan = plan_append(
+                read_parquet(location, target=None, zmeta=zmeta),
+                group,
+                append_dim,
+                record_size=zmeta.record_size,
+                urls=urls,
+                storage_options=storage_options,
+            )
+        except NotFast as exc:
+            reason = str(exc)
+        except (RefzarrError, ValueError) as exc:  # combine's exact error comes from below
+            reason = f"the checks refused the append ({type(exc).__name__})"
+        else:
+            outcome = _write_fast(plan, location, zmeta.record_size, durable)
             LOG.debug(
                 "%s: appended along %r: %d record files written, %d files linked",
                 location.shown,
                 append_dim,
-                done.written,
-                done.linked,
+                outcome.written,
+                outcome.linked,
             )
-            return done
-        reason = done
+            return outcome
     LOG.debug("%s: whole set rewritten to append along %r: %s", location.shown, append_dim, reason)
     return _rewrite(
         group,
@@ -173,35 +185,6 @@ def _append_locked(
         durable,
         seen,
     )
-
-
-def _try_fast(
-    group: RefGroup,
-    location: Location,
-    zmeta: ZMetadata,
-    how: tuple[str, list[str], Mapping[str, Any] | None],
-    durable: bool,
-) -> AppendOutcome | str:
-    """The append of only the changed record files, or why it cannot be made (``how``: the
-    dimension, the URLs for messages, the storage options)."""
-    append_dim, urls, storage_options = how
-    existing = read_parquet(location, target=None, zmeta=zmeta)
-    # the partial last record files are read meanwhile, in a thread (Arrow releases the GIL)
-    with LastRecords(location.path, existing, append_dim, zmeta.record_size) as last:
-        try:
-            plan = plan_append(
-                existing,
-                group,
-                append_dim,
-                record_size=zmeta.record_size,
-                urls=urls,
-                storage_options=storage_options,
-            )
-        except NotFast as exc:
-            return str(exc)
-        except (RefzarrError, ValueError) as exc:  # combine's exact error comes from below
-            return f"the checks refused the append ({type(exc).__name__})"
-        return _write_fast(plan, location, last, durable)
 
 
 def _existing_layout(
@@ -230,15 +213,13 @@ def _existing_layout(
 
 
 def _write_fast(
-    plan: AppendPlan, location: Location, last: LastRecords, durable: bool
+    plan: AppendPlan, location: Location, record_size: int, durable: bool
 ) -> AppendOutcome:
-    """A new directory of links and changed files, exchanged with the old one (``last``:
-    the old set's last record files, and its record size)."""
-    record_size = last.record_size
+    """A new directory of links and changed files, exchanged with the old one."""
     with atomic_path(location, directory=True, recycle=True, sync=durable) as temporary:
         linked = _link_unchanged(location.path, temporary, plan)
         step("linked")
-        written = _write_changed(plan, location.path, temporary, last)
+        written = _write_changed(plan, location.path, temporary, record_size)
         step("appended")
         document = zmetadata_document(plan.group, record_size)
         _create(os.path.join(temporary, ".zmetadata"), document)
@@ -326,16 +307,16 @@ def _link(source: str, destination: str) -> None:
         shutil.copy2(source, destination)
 
 
-def _write_changed(plan: AppendPlan, source: str, root: str, last: LastRecords) -> int:
+def _write_changed(plan: AppendPlan, source: str, root: str, record_size: int) -> int:
     """Write the changed and new record files into ``root`` (an append's few in this
     thread, where handing them to threads would cost more than it saves)."""
-    record_size = last.record_size
     arrays = [(path, plan.grown.get(path, 0)) for path in (*plan.rewritten, *plan.grown)]
     count = sum(_record_count(plan, path, first, record_size) for path, first in arrays)
     with contextlib.ExitStack() as stack:
         pool = None if count <= _THREADS else stack.enter_context(ThreadPoolExecutor(_THREADS))
         return sum(
-            _write_array(plan, (source, root), path, (first, last), pool) for path, first in arrays
+            _write_array(plan, (source, root), path, first, record_size, pool)
+            for path, first in arrays
         )
 
 
@@ -349,33 +330,27 @@ def _write_array(
     plan: AppendPlan,
     roots: tuple[str, str],
     path: str,
-    records: tuple[int, LastRecords],
+    first: int,
+    record_size: int,
     pool: ThreadPoolExecutor | None,
 ) -> int:
     """Write ``path``'s record files from ``first`` on into the new set (``roots``: the old
-    set's directory and the new one's; ``records``: ``first`` and the old set's last record
-    files)."""
-    first, last = records
-    record_size = last.record_size
+    set's directory and the new one's)."""
     array = plan.group[path]
     assert not isinstance(array, RefGroup)
     if not array.manifest.nchunks:
         return 0
     old, new = (os.path.join(root, *path.split("/")) for root in roots)
     os.makedirs(new, exist_ok=True)
-    extended = _extend_last(plan.appended.get(path), (old, new), first, last)
+    extended = _extend_last(plan.appended.get(path), old, new, first, record_size)
     return extended + write_records(pool, _create, new, array, record_size, first + extended)
 
 
 def _extend_last(
-    appended: AppendedSource | None,
-    folders: tuple[str, str],
-    first: int,
-    last: LastRecords,
+    appended: AppendedSource | None, old: str, new: str, first: int, record_size: int
 ) -> int:
     """Write the partial last record file ``first`` of a growing array as its existing
     rows, copied, and its new ones (1); 0 where the general path writes it."""
-    (old, new), record_size = folders, last.record_size
     if appended is None or not appended.old % record_size:
         return 0
     block = appended.new_rows(first)
@@ -384,7 +359,7 @@ def _extend_last(
     )
     name = record_file_name(first)
     rows = appended.old - first * record_size
-    table = extended_record(last.rows(os.path.join(old, name)), rows, record_table(entries))
+    table = extended_record(os.path.join(old, name), rows, record_table(entries))
     if table is None:
         return 0
     _create(os.path.join(new, name), encode_record(table))

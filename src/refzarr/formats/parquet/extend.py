@@ -1,5 +1,4 @@
-"""A partial last record file extended by new rows, its existing rows copied as Arrow data;
-what an append reads of the existing set, read ahead in a thread while it plans.
+"""A partial last record file extended by new rows, its existing rows copied as Arrow data.
 
 An append rewrites the last record file of each growing array with the new entries after
 the existing ones. Those existing rows go to the new file as they are (like the record files
@@ -11,44 +10,29 @@ decodes it, checks it and reports what is wrong.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from functools import partial
-
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from refzarr.formats.parquet.records import COLUMNS
-from refzarr.formats.parquet.source import record_file_name
 from refzarr.formats.parquet.tables import RECORD_SCHEMA
-from refzarr.model.group import RefGroup
 
-__all__ = ["LastRecords", "extended_record", "read_rows"]
+__all__ = ["extended_record"]
 
 _TYPES = {field.name: field.type for field in RECORD_SCHEMA}
 _PATH_TYPES = (pa.string(), pa.dictionary(pa.int32(), pa.string()))
-_PREFETCHED = 16
-"""Manifest blocks of an array without the dimension read ahead at most (the rest as used)."""
 
 
-def read_rows(path: str) -> pa.Table | None:
-    """The rows of local record file ``path`` as Arrow data; None when it is not in the form
-    refzarr writes (its columns and their types) or cannot be read."""
+def extended_record(path: str, rows: int, new: pa.Table) -> pa.Table | None:
+    """The rows of local record file ``path`` (which must hold exactly ``rows``) followed by
+    ``new`` (a `refzarr.formats.parquet.tables.record_table`); None when the file is not one
+    refzarr wrote in that form (the caller then takes the general path)."""
     try:
         with open(path, "rb") as file:
             old = pq.ParquetFile(file).read(use_threads=False)
     except (pa.ArrowException, OSError, ValueError):
         return None
-    return old if _refzarr_columns(old.schema) else None
-
-
-def extended_record(old: pa.Table | None, rows: int, new: pa.Table) -> pa.Table | None:
-    """The rows of a record file, ``old`` (`read_rows`; it must hold exactly ``rows``),
-    followed by ``new`` (a `refzarr.formats.parquet.tables.record_table`); None when the file
-    is not one refzarr wrote in that form (the caller then takes the general path)."""
-    if old is None or old.num_rows != rows:
+    if old.num_rows != rows or not _refzarr_columns(old.schema):
         return None
     columns = [_joined_path(old.column("path"), new.column("path"))]
     columns += [
@@ -86,44 +70,3 @@ def _plain(chunk: pa.Array) -> pa.Array:
     if pa.types.is_dictionary(chunk.type):
         return chunk.dictionary_decode()
     return chunk.cast(pa.string())
-
-
-class LastRecords:
-    """What an append will read of a set, read in a thread from the moment this is entered
-    (Arrow and numpy release the GIL meanwhile): the manifest blocks of the arrays without
-    the dimension (combine compares them by value), then the partial last record file of each
-    array along it but its coordinate, as Arrow data (`read_rows`). `rows` waits for one of
-    those files (or reads one not foreseen); the blocks land in the manifests' own caches (a
-    block that fails to load there is loaded again, and its error raised, where used)."""
-
-    def __init__(self, root: str, existing: RefGroup, dim: str, record_size: int) -> None:
-        self.record_size = record_size
-        self._blocks: list[Callable[[], object]] = []
-        self._files: list[str] = []
-        for path, array in existing.arrays():
-            names, count = array.meta.dimension_names or (), array.manifest.nchunks
-            if dim not in names and not array.manifest.sparse:
-                blocks = range(min(array.manifest.nblocks, _PREFETCHED))
-                self._blocks += [partial(array.manifest.block, k) for k in blocks]
-            elif names[0] == dim and count % record_size and path.rpartition("/")[2] != dim:
-                name = record_file_name(count // record_size)
-                self._files.append(os.path.join(root, *path.split("/"), name))
-        self._read: dict[str, Future[pa.Table | None]] = {}
-        self._pool: ThreadPoolExecutor | None = None
-
-    def __enter__(self) -> LastRecords:
-        if self._files or self._blocks:
-            self._pool = ThreadPoolExecutor(1)
-            for load in self._blocks:
-                self._pool.submit(load)
-            self._read = {path: self._pool.submit(read_rows, path) for path in self._files}
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def rows(self, path: str) -> pa.Table | None:
-        """The rows of record file ``path`` (`read_rows`)."""
-        future = self._read.get(path)
-        return read_rows(path) if future is None else future.result()
