@@ -10,6 +10,7 @@ from refzarr.combine import FromAttribute, FromCallable, FromData, FromRegex, co
 from refzarr.errors import (
     ChunkDecodeError,
     ChunkFetchError,
+    ConcurrentWriteError,
     ForbiddenURLError,
     IncompatibleError,
     MissingDependencyError,
@@ -60,6 +61,7 @@ __all__ = [
     "ChunkManifest",
     "ChunkRef",
     "CommitConflictError",
+    "ConcurrentWriteError",
     "ForbiddenURLError",
     "FromAttribute",
     "FromCallable",

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "ChunkDecodeError",
     "ChunkFetchError",
+    "ConcurrentWriteError",
     "ForbiddenURLError",
     "IncompatibleError",
     "MissingDependencyError",
@@ -62,3 +63,8 @@ class IncompatibleError(RefzarrError, ValueError):
 
 class MissingDependencyError(RefzarrError, ImportError):
     """A format's optional library is not installed (names the ``pip install`` to run)."""
+
+
+class ConcurrentWriteError(RefzarrError, RuntimeError):
+    """Another writer replaced a reference set on an object store while an append or a
+    refresh of it ran (nothing is locked there): nothing was written; run it again."""

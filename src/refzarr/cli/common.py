@@ -17,6 +17,7 @@ __all__ = [
     "REFS_HELP",
     "CommandFailed",
     "UsageError",
+    "add_durable",
     "format_of",
     "json_object",
     "non_negative_int",
@@ -31,6 +32,17 @@ EXIT_USAGE = 2
 """The command line itself is wrong (argparse uses 2 for this too)."""
 
 REFS_HELP = "reference set: JSON file (maybe .zst/.gz) or Parquet directory, path or URL"
+
+
+def add_durable(parser: argparse.ArgumentParser) -> None:
+    """The ``--durable`` option of the commands that write a reference set."""
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="flush (fsync) every file and directory of the new reference set, and its "
+        "folder, to disk before and after it replaces the old one, so that it survives a "
+        "power cut (local JSON files are always flushed; Parquet sets are not without it)",
+    )
 
 
 class UsageError(RefzarrError, ValueError):

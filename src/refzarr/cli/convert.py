@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from refzarr.cli.common import EXIT_OK, UsageError, format_of, positive_int, read_refs
+from refzarr.cli.common import (
+    EXIT_OK,
+    UsageError,
+    add_durable,
+    format_of,
+    positive_int,
+    read_refs,
+)
 from refzarr.formats.api import DEFAULT_RECORD_SIZE, write
 
 __all__ = ["register", "run"]
@@ -26,6 +33,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"Parquet references per record file (default {DEFAULT_RECORD_SIZE})",
     )
+    add_durable(parser)
     parser.set_defaults(run=run)
 
 
@@ -43,5 +51,6 @@ def run(args: argparse.Namespace) -> int:
         format=chosen,
         version=args.version or 0,
         record_size=args.record_size or DEFAULT_RECORD_SIZE,
+        durable=args.durable,
     )
     return EXIT_OK

@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from refzarr.cli.common import EXIT_OK, REFS_HELP, json_object, quiet_icechunk
+from refzarr.cli.common import (
+    EXIT_OK,
+    REFS_HELP,
+    UsageError,
+    add_durable,
+    json_object,
+    quiet_icechunk,
+)
 from refzarr.cli.table import plural
 
 __all__ = ["register", "run"]
@@ -37,6 +44,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="TEXT",
         help="Icechunk repositories: the commit message (default names the files refreshed)",
     )
+    add_durable(parser)
     parser.set_defaults(run=run)
 
 
@@ -52,10 +60,13 @@ def run(args: argparse.Namespace) -> int:
         quiet_icechunk(args.refs)
         from refzarr.formats.icechunk.refresh import refresh_icechunk
 
+        if args.durable:
+            raise UsageError("--durable applies to JSON and Parquet sets, not to Icechunk")
+
         done = refresh_icechunk(args.refs, options, refs_options=refs_options, message=args.message)
         changes, snapshot = done.changes, done.snapshot
     else:
-        changes = refresh(args.refs, options, refs_options=refs_options)
+        changes = refresh(args.refs, options, refs_options=refs_options, durable=args.durable)
     for change in changes:
         print(f"refreshed {change}")
     scanned = f"{plural(len(changes), 'changed source')} scanned again"

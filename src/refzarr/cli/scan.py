@@ -13,6 +13,7 @@ from refzarr.cli.common import (
     EXIT_OK,
     CommandFailed,
     UsageError,
+    add_durable,
     format_of,
     json_object,
     non_negative_int,
@@ -128,6 +129,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="leave out files that cannot be scanned (listed on stderr) instead of failing",
     )
+    add_durable(parser)
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--workers", type=positive_int, metavar="N", help="worker processes (default: one per CPU)"
@@ -141,6 +143,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Scan, combine, write; a summary line on stdout."""
     chosen = "icechunk" if args.format == "icechunk" else format_of(args.output, args.format)
+    if chosen == "icechunk" and args.durable:
+        raise UsageError("--durable applies to JSON and Parquet output, not to Icechunk")
     concat_dims = _names(args.concat_dim)
     if args.append_dim and args.append_dim not in concat_dims:  # new files join along it too
         concat_dims.append(args.append_dim)
@@ -195,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
             format=chosen,
             storage_options=storage if same else None,
             append_dim=args.append_dim,
+            durable=args.durable,
         )
     skipped = f", {len(results.errors):,} skipped" if results.errors else ""
     print(f"{args.output}: {plural(len(results), 'file')}{_how(results, concat_dims)}{skipped}")

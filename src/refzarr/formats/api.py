@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Literal
 
 from refzarr.errors import RefFormatError, RefzarrError, SourceNotFoundError
-from refzarr.formats.atomic import atomic_path, flush_tree, write_atomic
+from refzarr.formats.atomic import atomic_path, flush_tree, set_version, write_atomic
 from refzarr.formats.source import (
     Compression,
     Location,
@@ -18,6 +18,7 @@ from refzarr.formats.source import (
     locate,
     looks_like_json,
 )
+from refzarr.formats.target_lock import target_lock
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import require_regular_grids
 from refzarr.model.kerchunk import expand_dict, group_from_kerchunk
@@ -221,7 +222,6 @@ def write(
     """
     # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
     from refzarr.formats.kerchunk_json import write as json_write
-    from refzarr.formats.parquet import write as parquet_write
 
     if not isinstance(group, RefGroup):
         raise TypeError(f"write() takes a RefGroup, got {type(group).__name__}")
@@ -244,23 +244,34 @@ def write(
             durable=durable,
         )
         return
-    if append_dim is not None:
-        group = _appended(group, os.fspath(target), append_dim, storage_options)
-    require_regular_grids(group)  # before any output exists: no partial reference set
     if chosen == "parquet":
-        record_size = record_size or DEFAULT_RECORD_SIZE
-        with atomic_path(location, directory=True) as temporary:
-            parquet_write.write_parquet(group, location.fs, temporary, record_size=record_size)
-            if durable and location.is_local:
-                flush_tree(temporary)
+        _write_parquet(group, location, record_size or DEFAULT_RECORD_SIZE, durable)
         return
     if chosen != "json":
         raise ValueError(f"format must be 'json' or 'parquet', got {chosen!r}")
     if version not in (0, 1):
         raise ValueError(f"version must be 0 or 1, got {version!r}")
-    codec = _json_compression(location.path, compression)
-    parts = json_write.render_parts(group, version=version)
-    write_atomic(location, json_write.compress_parts(parts, codec))
+    # an append reads the set and replaces it: other local writers of it wait meanwhile
+    with target_lock(location) if append_dim is not None else nullcontext():
+        seen = None
+        if append_dim is not None:
+            seen = None if location.is_local else set_version(location, directory=False)
+            group = _appended(group, os.fspath(target), append_dim, storage_options)
+        require_regular_grids(group)  # before any output exists: no partial reference set
+        codec = _json_compression(location.path, compression)
+        parts = json_write.render_parts(group, version=version)
+        write_atomic(location, json_write.compress_parts(parts, codec), version=seen)
+
+
+def _write_parquet(group: RefGroup, location: Location, record_size: int, durable: bool) -> None:
+    """Write ``group`` as a whole Parquet set at ``location``."""
+    from refzarr.formats.parquet import write as parquet_write
+
+    require_regular_grids(group)  # before any output exists: no partial reference set
+    with atomic_path(location, directory=True) as temporary:
+        parquet_write.write_parquet(group, location.fs, temporary, record_size=record_size)
+        if durable and location.is_local:
+            flush_tree(temporary)
 
 
 def _appended(

@@ -15,10 +15,16 @@ it): looking for them would list the folder at every write. A writer may keep th
 it replaced at its temporary name, unlocked, for the next writer to recycle as its own
 temporary (``recycle=True``: Parquet appends); any other write removes it as a leftover.
 
+Local writers of one target take turns (`refzarr.formats.target_lock`): a whole write holds
+the target's lock around its exchange, an append or a refresh from before it reads the set.
+
 On other filesystems (object stores, memory) a file is moved with fsspec's ``mv`` straight
 over the old one, never deleted first; a directory is moved file by file (every file copied,
 then the originals deleted), as fsspec's recursive ``mv`` also tries to copy an object
 store's pseudo-directories and fails with "no such key": not atomic (see docs/security.md).
+Nothing is locked there: an append or refresh passes the `set_version` it saw before
+reading, and a set replaced since raises `ConcurrentWriteError` instead of being
+overwritten (a narrow window between that check and the move remains).
 """
 
 from __future__ import annotations
@@ -33,13 +39,16 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from refzarr.errors import ConcurrentWriteError
 from refzarr.formats.source import Location
+from refzarr.formats.target_lock import Held, hold_parent, target_lock
 from refzarr.io.paths import opened_path
 
 __all__ = [
     "atomic_path",
     "clean_leftovers",
     "flush_tree",
+    "set_version",
     "step",
     "temporary_name",
     "write_atomic",
@@ -70,7 +79,12 @@ def temporary_name(path: str) -> str:
 
 @contextlib.contextmanager
 def atomic_path(
-    location: Location, *, directory: bool, recycle: bool = False, sync: bool = True
+    location: Location,
+    *,
+    directory: bool,
+    recycle: bool = False,
+    sync: bool = True,
+    version: object = None,
 ) -> Iterator[str]:
     """Yield a temporary path beside ``location``; move it onto ``location`` on success.
 
@@ -92,6 +106,11 @@ def atomic_path(
         Flush the rename to disk (``fsync`` of the parent directory) after it. False leaves
         that to the filesystem (ext4 commits within seconds): a kill still leaves the old
         output or the new one, a power cut may undo the replacement.
+    version
+        Not on the local disk: the `set_version` of the set at ``location`` seen before
+        reading it (appends, refreshes); when another writer replaced the set since, the
+        output is discarded and `ConcurrentWriteError` raised instead of replacing it.
+        (Local writers wait for each other instead: `refzarr.formats.target_lock`.)
 
     On error (in the body or while renaming) the temporary output is removed and whatever
     stood at ``location`` before is untouched.
@@ -114,10 +133,41 @@ def atomic_path(
         try:
             yield temporary
             _step("written")
-            _replace(location, temporary, directory=directory, keep_replaced=recycle, sync=sync)
+            if version is not None and not location.is_local:
+                _check_version(location, directory, version)
+            with target_lock(location) as lock:  # the caller's, when it holds it already
+                _replace(location, temporary, directory=directory, keep_replaced=recycle, lock=lock)
+            if sync and location.is_local:
+                _sync_directory(os.path.dirname(location.path))
         except BaseException:
             _discard(location, temporary)
             raise
+
+
+def set_version(location: Location, *, directory: bool) -> object:
+    """What tells the version of the set at ``location`` on a filesystem that locks
+    nothing (size, ETag, modification time of the JSON file or of a Parquet set's
+    ``.zmetadata``, which every write replaces); ``"absent"`` when nothing is there. Taken
+    before a set is read, compared by `atomic_path` before it is replaced."""
+    path = f"{location.path.rstrip('/')}/.zmetadata" if directory else location.path
+    fs = location.fs
+    with contextlib.suppress(AttributeError, OSError):
+        fs.invalidate_cache(path)  # listings cached by s3fs would hide a newer version
+    try:
+        info = fs.info(path)
+    except FileNotFoundError:
+        return "absent"
+    keys = ("size", "ETag", "etag", "LastModified", "mtime", "created")
+    return tuple(str(info.get(key)) for key in keys)
+
+
+def _check_version(location: Location, directory: bool, version: object) -> None:
+    if set_version(location, directory=directory) != version:
+        raise ConcurrentWriteError(
+            f"{location.shown}: another writer replaced the reference set while this one "
+            "read and rewrote it (nothing is locked on this filesystem); nothing was "
+            "written: run it again to apply it to the new set"
+        )
 
 
 _LEFTOVER = re.compile(r"(?P<mark>\.tmp-|\.old-)[0-9a-f]{12}")
@@ -222,9 +272,10 @@ def _remove_local(path: str) -> None:
         os.unlink(path)
 
 
-def write_atomic(location: Location, parts: Sequence[Any]) -> None:
-    """Write the concatenation of ``parts`` (bytes-like pieces) to ``location`` atomically."""
-    with atomic_path(location, directory=False) as temporary:
+def write_atomic(location: Location, parts: Sequence[Any], *, version: object = None) -> None:
+    """Write the concatenation of ``parts`` (bytes-like pieces) to ``location`` atomically
+    (``version``: see `atomic_path`)."""
+    with atomic_path(location, directory=False, version=version) as temporary:
         if location.is_local:
             with open(temporary, "wb") as file:  # created (and locked) by atomic_path
                 file.writelines(parts)
@@ -240,7 +291,7 @@ def _replace(
     *,
     directory: bool,
     keep_replaced: bool = False,
-    sync: bool = True,
+    lock: Held | None = None,
 ) -> None:
     target, fs = location.path, location.fs
     if not location.is_local:
@@ -263,11 +314,13 @@ def _replace(
         _step("exchanged")  # the old set is at the temporary name now
         if not keep_replaced:  # kept: unlocked on return, recycled or removed by the next write
             shutil.rmtree(temporary, ignore_errors=True)
+    elif lock is None:  # not POSIX: nothing is locked
+        _swap_local(temporary, target)
     else:
-        with _held(target):  # set aside, the old set stays locked: not a dead writer's
+        # the old set is the locked target: set aside, it is not taken for a dead writer's;
+        # while nothing stands at the target the parent's lock keeps other writers waiting
+        with hold_parent(lock, target):
             _swap_local(temporary, target)
-    if sync:
-        _sync_directory(os.path.dirname(target))
 
 
 def _swap_local(temporary: str, target: str) -> None:
@@ -278,22 +331,6 @@ def _swap_local(temporary: str, target: str) -> None:
         rename=os.rename,
         remove=lambda path: shutil.rmtree(path, ignore_errors=True),
     )
-
-
-@contextlib.contextmanager
-def _held(path: str) -> Iterator[None]:
-    """Hold a lock on local directory ``path`` (if it exists) for the body."""
-    if os.name != "posix" or not os.path.isdir(path):
-        yield
-        return
-    import fcntl
-
-    handle = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(handle)
 
 
 def _swap_directory(

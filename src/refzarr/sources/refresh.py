@@ -39,6 +39,7 @@ def refresh(
     storage_options: Mapping[str, Any] | None = None,
     *,
     refs_options: Mapping[str, Any] | None = None,
+    durable: bool = False,
 ) -> list[SourceChange]:
     """Scan again the sources of a reference set that changed since their scan, and rewrite
     the set atomically with their new references (nothing is written when none changed).
@@ -53,6 +54,8 @@ def refresh(
         fsspec options for the source files.
     refs_options
         fsspec options for the reference set's own filesystem.
+    durable
+        Flush the rewritten set to disk (`refzarr.write`'s ``durable``; not for Icechunk).
 
     Returns
     -------
@@ -71,17 +74,22 @@ def refresh(
     """
     from refzarr.formats.api import read, write
     from refzarr.formats.icechunk.reading import is_icechunk_repository
+    from refzarr.formats.source import locate
+    from refzarr.formats.target_lock import target_lock
 
     where = os.fspath(refs)
     if is_icechunk_repository(where, refs_options):
         from refzarr.formats.icechunk.refresh import refresh_icechunk
 
         return refresh_icechunk(where, storage_options, refs_options=refs_options).changes
-    group = read(refs, refs_options)
-    fresh, changes = refresh_group(group, storage_options, where=where)
-    if changes:
-        form = written_form(refs, refs_options)
-        write(fresh, refs, storage_options=refs_options, **form)
+    location = locate(refs, refs_options)
+    # other local writers of the set (appends) wait until the refreshed set replaced it
+    with target_lock(location):
+        group = read(refs, refs_options)
+        fresh, changes = refresh_group(group, storage_options, where=where)
+        if changes:
+            form = written_form(refs, refs_options)
+            write(fresh, refs, storage_options=refs_options, durable=durable, **form)
     return changes
 
 

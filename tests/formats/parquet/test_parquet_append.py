@@ -102,13 +102,20 @@ def test_appends_in_steps_write_only_changed_records(
     assert leftovers(tmp_path) == []
 
 
-def test_a_recycled_directory_keeps_only_links_to_the_set(
-    tmp_path: Path, days: list[RefGroup], caplog: pytest.LogCaptureFixture
-) -> None:
+def appended_once(tmp_path: Path, days: list[RefGroup]) -> tuple[Path, Path]:
+    """A set of 3 days (record_size 2) with a 4th appended: the set and the directory the
+    append left beside it for the next one to recycle."""
     target = tmp_path / "refs.parq"
     refzarr.write(combined(days[:3]), target, record_size=2)
     refzarr.write(days[3], target, append_dim="time")
     (spare,) = (tmp_path / name for name in leftovers(tmp_path))
+    return target, spare
+
+
+def test_a_recycled_directory_keeps_only_links_to_the_set(
+    tmp_path: Path, days: list[RefGroup], caplog: pytest.LogCaptureFixture
+) -> None:
+    target, spare = appended_once(tmp_path, days)
     # what the next append must not keep: a file of the set's name but other bytes, a symlink
     # to the set's file, the names it writes anew, a folder the set does not have
     (spare / "lat" / "refs.0.parq").unlink()
@@ -135,17 +142,14 @@ def test_a_directory_another_writer_holds_is_not_recycled(
 ) -> None:
     import fcntl
 
-    target = tmp_path / "refs.parq"
-    refzarr.write(combined(days[:3]), target, record_size=2)
-    refzarr.write(days[3], target, append_dim="time")
-    (held,) = leftovers(tmp_path)
-    handle = os.open(tmp_path / held, os.O_RDONLY)
+    target, held = appended_once(tmp_path, days)
+    handle = os.open(held, os.O_RDONLY)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX)  # as a writer still running holds its temporary
-        listing = sorted(os.listdir(tmp_path / held))
+        listing = sorted(os.listdir(held))
         refzarr.write(days[4], target, append_dim="time")
         assert path_taken(caplog) == "fast"
-        assert sorted(os.listdir(tmp_path / held)) == listing
+        assert sorted(os.listdir(held)) == listing
         assert len(leftovers(tmp_path)) == 2
     finally:
         os.close(handle)

@@ -35,7 +35,7 @@ from typing import Any
 
 from refzarr.errors import RefzarrError, SourceNotFoundError
 from refzarr.formats.api import DEFAULT_RECORD_SIZE, read
-from refzarr.formats.atomic import atomic_path, clean_leftovers, flush_tree, step
+from refzarr.formats.atomic import atomic_path, clean_leftovers, flush_tree, set_version, step
 from refzarr.formats.parquet.append_plan import AppendedSource, AppendPlan, NotFast, plan_append
 from refzarr.formats.parquet.extend import extended_record
 from refzarr.formats.parquet.read import ZMetadata, load_zmetadata, read_parquet
@@ -48,6 +48,7 @@ from refzarr.formats.parquet.write import (
     zmetadata_document,
 )
 from refzarr.formats.source import Location
+from refzarr.formats.target_lock import target_lock
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import is_metadata_key, require_regular_grids
 
@@ -122,8 +123,32 @@ def append_parquet(
     AppendOutcome
         Which path ran and why (also logged at DEBUG level).
     """
-    if location.is_local:  # a set a dead writer moved aside is put back before reading
-        clean_leftovers(location.path, spare=True)
+    # other local writers of the set wait until this one is done (a set a dead writer
+    # moved aside is put back first); on object stores a set replaced meanwhile is refused
+    with target_lock(location, restore=clean_leftovers):
+        seen = None if location.is_local else set_version(location, directory=True)
+        return _append_locked(
+            group,
+            location,
+            target,
+            (append_dim, record_size, storage_options, seen),
+            fast=fast,
+            durable=durable,
+        )
+
+
+def _append_locked(
+    group: RefGroup,
+    location: Location,
+    target: str,
+    how: tuple[str, int | None, Mapping[str, Any] | None, object],
+    *,
+    fast: bool,
+    durable: bool,
+) -> AppendOutcome:
+    """`append_parquet` with the target's lock held (``how``: the dimension, the record
+    size, the storage options, the set's version seen before reading it)."""
+    append_dim, record_size, storage_options, seen = how
     urls = [f"{target} (existing set)", "the appended data"]
     zmeta, reason = _existing_layout(location, record_size, fast)
     if zmeta is not None:
@@ -152,7 +177,13 @@ def append_parquet(
             return outcome
     LOG.debug("%s: whole set rewritten to append along %r: %s", location.shown, append_dim, reason)
     return _rewrite(
-        group, location, target, (urls, append_dim, record_size, storage_options), reason, durable
+        group,
+        location,
+        target,
+        (urls, append_dim, record_size, storage_options),
+        reason,
+        durable,
+        seen,
     )
 
 
@@ -213,7 +244,7 @@ def _link_folder(source: str, destination: str, relative: str, plan: AppendPlan)
                 folders.append(entry.name)
             elif not _changes(plan, relative, entry.name):
                 unchanged[entry.name] = entry
-    kept = _emptied(destination, unchanged, set(folders))
+    kept = _emptied((source, destination), unchanged, set(folders))
     for name, entry in unchanged.items():
         if name not in kept:
             _link(entry.path, os.path.join(destination, name))
@@ -226,25 +257,27 @@ def _link_folder(source: str, destination: str, relative: str, plan: AppendPlan)
 
 
 def _emptied(
-    destination: str, unchanged: Mapping[str, os.DirEntry[str]], folders: set[str]
+    folders: tuple[str, str], unchanged: Mapping[str, os.DirEntry[str]], inner: set[str]
 ) -> set[str]:
-    """Create ``destination`` or remove from it every name but the links to ``unchanged``
-    files and the ``folders`` (the names kept are returned)."""
+    """Create ``destination`` (of ``folders``: the source folder and it) or remove from it
+    every name but the links to ``unchanged`` files and the ``inner`` folders (the names kept
+    are returned). Links are told by inode number, which listing a folder gives without a
+    system call per file, within one filesystem (checked once per folder)."""
+    source, destination = folders
     try:
         entries = list(os.scandir(destination))
     except FileNotFoundError:
         os.mkdir(destination)
         return set()
+    device = os.stat(source).st_dev == os.stat(destination).st_dev
     kept = set()
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
-            if entry.name not in folders:
+            if entry.name not in inner:
                 shutil.rmtree(entry.path)
             continue
-        same = entry.name in unchanged and os.path.samestat(
-            entry.stat(follow_symlinks=False), unchanged[entry.name].stat(follow_symlinks=False)
-        )
-        if same:
+        linked = unchanged.get(entry.name)
+        if device and linked is not None and entry.inode() == linked.inode():
             kept.add(entry.name)
         else:
             os.unlink(entry.path)
@@ -351,9 +384,11 @@ def _rewrite(
     how: tuple[list[str], str, int | None, Mapping[str, Any] | None],
     reason: str,
     durable: bool,
+    seen: object,
 ) -> AppendOutcome:
     """Combine the whole existing set with ``group`` and write the result over it (``how``:
-    the URLs for messages, the dimension, the record size, the storage options)."""
+    the URLs for messages, the dimension, the record size, the storage options; ``seen``:
+    the set's version before it was read, off the local disk)."""
     from refzarr.combine import combine
 
     urls, append_dim, record_size, storage_options = how
@@ -374,7 +409,7 @@ def _rewrite(
             size = _record_size_of(location)
     require_regular_grids(combined)  # before any output exists: no partial reference set
     size = size or DEFAULT_RECORD_SIZE
-    with atomic_path(location, directory=True) as temporary:
+    with atomic_path(location, directory=True, version=seen) as temporary:
         write_parquet(combined, location.fs, temporary, record_size=size)
         if durable and location.is_local:
             flush_tree(temporary)

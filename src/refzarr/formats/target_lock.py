@@ -1,0 +1,142 @@
+"""One writer at a time per local target: a lock held from reading a set to replacing it.
+
+An append (or a refresh) reads the set at its target, builds the new one beside it and
+exchanges the two. Two such writers at once would both read the old set and the later
+exchange would drop the other's data. So every local write holds the target's lock: an
+append from before it reads the set until its exchange is done, a whole write around its
+exchange only (it reads nothing). The second appender waits, then reads the first one's
+result and appends onto it.
+
+The lock is an ``flock`` on the target itself (the JSON file or the Parquet directory; its
+inode changes with each replacement, so a lock taken on an inode the target no longer is
+is dropped and taken again on the new one) or, while nothing stands at the target, on its
+parent directory (so that two writers creating a set, or a writer moving an old set aside
+for a moment, are serialised too; a writer that finds the target gone takes the parent's
+lock and waits). The lock is re-entrant within a thread: a write inside a held lock uses
+the held descriptor and never locks the same target twice (two descriptors of one file
+exclude each other even within a process). Other threads and processes wait.
+
+Nothing is locked on object stores or in memory (fsspec offers no lock there): see
+`refzarr.formats.atomic` for the check that refuses an exchange over a set that changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+
+from refzarr.formats.source import Location
+
+__all__ = ["Held", "hold_parent", "target_lock"]
+
+
+class Held:
+    """A lock held on a local target: on the target's inode or (nothing there) its parent."""
+
+    __slots__ = ("handle", "on_parent", "parent_handle")
+
+    def __init__(self, handle: int, on_parent: bool) -> None:
+        self.handle = handle
+        self.on_parent = on_parent
+        self.parent_handle: int | None = handle if on_parent else None
+
+
+_HELD = threading.local()
+
+
+def _held_here() -> dict[str, Held]:
+    held: dict[str, Held] | None = getattr(_HELD, "locks", None)
+    if held is None:
+        held = _HELD.locks = {}
+    return held
+
+
+@contextlib.contextmanager
+def target_lock(
+    location: Location, *, restore: Callable[[str], object] | None = None
+) -> Iterator[Held | None]:
+    """Hold the lock of local ``location`` for the body (None elsewhere: nothing locked).
+
+    ``restore(path)`` is called with the parent's lock held when nothing stands at the
+    target (a directory writer puts back a set a dead writer moved aside there).
+    """
+    if not location.is_local or os.name != "posix":
+        yield None
+        return
+    path = os.path.abspath(location.path)
+    held = _held_here()
+    if path in held:  # this thread holds it already: one descriptor per target
+        yield held[path]
+        return
+    lock = _acquire(path, restore)
+    held[path] = lock
+    try:
+        yield lock
+    finally:
+        del held[path]
+        os.close(lock.handle)
+
+
+def held_lock(path: str) -> Held | None:
+    """The lock this thread holds on local ``path``, if any."""
+    return _held_here().get(os.path.abspath(path))
+
+
+@contextlib.contextmanager
+def hold_parent(lock: Held, path: str) -> Iterator[None]:
+    """Hold the lock of ``path``'s parent too (for a moment when nothing stands at ``path``)."""
+    if lock.parent_handle is not None:
+        yield
+        return
+    handle = _locked(os.path.dirname(path))
+    lock.parent_handle = handle
+    try:
+        yield
+    finally:
+        lock.parent_handle = None
+        os.close(handle)
+
+
+def _acquire(path: str, restore: Callable[[str], object] | None) -> Held:
+    """Wait for the lock of ``path``'s current inode (or of its parent while it is absent)."""
+    while True:
+        try:
+            handle = _locked(path)
+        except FileNotFoundError:
+            parent = _locked(os.path.dirname(path))
+            if restore is not None:
+                restore(path)
+            if not os.path.lexists(path):
+                return Held(parent, on_parent=True)
+            os.close(parent)  # a set appeared meanwhile: lock it instead
+            continue
+        if _same_file(handle, path):
+            return Held(handle, on_parent=False)
+        os.close(handle)  # replaced while waiting: lock what stands there now
+
+
+def _locked(path: str) -> int:
+    import fcntl
+
+    from refzarr.formats.atomic import step  # (atomic imports this module)
+
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            step("waiting for the lock")  # another writer holds it (tests see the wait)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle
+
+
+def _same_file(handle: int, path: str) -> bool:
+    try:
+        return os.path.samestat(os.fstat(handle), os.stat(path))
+    except FileNotFoundError:
+        return False
