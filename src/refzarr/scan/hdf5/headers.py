@@ -15,7 +15,6 @@ from functools import partial
 from typing import Any
 
 import h5py
-import numpy as np
 
 from refzarr.errors import ScanError
 from refzarr.scan.hdf5.attr_messages import (
@@ -24,7 +23,6 @@ from refzarr.scan.hdf5.attr_messages import (
     attribute_fields,
     attribute_messages,
     attributes_of,
-    dataspace_dims,
     dataspace_max_dims,
 )
 from refzarr.scan.hdf5.dimension_list import dimension_list
@@ -134,17 +132,19 @@ class ObjectHeaders:
             return None
         return found[1]
 
-    def vlen_attribute_data(
-        self, oid: Any, address: int | None = None
-    ) -> list[tuple[str, bytes]] | None:
-        """``(name, stored bytes)`` of each variable-length attribute of ``oid`` (the heap
-        descriptors h5py would follow), or None when the header cannot be read here."""
+    def attribute_data(self, oid: Any, address: int | None = None) -> dict[bytes, bytes] | None:
+        """The stored bytes of each attribute of ``oid`` (what follows the datatype and
+        dataspace of its message: the heap descriptors h5py would follow, for
+        variable-length types) by name: none at all when a message is shared (stored in
+        the file's shared message table), None when the header cannot be read here."""
         sb = self._superblock_once()
+        if sb is None:
+            return None
         try:
-            found = None if sb is None else self._attribute_messages(_at(oid, address), sb)
-            if found is None or sb is None:
-                return None
-            return [item for body, _ in found[0] if (item := _vlen_data(body, sb)) is not None]
+            found = self._attribute_messages(_at(oid, address), sb)
+            if found is None:
+                return {}
+            return dict(_stored_data(body) for body, _ in found[0])
         except (*_FALLBACK, _Beyond):
             return None
 
@@ -195,19 +195,10 @@ class ObjectHeaders:
         return read_superblock(self._read, start, self._size)
 
 
-_VLEN = 9
-"""The datatype class of variable-length sequences and strings."""
-
-
-def _vlen_data(body: bytes, sb: Superblock) -> tuple[str, bytes] | None:
-    """The name and stored descriptors of an attribute message of a variable-length type."""
-    name, type_bytes, space_bytes, data_at, shared = attribute_fields(body)
-    if shared or not type_bytes or type_bytes[0] & 0x0F != _VLEN:
-        return None
-    dims = dataspace_dims(space_bytes, sb)
-    count = 1 if not dims else int(np.prod(dims, dtype=np.int64))
-    cell = 4 + sb.offset_size + 4
-    return name.decode("utf8", "replace"), body[data_at : data_at + count * cell]
+def _stored_data(body: bytes) -> tuple[bytes, bytes]:
+    """The name and stored bytes of an attribute message."""
+    fields = attribute_fields(body)
+    return fields.name, body[fields.data_at :]
 
 
 def _compact_raw(body: bytes) -> bytes | None:
