@@ -27,6 +27,9 @@ _MANAGED = 0
 _PREFIX = 10
 """Bytes of a B-tree node besides its records and child pointers: signature, version, type,
 checksum."""
+_MAX_BLOCKS = 1 << 12
+"""More direct blocks than a root indirect block of attributes has (HDF5's default table
+width is 4): a damaged header, left to h5py."""
 _MAX_RECORDS = 1 << 20
 """More records than any object's attributes: a damaged count, refused."""
 
@@ -206,6 +209,8 @@ class _Heap(NamedTuple):
             direct_rows = (max_direct.bit_length() - start_block.bit_length()) + 2
             if rows > direct_rows:
                 raise FormatMismatch("fractal heap with indirect blocks below its root")
+            if rows * width > _MAX_BLOCKS:
+                raise FormatMismatch("fractal heap root of more blocks than expected")
             blocks = _root_blocks(read, sb, root, address, width, start_block, rows, offset_bytes)
         return cls(blocks, block_head, offset_bytes, length_bytes)
 
