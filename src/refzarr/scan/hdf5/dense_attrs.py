@@ -4,7 +4,8 @@ HDF5 moves an object's attributes out of its header once there are more than a f
 coordinate variables often have nine): the messages then live in a fractal heap, indexed by
 a version 2 B-tree of their names. Written from the HDF5 File Format Specification: a B-tree
 of any depth, a heap whose root is one direct block or an indirect block of direct blocks
-(what objects with up to a few thousand attributes have), managed objects only, no I/O
+(what objects with up to about 10,000 attributes have), managed objects and huge ones
+(attributes larger than the heap's largest managed object, e.g. a long history), no I/O
 filters. Anything else raises `FormatMismatch` (the caller then reads the attributes with
 h5py).
 """
@@ -23,7 +24,12 @@ _NAME_INDEX = 8
 """B-tree type of the name index of densely stored attributes."""
 _NAME_RECORD = 17
 """Bytes of one of its records: heap ID (8), message flags (1), creation order (4), hash (4)."""
-_MANAGED = 0
+_MANAGED, _HUGE = 0, 1
+"""Kinds of heap objects: in the heap's blocks, or each stored on its own."""
+_HUGE_INDEX = 1
+"""B-tree type of the index of huge objects of an unfiltered heap."""
+_MAX_HUGE = 1 << 26
+"""Bytes of the largest attribute message read here (64 MiB: larger ones are left to h5py)."""
 _PREFIX = 10
 """Bytes of a B-tree node besides its records and child pointers: signature, version, type,
 checksum."""
@@ -63,43 +69,91 @@ def dense_attribute_messages(
             blocks[at.position] = read(at.position, at.size)
         return blocks[at.position]
 
+    huge: dict[int, tuple[int, int]] | None = None
     out = []
     for heap_id, _, order in records:
-        out.append(DenseAttribute(heap.object(block, heap_id), order))
+        if (heap_id[0] >> 4) & 0x03 != _HUGE or heap_id[0] >> 6:
+            out.append(DenseAttribute(heap.object(block, heap_id), order))
+            continue
+        if huge is None:  # the huge objects' index, read once when one is asked for
+            huge = _huge_objects(read, sb, heap)
+        out.append(DenseAttribute(_huge_object(read, sb, heap, huge, heap_id), order))
     return out
+
+
+def _huge_objects(read: Read, sb: Superblock, heap: _Heap) -> dict[int, tuple[int, int]]:
+    """ID -> (address, length) of the huge objects of an unfiltered heap (its B-tree of
+    type 1 records: address, length, ID); none when its IDs hold them directly."""
+    o, ln = sb.offset_size, sb.length_size
+    if heap.id_length - 1 >= o + ln or undefined(heap.huge_tree, o):
+        return {}
+    out = {}
+    for raw in _btree_records(read, sb, heap.huge_tree, _HUGE_INDEX, o + 2 * ln):
+        address = int.from_bytes(raw[:o], "little")
+        length = int.from_bytes(raw[o : o + ln], "little")
+        out[int.from_bytes(raw[o + ln :], "little")] = (address, length)
+    return out
+
+
+def _huge_object(
+    read: Read, sb: Superblock, heap: _Heap, huge: dict[int, tuple[int, int]], heap_id: bytes
+) -> bytes:
+    """The bytes of the huge object ``heap_id`` names (stored outside the heap's blocks)."""
+    o, ln = sb.offset_size, sb.length_size
+    if heap.id_length - 1 >= o + ln:  # the ID holds its address and length
+        address = int.from_bytes(heap_id[1 : 1 + o], "little")
+        length = int.from_bytes(heap_id[1 + o : 1 + o + ln], "little")
+    else:
+        key = int.from_bytes(heap_id[1 : 1 + min(heap.id_length - 1, 8)], "little")
+        if key not in huge:
+            raise FormatMismatch("a huge heap object not in its index")
+        address, length = huge[key]
+    if length < 1 or length > _MAX_HUGE:
+        raise FormatMismatch("huge heap object size")
+    return read(sb.base + address, length)
 
 
 def _records(read: Read, sb: Superblock, address: int) -> list[tuple[bytes, int, int]]:
     """(heap ID, message flags, creation order) of every record of a name index B-tree."""
+    records = _btree_records(read, sb, address, _NAME_INDEX, _NAME_RECORD)
+    return [_record(raw) for raw in records]
+
+
+def _btree_records(
+    read: Read, sb: Superblock, address: int, kind: int, record_size: int
+) -> list[bytes]:
+    """Every record of the version 2 B-tree of type ``kind`` at ``address``, in order."""
     o, ln = sb.offset_size, sb.length_size
     head = read(sb.base + address, 16 + o + 2 + ln + 4)
-    if head[:4] != b"BTHD" or head[4] != 0 or head[5] != _NAME_INDEX:
-        raise FormatMismatch("not an attribute name index B-tree")
+    if head[:4] != b"BTHD" or head[4] != 0 or head[5] != kind:
+        raise FormatMismatch(f"not a B-tree of type {kind}")
     (node_size,) = struct.unpack_from("<I", head, 6)
-    record_size, depth = struct.unpack_from("<HH", head, 10)
+    size, depth = struct.unpack_from("<HH", head, 10)
     root = int.from_bytes(head[16 : 16 + o], "little")
     (count,) = struct.unpack_from("<H", head, 16 + o)
     total = int.from_bytes(head[18 + o : 18 + o + ln], "little")
-    if record_size != _NAME_RECORD or total > _MAX_RECORDS or depth > 8:
-        raise FormatMismatch("attribute name index B-tree header")
+    if size != record_size or total > _MAX_RECORDS or depth > 8:
+        raise FormatMismatch(f"B-tree of type {kind}: header")
     if count == 0:
         return []
     if undefined(root, o):
-        raise FormatMismatch("attribute name index without a root")
-    tree = _Tree(read, sb, node_size, depth)
-    records: list[tuple[bytes, int, int]] = []
-    tree.node(root, count, depth, records)
+        raise FormatMismatch(f"B-tree of type {kind} without a root")
+    records: list[bytes] = []
+    _Tree(read, sb, node_size, depth, kind, record_size).node(root, count, depth, records)
     if len(records) != total:
-        raise FormatMismatch("attribute name index: records do not add up")
+        raise FormatMismatch(f"B-tree of type {kind}: records do not add up")
     return records
 
 
 class _Tree:
-    """The node layout of a version 2 B-tree of name index records (H5B2 header sizes)."""
+    """The node layout of a version 2 B-tree (H5B2 header sizes)."""
 
-    def __init__(self, read: Read, sb: Superblock, node_size: int, depth: int) -> None:
+    def __init__(
+        self, read: Read, sb: Superblock, node_size: int, depth: int, kind: int, record_size: int
+    ) -> None:
         self.read, self.sb, self.node_size = read, sb, node_size
-        leaf_max = (node_size - _PREFIX) // _NAME_RECORD
+        self.kind, self.record_size = kind, record_size
+        leaf_max = (node_size - _PREFIX) // record_size
         if leaf_max < 1:
             raise FormatMismatch("B-tree node size")
         self.count_bytes = _encoded_size(leaf_max)
@@ -107,47 +161,48 @@ class _Tree:
         cumulative = leaf_max
         for level in range(1, depth + 1):
             pointer = sb.offset_size + self.count_bytes + self.total_bytes[level - 1]
-            most = (node_size - _PREFIX - pointer) // (_NAME_RECORD + pointer)
+            most = (node_size - _PREFIX - pointer) // (record_size + pointer)
             if most < 1:
                 raise FormatMismatch("B-tree node size")
             cumulative = (most + 1) * cumulative + most
             self.total_bytes.append(_encoded_size(cumulative))
 
-    def node(self, address: int, count: int, depth: int, out: list[tuple[bytes, int, int]]) -> None:
+    def node(self, address: int, count: int, depth: int, out: list[bytes]) -> None:
         """Append the records of the node at ``address`` (``count`` records, ``depth`` above
         the leaves) and of those below it, in order."""
         if len(out) + count > _MAX_RECORDS:
-            raise FormatMismatch("attribute name index: too many records")
-        o = self.sb.offset_size
+            raise FormatMismatch("B-tree: too many records")
+        o, size = self.sb.offset_size, self.record_size
         data = self.read(self.sb.base + address, self.node_size)
         signature = b"BTLF" if depth == 0 else b"BTIN"
-        if data[:4] != signature or data[4] != 0 or data[5] != _NAME_INDEX:
-            raise FormatMismatch("not an attribute name index node")
-        at = 6 + count * _NAME_RECORD
+        if data[:4] != signature or data[4] != 0 or data[5] != self.kind:
+            raise FormatMismatch(f"not a node of a B-tree of type {self.kind}")
+        at = 6 + count * size
         if at > self.node_size:
-            raise FormatMismatch("attribute name index node overflows")
-        records = [_record(data, 6 + k * _NAME_RECORD) for k in range(count)]
+            raise FormatMismatch("B-tree node overflows")
+        records = [data[6 + k * size : 6 + (k + 1) * size] for k in range(count)]
         if depth == 0:
             out.extend(records)
             return
         below = self.total_bytes[depth - 1] if depth > 1 else 0
         step = o + self.count_bytes + below
         if at + (count + 1) * step > self.node_size:
-            raise FormatMismatch("attribute name index node overflows")
+            raise FormatMismatch("B-tree node overflows")
         for k in range(count + 1):
             child = int.from_bytes(data[at : at + o], "little")
             n = int.from_bytes(data[at + o : at + o + self.count_bytes], "little")
             if undefined(child, o):
-                raise FormatMismatch("attribute name index: a child without an address")
+                raise FormatMismatch("B-tree: a child without an address")
             self.node(child, n, depth - 1, out)
             if k < count:
                 out.append(records[k])
             at += step
 
 
-def _record(data: bytes, at: int) -> tuple[bytes, int, int]:
-    flags, order = struct.unpack_from("<BI", data, at + 8)
-    return data[at : at + 8], flags, order
+def _record(raw: bytes) -> tuple[bytes, int, int]:
+    """(heap ID, message flags, creation order) of a name index record."""
+    flags, order = struct.unpack_from("<BI", raw, 8)
+    return raw[:8], flags, order
 
 
 def _encoded_size(n: int) -> int:
@@ -171,6 +226,8 @@ class _Heap(NamedTuple):
     block_head: int  # bytes of a direct block's header: objects start after it
     offset_bytes: int  # bytes of an offset in a heap ID
     length_bytes: int  # bytes of a length in a heap ID
+    id_length: int  # bytes of a heap ID
+    huge_tree: int  # address of the B-tree of its huge objects
 
     @classmethod
     def read(cls, read: Read, sb: Superblock, address: int) -> _Heap:
@@ -212,7 +269,8 @@ class _Heap(NamedTuple):
             if rows * width > _MAX_BLOCKS:
                 raise FormatMismatch("fractal heap root of more blocks than expected")
             blocks = _root_blocks(read, sb, root, address, width, start_block, rows, offset_bytes)
-        return cls(blocks, block_head, offset_bytes, length_bytes)
+        huge_tree = int.from_bytes(head[14 + ln : 14 + ln + o], "little")
+        return cls(blocks, block_head, offset_bytes, length_bytes, id_length, huge_tree)
 
     def object(self, block_bytes: Callable[[_Block], bytes], heap_id: bytes) -> bytes:
         """The bytes of the managed object ``heap_id`` names (``block_bytes``: a direct
