@@ -386,7 +386,6 @@ def test_the_global_heap_walk_never_raises_whatever_the_length_size(
     collection = b"GCOL\x01\x00\x00\x00" + size + body
     assert isinstance(global_heap._objects(collection, length_size), dict | str)
     data = collection + bytes(64)
-    reason = global_heap._damage(
-        lambda o, n: data[o : o + n], 0, min(len(data), at), {1: 1}, length_size
-    )
+    reader = global_heap._Reader(lambda o, n: data[o : o + n], min(len(data), at), None)
+    reason = global_heap._damage(reader, 0, {1: 1}, length_size)
     assert isinstance(reason, str)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from math import prod
-from typing import Any
+from typing import Any, NamedTuple
 
 import h5py
 import numpy as np
@@ -50,8 +50,19 @@ NESTED = (
 )
 
 
+_CELLS = {
+    size: np.dtype([("length", "<u4"), ("address", f"<u{size}"), ("index", "<u4")])
+    for size in (2, 4, 8)
+}
+"""A stored descriptor (length, collection address, object index), by size of offsets."""
+
+
 class _Unchecked(Exception):
     """The descriptors cannot be found here (the reason)."""
+
+
+Collections = dict[int, dict[int, int] | str]
+"""The collections walked in one scan: object sizes by index, or what is wrong, by position."""
 
 
 def check_global_heaps(
@@ -60,56 +71,73 @@ def check_global_heaps(
     size: int,
     where: str,
     compact: CompactData | None = None,
+    walked: Collections | None = None,
 ) -> None:
     """Raise ScanError when a collection the dataset's values point into is damaged, and
     UnsupportedFeatureError when those values cannot be checked here (see the module).
 
     ``read_range(offset, length)`` reads the file, ``size`` bytes long; ``compact()`` gives
-    the raw data of a compact dataset (its layout message), None when it cannot.
+    the raw data of a compact dataset (its layout message), None when it cannot;
+    ``walked``: the collections walked so far in this scan (each is walked once).
     """
-    sizes = _sizes(ds.file)
+    f = ds.file
     try:
+        sizes = _sizes(f)
         stored = list(_stored(ds, read_range, compact))
     except _Unchecked as exc:
         raise UnsupportedFeatureError(f"{where}: {NOT_CHECKED.format(exc)}") from None
-    _check(ds.file, sizes, stored, read_range, size, f"{where}: its")
+    _check(f, sizes, stored, _Reader(read_range, size, walked), f"{where}: its")
 
 
 def attribute_heap_refusals(
     obj: h5py.HLObject,
     names: Iterable[str | bytes],
-    data: Mapping[bytes, bytes] | None,
+    data: Mapping[bytes, tuple[int | None, bytes]] | None,
     read_range: ReadRange,
     size: int,
     where: str,
+    walked: Collections | None = None,
 ) -> dict[str | bytes, str]:
     """Check the collections the attributes ``names`` of ``obj`` (those h5py would read)
     point into: ScanError when one is damaged; the attributes that cannot be checked here,
     with the reason they are refused.
 
-    ``data``: the stored bytes of each attribute message by name (what follows its datatype
-    and dataspace; an attribute missing from it is refused), None when the object's header
-    cannot be read here (its values are then left to h5py unchecked).
+    ``data``: by name, the number of descriptors of each attribute message when its header
+    says it and its stored bytes (what follows its datatype and dataspace; an attribute
+    missing from it is refused), None when the object's header cannot be read here (its
+    values are then left to h5py unchecked); ``walked``: as `check_global_heaps`.
     """
-    sizes = _sizes(obj.file)
+    f, reader = obj.file, _Reader(read_range, size, walked)
+    try:
+        sizes, unchecked = _sizes(f), ""
+    except _Unchecked as exc:
+        sizes, unchecked = (8, 8), str(exc)
     refused: dict[str | bytes, str] = {}
+    checked: dict[str | bytes, bytes] = {}
     for name in names:
         key = name.encode("utf8") if isinstance(name, str) else name
-        cells = _attribute_cells(obj.id, key)
-        if cells is None:
+        known, raw = (None, None) if data is None else data.get(key, (None, None))
+        cells = _attribute_cells(obj.id, key) if known is None else known
+        if not cells:
             continue
-        raw = None if data is None else data.get(key)
         need = cells * (8 + sizes[0])
         if cells < 0:
             refused[name] = NESTED
+        elif unchecked:
+            refused[name] = NOT_CHECKED.format(unchecked)
         elif data is None:
             continue
         elif raw is None or len(raw) < need:
             why = "its attribute message is in the file's shared message table"
             refused[name] = NOT_CHECKED.format(why)
         else:
-            what = f"{where}: attribute {name!r}: its"
-            _check(obj.file, sizes, [raw[:need]], read_range, size, what)
+            checked[name] = raw[:need]
+    try:  # all at once; one by one to name the attribute only when a collection is damaged
+        _check(f, sizes, checked.values(), reader, where)
+    except ScanError:
+        for name, raw in checked.items():
+            _check(f, sizes, [raw], reader, f"{where}: attribute {name!r}: its")
+        raise
     return refused
 
 
@@ -143,19 +171,28 @@ def _heap_cells(tid: h5t.TypeID) -> int | None:
 def _sizes(f: h5py.File) -> tuple[int, int]:
     """The file's sizes of offsets and lengths."""
     offset, length = f.id.get_create_plist().get_sizes()
+    if offset not in _CELLS or length not in _CELLS:
+        raise _Unchecked(f"offsets of {offset} bytes and lengths of {length}")
     return int(offset), int(length)
+
+
+class _Reader(NamedTuple):
+    """The file's bytes and size, and the collections walked so far."""
+
+    read_range: ReadRange
+    size: int
+    walked: Collections | None
 
 
 def _check(
     f: h5py.File,
     sizes: tuple[int, int],
     stored: Iterable[bytes],
-    read_range: ReadRange,
-    size: int,
+    reader: _Reader,
     what: str,
 ) -> None:
     base = f.id.get_create_plist().get_userblock()
-    cell = np.dtype([("length", "<u4"), ("address", f"<u{sizes[0]}"), ("index", "<u4")])
+    cell = _CELLS[sizes[0]]
     wanted: dict[int, dict[int, int]] = {}
     for raw in stored:
         cells = np.frombuffer(raw[: len(raw) // cell.itemsize * cell.itemsize], dtype=cell)
@@ -169,7 +206,7 @@ def _check(
             objects = wanted.setdefault(address, {})
             objects[index] = max(objects.get(index, 0), length)
     for address, objects in wanted.items():
-        reason = _damage(read_range, base + address, size, objects, sizes[1])
+        reason = _damage(reader, base + address, objects, sizes[1])
         if reason:
             raise ScanError(
                 f"{what} variable-length values point into a damaged global heap "
@@ -234,28 +271,34 @@ def _decoder(ds: h5py.Dataset) -> Callable[[bytes, int], bytes]:
     return decode
 
 
-def _damage(
-    read_range: ReadRange, address: int, size: int, objects: dict[int, int], length_size: int = 8
-) -> str:
+def _damage(reader: _Reader, address: int, objects: dict[int, int], length_size: int = 8) -> str:
     """What is wrong with the collection at ``address`` ("" when nothing); lengths (the
     collection's size, each object's) are ``length_size`` bytes, each in a header of 16 (the
     length field padded to a multiple of 8 bytes)."""
-    head_size = _aligned(8 + length_size)
-    if address + head_size > size:
-        return "it lies beyond the file's end"
-    head = read_range(address, head_size)
-    if head[:4] != b"GCOL" or head[4] != 1:
-        return "no GCOL signature (version 1)"
-    total = int.from_bytes(head[8 : 8 + length_size], "little")
-    if total < head_size or address + total > size:
-        return f"its size ({total} bytes) runs past the file's end"
-    found = _objects(read_range(address, total), length_size)
+    walked = {} if reader.walked is None else reader.walked
+    found = walked.get(address)
+    if found is None:
+        found = walked[address] = _walk(reader, address, length_size)
     if isinstance(found, str):
         return found
     for index, length in objects.items():
         if found.get(index, -1) < length:
             return f"object {index} ({length} bytes) is not in it"
     return ""
+
+
+def _walk(reader: _Reader, address: int, length_size: int) -> dict[int, int] | str:
+    """The objects of the collection at ``address`` (`_objects`), or what is wrong."""
+    head_size = _aligned(8 + length_size)
+    if address + head_size > reader.size:
+        return "it lies beyond the file's end"
+    head = reader.read_range(address, head_size)
+    if head[:4] != b"GCOL" or head[4] != 1:
+        return "no GCOL signature (version 1)"
+    total = int.from_bytes(head[8 : 8 + length_size], "little")
+    if total < head_size or address + total > reader.size:
+        return f"its size ({total} bytes) runs past the file's end"
+    return _objects(reader.read_range(address, total), length_size)
 
 
 def _objects(collection: bytes, length_size: int = 8) -> dict[int, int] | str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from functools import partial
+from math import prod
 from typing import Any
 
 import h5py
@@ -23,6 +24,7 @@ from refzarr.scan.hdf5.attr_messages import (
     attribute_fields,
     attribute_messages,
     attributes_of,
+    dataspace_dims,
     dataspace_max_dims,
 )
 from refzarr.scan.hdf5.dimension_list import dimension_list
@@ -132,11 +134,14 @@ class ObjectHeaders:
             return None
         return found[1]
 
-    def attribute_data(self, oid: Any, address: int | None = None) -> dict[bytes, bytes] | None:
-        """The stored bytes of each attribute of ``oid`` (what follows the datatype and
-        dataspace of its message: the heap descriptors h5py would follow, for
-        variable-length types) by name: none at all when a message is shared (stored in
-        the file's shared message table), None when the header cannot be read here."""
+    def attribute_data(
+        self, oid: Any, address: int | None = None
+    ) -> dict[bytes, tuple[int | None, bytes]] | None:
+        """By name, the number of heap descriptors of each attribute of ``oid`` when its
+        message says it (0: none; None: ask HDF5) and its stored bytes (what follows the
+        datatype and dataspace of its message: the descriptors h5py would follow); none at
+        all when a message is shared (stored in the file's shared message table), None when
+        the header cannot be read here."""
         sb = self._superblock_once()
         if sb is None:
             return None
@@ -144,7 +149,7 @@ class ObjectHeaders:
             found = self._attribute_messages(_at(oid, address), sb)
             if found is None:
                 return {}
-            return dict(_stored_data(body) for body, _ in found[0])
+            return dict(_stored_data(body, sb) for body, _ in found[0])
         except (*_FALLBACK, _Beyond):
             return None
 
@@ -195,10 +200,23 @@ class ObjectHeaders:
         return read_superblock(self._read, start, self._size)
 
 
-def _stored_data(body: bytes) -> tuple[bytes, bytes]:
-    """The name and stored bytes of an attribute message."""
+_VLEN, _ARRAY, _COMPOUND = 9, 10, 6
+"""Datatype classes whose values may hold heap descriptors."""
+
+
+def _stored_data(body: bytes, sb: Superblock) -> tuple[bytes, tuple[int | None, bytes]]:
+    """The name, heap descriptors (`ObjectHeaders.attribute_data`) and stored bytes of an
+    attribute message."""
     fields = attribute_fields(body)
-    return fields.name, body[fields.data_at :]
+    data, kind = body[fields.data_at :], fields.type_bytes
+    if fields.shared or len(kind) < 2:
+        return fields.name, (None, data)
+    if kind[0] & 0x0F not in (_VLEN, _ARRAY, _COMPOUND):
+        return fields.name, (0, data)
+    if kind[0] & 0x0F != _VLEN or kind[1] & 0x0F != 1:  # sequences, arrays, compounds
+        return fields.name, (None, data)
+    dims = dataspace_dims(fields.space_bytes, sb)  # variable-length strings
+    return fields.name, (None if dims is None else prod(dims), data)
 
 
 def _compact_raw(body: bytes) -> bytes | None:

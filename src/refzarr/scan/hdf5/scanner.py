@@ -30,7 +30,11 @@ from refzarr.scan.hdf5.dims import (
     is_dimension_only,
     variable_name,
 )
-from refzarr.scan.hdf5.global_heap import attribute_heap_refusals, check_global_heaps
+from refzarr.scan.hdf5.global_heap import (
+    Collections,
+    attribute_heap_refusals,
+    check_global_heaps,
+)
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5.links import follow_external_link
@@ -114,6 +118,8 @@ class _Walk:
     arrays: dict[int, RefArray] = field(default_factory=dict)
     phony: PhonyDimensions = field(default_factory=PhonyDimensions)
     netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
+    walked: Collections = field(default_factory=dict)
+    """Global heap collections checked so far (`global_heap`), by position."""
     headers: ObjectHeaders = field(init=False)
     scale_names: ScaleNames = field(init=False)
 
@@ -167,7 +173,8 @@ class _Walk:
             return
         data = self.headers.attribute_data(obj.id, address)
         read, size = self.source.read_range, self.source.size
-        for name, reason in attribute_heap_refusals(obj, pending, data, read, size, where).items():
+        refused = attribute_heap_refusals(obj, pending, data, read, size, where, self.walked)
+        for name, reason in refused.items():
             message = f"{where}: attribute {name!r}: {reason}"
             if name in INTERNAL_ATTRS or name in ("CLASS", "NAME"):
                 raise UnsupportedFeatureError(message)
@@ -268,6 +275,7 @@ class _Walk:
                     self.source.size,
                     where,
                     partial(self.headers.compact_data, ds.id, address),
+                    self.walked,
                 )
             return decoded_array(ds, where, attrs, dims)
         dtype = storage_dtype(ds, where, tid)
