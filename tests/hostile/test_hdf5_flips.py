@@ -226,5 +226,6 @@ def test_the_global_heap_walk_never_raises(body: bytes, at: int, length: int) ->
     found = global_heap._objects(collection)
     assert isinstance(found, dict | str)
     data = collection + bytes(64)
-    reason = global_heap._damage(lambda o, n: data[o : o + n], 0, min(len(data), length), {1: at})
+    reader = global_heap._Reader(lambda o, n: data[o : o + n], min(len(data), length), None)
+    reason = global_heap._damage(reader, 0, {1: at})
     assert isinstance(reason, str)

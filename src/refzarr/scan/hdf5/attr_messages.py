@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from refzarr.scan.hdf5.dense_attrs import dense_attribute_messages
+from refzarr.scan.hdf5.dense_attrs import SharedInDenseStorage, dense_attribute_messages
 from refzarr.scan.hdf5.ohdr import SHARED, FormatMismatch, Header, Read, Superblock, undefined
 
 __all__ = [
@@ -146,7 +146,10 @@ def attribute_messages(
         return messages
     if messages:
         raise FormatMismatch("attributes both in the header and in dense storage")
-    return [(m.body, m.order) for m in dense_attribute_messages(read, sb, *dense)]
+    try:
+        return [(m.body, m.order) for m in dense_attribute_messages(read, sb, *dense)]
+    except SharedInDenseStorage:
+        return None
 
 
 def _name(raw: bytes) -> Any:

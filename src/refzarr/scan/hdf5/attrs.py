@@ -14,7 +14,7 @@ bookkeeping the scanner looks at (``CLASS``, ``NAME``, ``_FillValue``, netCDF's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import h5py
 import numpy as np
@@ -108,7 +108,14 @@ class AttributeTable:
         value = self._values.get(name, _MISSING)
         if value is _MISSING:
             value = self._values[name] = self._read(name)
+        if isinstance(value, _Refused):
+            raise UnsupportedFeatureError(value.message)
         return value
+
+    def refuse(self, name: str, message: str) -> None:
+        """Never read attribute ``name``: asking for it raises `UnsupportedFeatureError`
+        with ``message``."""
+        self._values[name] = _Refused(message)
 
     def get(self, name: str, default: Any = None) -> Any:
         """The value of attribute ``name``, or ``default`` when there is none."""
@@ -134,6 +141,12 @@ class AttributeTable:
 
     def _read(self, name: str) -> Any:
         return _read_value(self._id, self._obj.attrs, name)
+
+
+class _Refused(NamedTuple):
+    """An attribute refused before it is read (`AttributeTable.refuse`)."""
+
+    message: str
 
 
 def get_attribute(obj: h5py.HLObject, name: str, default: Any = None) -> Any:

@@ -7,29 +7,62 @@ collection address, object index) of variable-length attributes (read from their
 header's messages), of compact datasets (from their layout message), of contiguous ones, and
 of chunked ones whose filters refzarr decodes (deflate, shuffle, ...: the codecs the scanner
 would reference them with); each collection they name is walked object by object from the File
-Format Specification.
+Format Specification, with the file's sizes of offsets and lengths (2, 4 or 8 bytes).
+
+Values whose descriptors cannot be found that way are refused before the HDF5 library reads
+them (`UnsupportedFeatureError`): attributes whose message is stored in the file's shared
+message table, compact datasets in object headers this reader cannot parse, chunks behind a
+filter refzarr cannot decode, and variable-length values inside compound types or inside
+other variable-length types (attributes of such types were always refused after reading; now
+before). Left to the HDF5 library unchecked: the attributes of an object header this reader
+cannot parse (e.g. dense storage larger than one B-tree leaf or one heap block), since
+refusing them would refuse healthy files h5py writes.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from math import prod
+from typing import Any, NamedTuple
 
 import h5py
 import numpy as np
-from h5py import h5d
+from h5py import h5a, h5d, h5t
 
-from refzarr.errors import ScanError
+from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.scan.hdf5.types import creation_plist
 
-__all__ = ["check_attribute_heaps", "check_global_heaps"]
+__all__ = ["attribute_heap_refusals", "check_global_heaps"]
 
 ReadRange = Callable[[int, int], bytes]
 CompactData = Callable[[], bytes | None]
 
-_HEAD = 16  # "GCOL", version, 3 reserved, collection size (8 bytes)
-_CELL = np.dtype([("length", "<u4"), ("address", "<u8"), ("index", "<u4")])
+NOT_CHECKED = (
+    "its variable-length values cannot be checked before the HDF5 library reads them ({}); "
+    "a damaged global heap makes that library loop forever, so they are not read"
+)
+"""Why values are refused when their descriptors cannot be found here (the reason in {})."""
+
+NESTED = (
+    "variable-length values inside compound types or inside other variable-length types are "
+    "not supported (refused before the HDF5 library reads them from the global heap)"
+)
+
+
+_CELLS = {
+    size: np.dtype([("length", "<u4"), ("address", f"<u{size}"), ("index", "<u4")])
+    for size in (2, 4, 8)
+}
+"""A stored descriptor (length, collection address, object index), by size of offsets."""
+
+
+class _Unchecked(Exception):
+    """The descriptors cannot be found here (the reason)."""
+
+
+Collections = dict[int, dict[int, int] | str]
+"""The collections walked in one scan: object sizes by index, or what is wrong, by position."""
 
 
 def check_global_heaps(
@@ -38,44 +71,131 @@ def check_global_heaps(
     size: int,
     where: str,
     compact: CompactData | None = None,
+    walked: Collections | None = None,
 ) -> None:
-    """Raise ScanError when a collection the dataset's values point into is damaged.
+    """Raise ScanError when a collection the dataset's values point into is damaged, and
+    UnsupportedFeatureError when those values cannot be checked here (see the module).
 
     ``read_range(offset, length)`` reads the file, ``size`` bytes long; ``compact()`` gives
-    the raw data of a compact dataset (its layout message), None when it cannot.
+    the raw data of a compact dataset (its layout message), None when it cannot;
+    ``walked``: the collections walked so far in this scan (each is walked once).
     """
-    if not _checkable(ds.file):
-        return
-    _check(ds.file, _stored(ds, read_range, compact), read_range, size, f"{where}: its")
+    f = ds.file
+    try:
+        sizes = _sizes(f)
+        stored = list(_stored(ds, read_range, compact))
+    except _Unchecked as exc:
+        raise UnsupportedFeatureError(f"{where}: {NOT_CHECKED.format(exc)}") from None
+    _check(f, sizes, stored, _Reader(read_range, size, walked), f"{where}: its")
 
 
-def check_attribute_heaps(
+def attribute_heap_refusals(
     obj: h5py.HLObject,
-    attributes: Iterable[tuple[str, bytes]],
+    names: Iterable[str | bytes],
+    data: Mapping[bytes, tuple[int | None, bytes]] | None,
     read_range: ReadRange,
     size: int,
     where: str,
-) -> None:
-    """Raise ScanError when a collection the values of variable-length attributes of ``obj``
-    point into is damaged (``attributes``: their names and stored descriptors)."""
-    if not _checkable(obj.file):
-        return
-    for name, raw in attributes:
-        _check(obj.file, [raw], read_range, size, f"{where}: attribute {name!r}: its")
+    walked: Collections | None = None,
+) -> dict[str | bytes, str]:
+    """Check the collections the attributes ``names`` of ``obj`` (those h5py would read)
+    point into: ScanError when one is damaged; the attributes that cannot be checked here,
+    with the reason they are refused.
+
+    ``data``: by name, the number of descriptors of each attribute message when its header
+    says it and its stored bytes (what follows its datatype and dataspace; an attribute
+    missing from it is refused), None when the object's header cannot be read here (its
+    values are then left to h5py unchecked); ``walked``: as `check_global_heaps`.
+    """
+    f, reader = obj.file, _Reader(read_range, size, walked)
+    try:
+        sizes, unchecked = _sizes(f), ""
+    except _Unchecked as exc:
+        sizes, unchecked = (8, 8), str(exc)
+    refused: dict[str | bytes, str] = {}
+    checked: dict[str | bytes, bytes] = {}
+    for name in names:
+        key = name.encode("utf8") if isinstance(name, str) else name
+        known, raw = (None, None) if data is None else data.get(key, (None, None))
+        cells = _attribute_cells(obj.id, key) if known is None else known
+        if not cells:
+            continue
+        need = cells * (8 + sizes[0])
+        if cells < 0:
+            refused[name] = NESTED
+        elif unchecked:
+            refused[name] = NOT_CHECKED.format(unchecked)
+        elif data is None:
+            continue
+        elif raw is None or len(raw) < need:
+            why = "its attribute message is in the file's shared message table"
+            refused[name] = NOT_CHECKED.format(why)
+        else:
+            checked[name] = raw[:need]
+    try:  # all at once; one by one to name the attribute only when a collection is damaged
+        _check(f, sizes, checked.values(), reader, where)
+    except ScanError:
+        for name, raw in checked.items():
+            _check(f, sizes, [raw], reader, f"{where}: attribute {name!r}: its")
+        raise
+    return refused
 
 
-def _checkable(f: h5py.File) -> bool:
-    """Whether descriptors are as read here (8-byte addresses)."""
-    return tuple(f.id.get_create_plist().get_sizes()) == (8, 8)
+def _attribute_cells(oid: Any, name: bytes) -> int | None:
+    """Descriptors in the value of attribute ``name`` (None: none; -1: nested ones)."""
+    attr = h5a.open(oid, name)
+    per_value = _heap_cells(attr.get_type())
+    if per_value is None or per_value < 0:
+        return per_value
+    return per_value * int(attr.get_space().get_simple_extent_npoints())
+
+
+def _heap_cells(tid: h5t.TypeID) -> int | None:
+    """Descriptors in one value of ``tid`` (None: none; -1: some not at the top level)."""
+    cls = tid.get_class()
+    if cls == h5t.STRING:
+        return 1 if tid.is_variable_str() else None
+    if cls == h5t.VLEN:
+        return -1 if _heap_cells(tid.get_super()) is not None else 1
+    if cls == h5t.ARRAY:
+        inner = _heap_cells(tid.get_super())
+        if inner is None or inner < 0:
+            return inner
+        return inner * int(prod(tid.get_array_dims()))
+    if cls == h5t.COMPOUND:
+        members = range(tid.get_nmembers())
+        return -1 if any(_heap_cells(tid.get_member_type(k)) is not None for k in members) else None
+    return None
+
+
+def _sizes(f: h5py.File) -> tuple[int, int]:
+    """The file's sizes of offsets and lengths."""
+    offset, length = f.id.get_create_plist().get_sizes()
+    if offset not in _CELLS or length not in _CELLS:
+        raise _Unchecked(f"offsets of {offset} bytes and lengths of {length}")
+    return int(offset), int(length)
+
+
+class _Reader(NamedTuple):
+    """The file's bytes and size, and the collections walked so far."""
+
+    read_range: ReadRange
+    size: int
+    walked: Collections | None
 
 
 def _check(
-    f: h5py.File, stored: Iterable[bytes], read_range: ReadRange, size: int, what: str
+    f: h5py.File,
+    sizes: tuple[int, int],
+    stored: Iterable[bytes],
+    reader: _Reader,
+    what: str,
 ) -> None:
     base = f.id.get_create_plist().get_userblock()
+    cell = _CELLS[sizes[0]]
     wanted: dict[int, dict[int, int]] = {}
     for raw in stored:
-        cells = np.frombuffer(raw[: len(raw) // 16 * 16], dtype=_CELL)
+        cells = np.frombuffer(raw[: len(raw) // cell.itemsize * cell.itemsize], dtype=cell)
         cells = cells[cells["address"] != 0]
         for address, index, length in zip(
             cells["address"].tolist(),
@@ -86,7 +206,7 @@ def _check(
             objects = wanted.setdefault(address, {})
             objects[index] = max(objects.get(index, 0), length)
     for address, objects in wanted.items():
-        reason = _damage(read_range, base + address, size, objects)
+        reason = _damage(reader, base + address, objects, sizes[1])
         if reason:
             raise ScanError(
                 f"{what} variable-length values point into a damaged global heap "
@@ -97,12 +217,13 @@ def _check(
 def _stored(
     ds: h5py.Dataset, read_range: ReadRange, compact: CompactData | None
 ) -> Iterator[bytes]:
-    """The stored descriptors, chunk by chunk (nothing when they cannot be read here)."""
+    """The stored descriptors, chunk by chunk (`_Unchecked` when they cannot be read here)."""
     layout = creation_plist(ds).get_layout()
     if layout == h5d.COMPACT:
         raw = compact() if compact is not None else None
-        if raw:
-            yield raw
+        if raw is None:
+            raise _Unchecked("its compact data is in an object header refzarr does not read")
+        yield raw
         return
     if layout == h5d.CONTIGUOUS:
         offset, nbytes = ds.id.get_offset(), ds.id.get_storage_size()
@@ -110,19 +231,18 @@ def _stored(
             yield read_range(int(offset), int(nbytes))
         return
     if layout != h5d.CHUNKED:
-        return
+        raise _Unchecked("its values are in other datasets (a virtual dataset)")
     decode = _decoder(ds)
-    if decode is None:
-        return
     for k in range(ds.id.get_num_chunks()):
         info = ds.id.get_chunk_info(k)
         data = read_range(int(info.byte_offset), int(info.size))
         yield decode(data, int(info.filter_mask))
 
 
-def _decoder(ds: h5py.Dataset) -> Callable[[bytes, int], bytes] | None:
+def _decoder(ds: h5py.Dataset) -> Callable[[bytes, int], bytes]:
     """Undoes the dataset's filters on one stored chunk (``b""`` when it does not decode:
-    h5py then says what is wrong); None when refzarr has no codec for one of them."""
+    h5py then says what is wrong); `_Unchecked` when refzarr has no codec for one of them
+    (at once), or a chunk skips filters that do not map onto its codecs."""
     from numcodecs import get_codec
 
     from refzarr.codecs.hdf5.filters import filters_to_codecs
@@ -131,14 +251,14 @@ def _decoder(ds: h5py.Dataset) -> Callable[[bytes, int], bytes] | None:
     try:
         stages = dataset_filters(ds)
         codecs = [get_codec(dict(config)) for config in filters_to_codecs(stages, 16)]
-    except Exception:  # an unknown or unsupported filter: not checked here
-        return None
+    except Exception as exc:  # an unknown or unsupported filter
+        raise _Unchecked(f"a filter refzarr cannot decode: {exc}") from None
     # a filter mask names HDF5's stages: it maps onto the codecs when each stage has one
     one_each = len(codecs) == len(stages)
 
     def decode(data: bytes, mask: int) -> bytes:
         if mask and not one_each:
-            return b""
+            raise _Unchecked("a chunk skips filters refzarr decodes together")
         out: Any = data
         try:
             for k in reversed(range(len(codecs))):
@@ -151,17 +271,14 @@ def _decoder(ds: h5py.Dataset) -> Callable[[bytes, int], bytes] | None:
     return decode
 
 
-def _damage(read_range: ReadRange, address: int, size: int, objects: dict[int, int]) -> str:
-    """What is wrong with the collection at ``address`` ("" when nothing)."""
-    if address + _HEAD > size:
-        return "it lies beyond the file's end"
-    head = read_range(address, _HEAD)
-    if head[:4] != b"GCOL" or head[4] != 1:
-        return "no GCOL signature (version 1)"
-    total = struct.unpack_from("<Q", head, 8)[0]
-    if total < _HEAD or address + total > size:
-        return f"its size ({total} bytes) runs past the file's end"
-    found = _objects(read_range(address, total))
+def _damage(reader: _Reader, address: int, objects: dict[int, int], length_size: int = 8) -> str:
+    """What is wrong with the collection at ``address`` ("" when nothing); lengths (the
+    collection's size, each object's) are ``length_size`` bytes, each in a header of 16 (the
+    length field padded to a multiple of 8 bytes)."""
+    walked = {} if reader.walked is None else reader.walked
+    found = walked.get(address)
+    if found is None:
+        found = walked[address] = _walk(reader, address, length_size)
     if isinstance(found, str):
         return found
     for index, length in objects.items():
@@ -170,18 +287,40 @@ def _damage(read_range: ReadRange, address: int, size: int, objects: dict[int, i
     return ""
 
 
-def _objects(collection: bytes) -> dict[int, int] | str:
+def _walk(reader: _Reader, address: int, length_size: int) -> dict[int, int] | str:
+    """The objects of the collection at ``address`` (`_objects`), or what is wrong."""
+    head_size = _aligned(8 + length_size)
+    if address + head_size > reader.size:
+        return "it lies beyond the file's end"
+    head = reader.read_range(address, head_size)
+    if head[:4] != b"GCOL" or head[4] != 1:
+        return "no GCOL signature (version 1)"
+    total = int.from_bytes(head[8 : 8 + length_size], "little")
+    if total < head_size or address + total > reader.size:
+        return f"its size ({total} bytes) runs past the file's end"
+    return _objects(reader.read_range(address, total), length_size)
+
+
+def _objects(collection: bytes, length_size: int = 8) -> dict[int, int] | str:
     """Object index -> size, walked from the first object to the free space (or the end)."""
     out: dict[int, int] = {}
-    at, end = _HEAD, len(collection)
-    while at + 16 <= end:
-        index, _, _, length = struct.unpack_from("<HHIQ", collection, at)
+    head = _aligned(8 + length_size)  # index (2), reference count (2), reserved (4), size
+    at, end = head, len(collection)
+    while at + head <= end:
+        (index,) = struct.unpack_from("<H", collection, at)
+        length = int.from_bytes(collection[at + 8 : at + 8 + length_size], "little")
         if index == 0:
             return out if at + length == end else "its free space does not end it"
-        if at + 16 + length > end:
+        if at + head + length > end:
             return f"object {index} ({length} bytes) runs past its end"
         if index in out:
             return f"object {index} is listed twice"
         out[index] = length
-        at += 16 + -(-length // 8) * 8
-    return out if at >= end or end - at < 16 else "its objects do not end it"
+        at += head + -(-length // 8) * 8
+    return out if at >= end or end - at < head else "its objects do not end it"
+
+
+def _aligned(n: int) -> int:
+    """``n`` rounded up to a multiple of 8 (HDF5 aligns the headers of collections and of
+    their objects so)."""
+    return -(-n // 8) * 8

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import struct
 from functools import partial
+from math import prod
 from typing import Any
 
 import h5py
-import numpy as np
 
 from refzarr.errors import ScanError
 from refzarr.scan.hdf5.attr_messages import (
@@ -134,17 +134,22 @@ class ObjectHeaders:
             return None
         return found[1]
 
-    def vlen_attribute_data(
+    def attribute_data(
         self, oid: Any, address: int | None = None
-    ) -> list[tuple[str, bytes]] | None:
-        """``(name, stored bytes)`` of each variable-length attribute of ``oid`` (the heap
-        descriptors h5py would follow), or None when the header cannot be read here."""
+    ) -> dict[bytes, tuple[int | None, bytes]] | None:
+        """By name, the number of heap descriptors of each attribute of ``oid`` when its
+        message says it (0: none; None: ask HDF5) and its stored bytes (what follows the
+        datatype and dataspace of its message: the descriptors h5py would follow); none at
+        all when a message is shared (stored in the file's shared message table), None when
+        the header cannot be read here."""
         sb = self._superblock_once()
+        if sb is None:
+            return None
         try:
-            found = None if sb is None else self._attribute_messages(_at(oid, address), sb)
-            if found is None or sb is None:
-                return None
-            return [item for body, _ in found[0] if (item := _vlen_data(body, sb)) is not None]
+            found = self._attribute_messages(_at(oid, address), sb)
+            if found is None:
+                return {}
+            return dict(_stored_data(body, sb) for body, _ in found[0])
         except (*_FALLBACK, _Beyond):
             return None
 
@@ -195,19 +200,23 @@ class ObjectHeaders:
         return read_superblock(self._read, start, self._size)
 
 
-_VLEN = 9
-"""The datatype class of variable-length sequences and strings."""
+_VLEN, _ARRAY, _COMPOUND = 9, 10, 6
+"""Datatype classes whose values may hold heap descriptors."""
 
 
-def _vlen_data(body: bytes, sb: Superblock) -> tuple[str, bytes] | None:
-    """The name and stored descriptors of an attribute message of a variable-length type."""
-    name, type_bytes, space_bytes, data_at, shared = attribute_fields(body)
-    if shared or not type_bytes or type_bytes[0] & 0x0F != _VLEN:
-        return None
-    dims = dataspace_dims(space_bytes, sb)
-    count = 1 if not dims else int(np.prod(dims, dtype=np.int64))
-    cell = 4 + sb.offset_size + 4
-    return name.decode("utf8", "replace"), body[data_at : data_at + count * cell]
+def _stored_data(body: bytes, sb: Superblock) -> tuple[bytes, tuple[int | None, bytes]]:
+    """The name, heap descriptors (`ObjectHeaders.attribute_data`) and stored bytes of an
+    attribute message."""
+    fields = attribute_fields(body)
+    data, kind = body[fields.data_at :], fields.type_bytes
+    if fields.shared or len(kind) < 2:
+        return fields.name, (None, data)
+    if kind[0] & 0x0F not in (_VLEN, _ARRAY, _COMPOUND):
+        return fields.name, (0, data)
+    if kind[0] & 0x0F != _VLEN or kind[1] & 0x0F != 1:  # sequences, arrays, compounds
+        return fields.name, (None, data)
+    dims = dataspace_dims(fields.space_bytes, sb)  # variable-length strings
+    return fields.name, (None if dims is None else prod(dims), data)
 
 
 def _compact_raw(body: bytes) -> bytes | None:

@@ -21,7 +21,7 @@ from refzarr.model.attr_types import with_types
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
 from refzarr.scan.hdf5.array_type import unfold_array_type
-from refzarr.scan.hdf5.attrs import AttributeTable, read_attributes
+from refzarr.scan.hdf5.attrs import INTERNAL_ATTRS, AttributeTable, read_attributes
 from refzarr.scan.hdf5.contiguous import check_chunk_bytes
 from refzarr.scan.hdf5.dataset import ScannedDataset
 from refzarr.scan.hdf5.dims import (
@@ -30,7 +30,11 @@ from refzarr.scan.hdf5.dims import (
     is_dimension_only,
     variable_name,
 )
-from refzarr.scan.hdf5.global_heap import check_attribute_heaps, check_global_heaps
+from refzarr.scan.hdf5.global_heap import (
+    Collections,
+    attribute_heap_refusals,
+    check_global_heaps,
+)
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5.links import follow_external_link
@@ -114,6 +118,8 @@ class _Walk:
     arrays: dict[int, RefArray] = field(default_factory=dict)
     phony: PhonyDimensions = field(default_factory=PhonyDimensions)
     netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
+    walked: Collections = field(default_factory=dict)
+    """Global heap collections checked so far (`global_heap`), by position."""
     headers: ObjectHeaders = field(init=False)
     scale_names: ScaleNames = field(init=False)
 
@@ -159,13 +165,20 @@ class _Walk:
         self, obj: h5py.HLObject, table: AttributeTable, address: int | None, where: str
     ) -> None:
         """ScanError when a variable-length attribute of ``obj`` points into a damaged global
-        heap collection, checked before h5py reads it (only when some value is left to h5py:
-        those read from the header are never variable-length)."""
-        if all(table.is_read(name) for name in table.names):
+        heap collection, checked before h5py reads it (only the values left to h5py: those
+        read from the header are never variable-length); those that cannot be checked are
+        refused in ``table`` (the whole object when HDF5 reads them for refzarr)."""
+        pending = [name for name in table.names if not table.is_read(name)]
+        if not pending:
             return
-        found = self.headers.vlen_attribute_data(obj.id, address)
-        if found:
-            check_attribute_heaps(obj, found, self.source.read_range, self.source.size, where)
+        data = self.headers.attribute_data(obj.id, address)
+        read, size = self.source.read_range, self.source.size
+        refused = attribute_heap_refusals(obj, pending, data, read, size, where, self.walked)
+        for name, reason in refused.items():
+            message = f"{where}: attribute {name!r}: {reason}"
+            if name in INTERNAL_ATTRS or name in ("CLASS", "NAME"):
+                raise UnsupportedFeatureError(message)
+            table.refuse(name, message)  # type: ignore[arg-type]
 
     def member(
         self,
@@ -262,6 +275,7 @@ class _Walk:
                     self.source.size,
                     where,
                     partial(self.headers.compact_data, ds.id, address),
+                    self.walked,
                 )
             return decoded_array(ds, where, attrs, dims)
         dtype = storage_dtype(ds, where, tid)
