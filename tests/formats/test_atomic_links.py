@@ -37,3 +37,24 @@ def test_leftovers_beside_the_target_the_system_opens(tmp_path: Path) -> None:
     assert not dead_temporary.exists()
     assert refzarr.read(other) == _group(1)  # no suffix: a directory holding .zmetadata
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["link", other.name]
+
+
+def test_the_lock_is_on_the_target_the_system_opens(tmp_path: Path) -> None:
+    """A writer reaching ``a/x.json`` as ``b/link/../x.json`` holds the lock another writer
+    naming ``a/x.json`` waits for (not the lock of a ``b/x.json``)."""
+    import fcntl
+
+    from refzarr.formats.source import locate
+    from refzarr.formats.target_lock import target_lock
+
+    (tmp_path / "a" / "real").mkdir(parents=True)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "link").symlink_to(tmp_path / "a" / "real")
+    refzarr.write(_group(1), tmp_path / "a" / "x.json")
+    with target_lock(locate(str(tmp_path / "b" / "link" / ".." / "x.json"), None)):
+        handle = os.open(tmp_path / "a" / "x.json", os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(handle)

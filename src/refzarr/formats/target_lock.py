@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 from refzarr.formats.source import Location
+from refzarr.io.paths import opened_path
 
 __all__ = ["Held", "hold_parent", "target_lock"]
 
@@ -65,7 +66,7 @@ def target_lock(
     if not location.is_local or os.name != "posix":
         yield None
         return
-    path = os.path.abspath(location.path)
+    path = opened_path(location.path)  # the file the system opens (``link/..`` followed)
     held = _held_here()
     if path in held:  # this thread holds it already: one descriptor per target
         yield held[path]
@@ -77,11 +78,6 @@ def target_lock(
     finally:
         del held[path]
         os.close(lock.handle)
-
-
-def held_lock(path: str) -> Held | None:
-    """The lock this thread holds on local ``path``, if any."""
-    return _held_here().get(os.path.abspath(path))
 
 
 @contextlib.contextmanager
