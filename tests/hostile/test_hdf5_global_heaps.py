@@ -14,6 +14,7 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
+from heapkit import damaged_heap_object
 
 from childkit import Outcome, scan_in_child
 
@@ -71,15 +72,6 @@ WRITERS: dict[str, tuple[Callable[[h5py.File], None], str]] = {
 }
 
 
-def _damaged(data: bytes) -> bytes:
-    """Object 1's size in the first collection set to 0x3D (HDF5 then loops forever)."""
-    damaged = bytearray(data)
-    at = damaged.find(b"GCOL")
-    assert at >= 0
-    damaged[at + 24] = 0x3D
-    return bytes(damaged)
-
-
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     folder = tmp_path_factory.mktemp("heaps")
@@ -90,7 +82,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
             with h5py.File(healthy, "w", libver=libver) as f:
                 write(f)
             damaged = folder / f"{kind}-{version}-damaged.h5"
-            damaged.write_bytes(_damaged(healthy.read_bytes()))
+            damaged.write_bytes(damaged_heap_object(healthy.read_bytes()))
             cases += [{"id": p.name, "url": str(p)} for p in (healthy, damaged)]
     return scan_in_child(cases, CHILD_TIMEOUT)
 

@@ -27,6 +27,7 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
+from heapkit import damaged_heap_object
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -149,30 +150,23 @@ for _size, _pair in SIZES.items():
         "compact": _compact,
     }.items():
         FILES[f"{_kind}-{_size}"] = (_write, lambda p=_pair: _sized(p), "v0")
+
+
+def _default_creation() -> Any:
+    return h5py.h5p.create(h5py.h5p.FILE_CREATE)
+
+
 for _version in LIBVERS:
-    FILES[f"committed-{_version}"] = (
-        _committed,
-        lambda: h5py.h5p.create(h5py.h5p.FILE_CREATE),
-        _version,
-    )
-    FILES[f"array-{_version}"] = (
-        _array_of_strings,
-        lambda: h5py.h5p.create(h5py.h5p.FILE_CREATE),
-        _version,
-    )
-    FILES[f"compound-{_version}"] = (
-        _compound,
-        lambda: h5py.h5p.create(h5py.h5p.FILE_CREATE),
-        _version,
-    )
-    FILES[f"nested-{_version}"] = (
-        _sequences_of_strings,
-        lambda: h5py.h5p.create(h5py.h5p.FILE_CREATE),
-        _version,
-    )
+    for _kind, _write in {
+        "committed": _committed,
+        "array": _array_of_strings,
+        "compound": _compound,
+        "nested": _sequences_of_strings,
+    }.items():
+        FILES[f"{_kind}-{_version}"] = (_write, _default_creation, _version)
 FILES["shared-v2"] = (_shared, _shared_attributes, "v2")
 FILES["shared-dense-v2"] = (_shared_dense, _shared_attributes, "v2")
-FILES["zfp-v0"] = (_unknown_filter, lambda: h5py.h5p.create(h5py.h5p.FILE_CREATE), "v0")
+FILES["zfp-v0"] = (_unknown_filter, _default_creation, "v0")
 
 CHECKED = [
     name for name in FILES if name.split("-")[0] not in ("compound", "nested", "shared", "zfp")
@@ -185,16 +179,6 @@ REFUSED = {
 }
 
 
-def _damaged(data: bytes) -> bytes:
-    """Object 1's size in the first collection set to 0x3D (its first byte: the header of a
-    collection and of its objects is 16 bytes whatever the size of lengths)."""
-    damaged = bytearray(data)
-    at = damaged.find(b"GCOL")
-    assert at >= 0
-    damaged[at + 24] = 0x3D
-    return bytes(damaged)
-
-
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("heapgaps")
@@ -202,7 +186,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         healthy = folder / f"{name}.h5"
         with _new_file(healthy, fcpl(), libver) as f:
             write(f)
-        (folder / f"{name}-damaged.h5").write_bytes(_damaged(healthy.read_bytes()))
+        (folder / f"{name}-damaged.h5").write_bytes(damaged_heap_object(healthy.read_bytes()))
     return folder
 
 
@@ -300,7 +284,7 @@ def dense(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
         healthy = folder / f"dense-{count}.h5"
         _dense_file(healthy, count)
         damaged = folder / f"dense-{count}-damaged.h5"
-        damaged.write_bytes(_damaged(healthy.read_bytes()))
+        damaged.write_bytes(damaged_heap_object(healthy.read_bytes()))
         cases += [{"id": p.name, "url": str(p)} for p in (healthy, damaged)]
     outcomes = scan_in_child(cases, CHILD_TIMEOUT)
     return {"folder": folder, **outcomes}  # type: ignore[dict-item]
