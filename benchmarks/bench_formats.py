@@ -19,12 +19,17 @@ set (what every append did before) and against writing the whole 10,010-file set
 medians of fresh processes, each starting from a copy of the same set (the fast append: three
 appends of 10 files in a row to that copy, as a daily job makes them).
 
+A third section (``--icechunk``) writes 1M virtual references into Icechunk (issue 18):
+refzarr against VirtualiZarr's ``to_icechunk`` and Icechunk's bulk API called directly;
+it is ``bench_icechunk.py``, run from here with its defaults.
+
 Usage::
 
     python benchmarks/bench_formats.py                      # 1M and 10M, as the issue asks
     python benchmarks/bench_formats.py --sizes 10k,100k     # a quick run
     python benchmarks/bench_formats.py --skip-competitors   # refzarr only
     python benchmarks/bench_formats.py --append             # the append section only
+    python benchmarks/bench_formats.py --icechunk           # the Icechunk section only
 """
 
 from __future__ import annotations
@@ -686,6 +691,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, help="runs per measurement (default 3; 1 at 10M+)")
     parser.add_argument("--skip-competitors", action="store_true", help="measure refzarr only")
     parser.add_argument("--append", action="store_true", help="run the append section only")
+    parser.add_argument(
+        "--icechunk", action="store_true", help="run the Icechunk section only (bench_icechunk)"
+    )
     parser.add_argument("--append-files", type=int, default=10_000, help="files in the set")
     parser.add_argument(
         "--append-chunks", type=int, default=1024, help="chunks per file (a square number)"
@@ -719,6 +727,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.append:
         print(measure_append(args))
         return 0
+    if args.icechunk:
+        return _icechunk_section()
     repeats = {n: args.repeat or (1 if n >= 10**7 else 3) for n in args.sizes}
     results: Results = {}
     for n in args.sizes:
@@ -733,7 +743,15 @@ def main(argv: list[str] | None = None) -> int:
     print(targets(results))
     print()
     print(measure_append(args))
-    return 0
+    print()
+    return _icechunk_section()
+
+
+def _icechunk_section() -> int:
+    """Writing 1M references into Icechunk: `bench_icechunk.py` with its defaults."""
+    import bench_icechunk
+
+    return bench_icechunk.main([])
 
 
 if __name__ == "__main__":
