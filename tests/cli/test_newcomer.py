@@ -100,3 +100,28 @@ def test_scan_of_a_text_file_names_its_first_bytes_and_the_formats(
     assert status == 1
     assert "first bytes 6a 75 73 74" in err
     assert "HDF5 / netCDF4" in err
+
+
+def _daily_netcdf3(path: Path, first_day: int) -> Path:
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w", format="NETCDF3_CLASSIC") as f:
+        f.createDimension("time", None)
+        f.createDimension("x", 3)
+        time = f.createVariable("time", "f8", ("time",))
+        time.units = "days since 2000-01-01"
+        time[:] = [first_day, first_day + 1]
+        f.createVariable("v", "f4", ("time", "x"))[:] = np.ones((2, 3), "f4")
+    return path
+
+
+def test_files_along_time_without_concat_dim_are_told_their_unlimited_dimension(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sources = [_daily_netcdf3(tmp_path / f"d{k}.nc", 2 * k) for k in range(2)]
+    out_path = tmp_path / "days.json"
+    status, _, err = _run(capsys, "scan", *map(str, sources), "-o", str(out_path))
+    assert status == 1
+    assert "of the files. The files may be pieces along a dimension" in err
+    assert "add --concat-dim time (the files' unlimited dimension)" in err
+    assert not out_path.exists()

@@ -264,9 +264,26 @@ def _combine(
         if concat_dims:
             raise
         raise IncompatibleError(
-            f"{exc}\nThe files may be pieces along a dimension: name it with --concat-dim "
-            "(e.g. --concat-dim time)"
+            f"{str(exc).rstrip('.')}.\nThe files may be pieces along a dimension: "
+            f"{_concat_dim_hint(results)}"
         ) from exc
+
+
+def _concat_dim_hint(results: ScanResults) -> str:
+    """What to pass as ``--concat-dim``: the files' unlimited dimensions where recorded."""
+    from refzarr.model.attr_types import unlimited_dimensions
+
+    unlimited = {
+        name: None
+        for group in results[:1]
+        for _, array in group.arrays()
+        for name in unlimited_dimensions(array.meta.attributes)
+    }
+    if not unlimited:
+        return "name it with --concat-dim (e.g. --concat-dim time)"
+    options = " ".join(f"--concat-dim {name}" for name in unlimited)
+    which = "dimension" if len(unlimited) == 1 else "dimensions"
+    return f"add {options} (the files' unlimited {which})"
 
 
 def _protocol(url: str) -> str:
