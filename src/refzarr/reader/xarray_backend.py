@@ -54,7 +54,7 @@ class RefzarrBackendArray(BackendArray):
     def __init__(self, reader: ArrayReader, dtype: np.dtype[Any] | None = None) -> None:
         self.reader = reader
         self.shape = reader.shape
-        self.dtype = reader.dtype if dtype is None else dtype
+        self.dtype = native_records(reader.dtype if dtype is None else dtype)
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray[Any, Any]:
         return indexing.explicit_indexing_adapter(  # type: ignore[no-any-return]
@@ -65,7 +65,19 @@ class RefzarrBackendArray(BackendArray):
         values = self.reader.read(key)
         if vlen_element(self.dtype) is str:  # as netCDF4 reads them: fixed-width str
             return np.asarray(values, dtype=str)
+        if values.dtype != self.dtype and self.dtype.names:
+            return values.astype(self.dtype)
         return values
+
+
+def native_records(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """A structured dtype with native-endian fields (sub-array fields too); others as given.
+
+    xarray makes big-endian variables native by their kind and size, which turns a record
+    type into raw void (``|V1556``) that its own reading then cannot cast to: records are
+    given to it native already, field by field, with the values unchanged.
+    """
+    return dtype.newbyteorder("=") if dtype.names else dtype
 
 
 class RefzarrDataStore(AbstractDataStore):
