@@ -232,3 +232,28 @@ def test_python_path_appends_to_an_s3_repository(
     assert [s.message for s in repo.ancestry(branch="main")][:2] == ["day 1", "day 0"]
     with xr.open_mfdataset(days, combine="nested", concat_dim="time") as expected:
         xr.testing.assert_equal(_open(repo).load(), expected.load())
+
+
+def test_convert_commits_a_reference_set_to_a_repository_with_its_checksums(
+    tmp_path: Path, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    days = [write_day(folder / f"d{k}.nc", k) for k in range(2)]
+    repo, refs = tmp_path / "repo", tmp_path / "refs.json"
+    assert main(["scan", *map(str, days), "-o", str(refs), "--concat-dim", "time"]) == 0
+    convert = ["convert", str(refs), str(repo), "--format", "icechunk", "--message", "moved"]
+    assert main(convert) == 0
+    opened = _local_repo(repo, folder)
+    with refzarr.open_dataset(refs) as expected:
+        xr.testing.assert_identical(_open(opened).load(), expected.load())
+    assert next(s.message for s in opened.ancestry(branch="main")) == "moved"
+    write_day(days[0], 0, scale=2.0)  # the scan's checksums travelled with the references
+    touch_later(days[0])
+    with pytest.raises(icechunk.IcechunkError, match="checksum of the object"):
+        _open(_local_repo(repo, folder)).v.values  # noqa: B018
+    capsys.readouterr()
+    assert main(["convert", str(repo), str(tmp_path / "back.json")]) == 2
+    assert "is an Icechunk repository: refzarr cannot read its chunk references back" in (
+        capsys.readouterr().err
+    )
+    assert main(["convert", str(refs), str(tmp_path / "x.json"), "--message", "m"]) == 2
+    assert "--message applies to Icechunk output only" in capsys.readouterr().err
