@@ -138,6 +138,32 @@ def test_parser_output_written_by_virtualizarr_reads_back(tmp_path: Path) -> Non
     assert_same_values(refzarr.open_dataset(refzarr.read(target)).load(), truth)
 
 
+def test_scalars_virtualizarr_writes_under_an_empty_chunk_key_read_back(tmp_path: Path) -> None:
+    """VirtualiZarr (2.5 to 2.8) writes a 0-d array's chunk as ``name/`` (kerchunk and Zarr v2
+    say ``name/0``), which fsspec + zarr read as the fill value: refzarr reads the file's value,
+    refuses the key given twice, and writes it back as ``name/0``."""
+    import json
+
+    import netCDF4
+
+    path = tmp_path / "scalar.nc"
+    with netCDF4.Dataset(path, "w") as f:
+        f.createVariable("height", "f8", ())[...] = 2.0
+        f.createDimension("x", 2)
+        f.createVariable("v", "f4", ("x",))[:] = [1.0, 2.0]
+    target = tmp_path / "refs.json"
+    _open(path, RefzarrParser()).vz.to_kerchunk(target, format="json")
+    written = json.loads(target.read_text())
+    assert "height/" in written["refs"]
+    assert float(refzarr.open_dataset(target)["height"]) == 2.0
+    refzarr.write(refzarr.read(target), tmp_path / "mended.json")
+    assert "height/0" in json.loads((tmp_path / "mended.json").read_text())
+    written["refs"]["height/0"] = written["refs"]["height/"]
+    (tmp_path / "twice.json").write_text(json.dumps(written))
+    with pytest.raises(refzarr.RefFormatError, match="given more than once"):
+        refzarr.read(tmp_path / "twice.json")
+
+
 def test_skip_variables_and_options_reach_the_scan() -> None:
     path = next(p for p in NETCDF3 if p.name == "example_1.nc")
     vds = _open(path, RefzarrParser(skip_variables=["rh"], inline_threshold=0))

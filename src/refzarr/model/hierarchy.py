@@ -140,8 +140,8 @@ class Hierarchy:
 
 def _parse_index(text: str, separator: str, ndim: int) -> tuple[int, ...] | None:
     parts = text.split(separator)
-    if ndim == 0:
-        return () if parts == ["0"] else None
+    if ndim == 0:  # "0"; or "", the key VirtualiZarr (2.5 to 2.8) writes a scalar's chunk under
+        return () if parts in (["0"], [""]) else None
     if len(parts) != ndim or not all(p.isdigit() and p.isascii() for p in parts):
         return None
     return tuple(int(p) for p in parts)
