@@ -29,7 +29,7 @@ def test_a_source_file_instead_of_references_says_to_scan_it(
     status, out, err = _run(capsys, command, str(archive[0]), *extra)
     assert status == 1
     assert out == ""
-    assert f"{archive[0]} is a source (HDF5 / netCDF4), not a reference set" in err
+    assert f"{archive[0]} is not a reference set but a HDF5 / netCDF4 file" in err
     assert f"refzarr scan {archive[0]} -o refs.json" in err
     assert "JSON" not in err
 
@@ -100,3 +100,18 @@ def test_scan_of_a_text_file_names_its_first_bytes_and_the_formats(
     assert status == 1
     assert "first bytes 6a 75 73 74" in err
     assert "HDF5 / netCDF4" in err
+
+
+@pytest.mark.parametrize("command", ["info", "validate"])
+def test_a_zarr_store_instead_of_references_says_to_scan_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    import zarr
+
+    store = tmp_path / "store.zarr"
+    zarr.open_group(store, mode="w", zarr_format=2).create_array("x", shape=(4,), dtype="i4")
+    status, out, err = _run(capsys, command, str(store))
+    assert status == 1
+    assert out == ""
+    assert f"{store} is not a reference set but a Zarr v2 / v3 store" in err
+    assert f"refzarr scan {store} -o refs.json" in err
