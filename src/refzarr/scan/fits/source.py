@@ -15,7 +15,6 @@ from astropy.utils.exceptions import AstropyWarning
 from refzarr.errors import ScanError
 from refzarr.scan.detect import describe_head
 from refzarr.scan.fits.declared import declared_beyond
-from refzarr.scan.paths import opened_path
 from refzarr.scan.source import FileSource, open_file
 
 __all__ = ["OpenFits", "open_fits"]
@@ -66,9 +65,7 @@ def open_fits(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[O
     with ExitStack() as stack:
         opened = stack.enter_context(open_file(url, storage_options, _REMOTE))
         raw, size = opened.raw, opened.size
-        # a local URL with a protocol (file:) is referenced as given
-        reference = opened_path(opened.path) if opened.local and ":" not in url else url
-        file = FileSource(reference, size, raw)
+        file = FileSource(opened.reference(), size, raw)
         head = raw.read(80)
         if not head.startswith(b"SIMPLE  ="):
             raise ScanError(f"{url}: not a FITS file ({describe_head(head)}; expected 'SIMPLE  =')")
