@@ -12,18 +12,10 @@ import pytest
 import xarray as xr
 
 import refzarr
-from corpus import CORPUS
+from corpus import ONE_PER_FORMAT
 from refzarr import RefFormatError
 
-FILES = {
-    "netcdf3": CORPUS / "netcdf3" / "example_1.nc",
-    "hdf5": CORPUS / "dmrpp" / "d_int.h5",
-    "tiff": CORPUS / "tiff" / "cogeo.tif",
-    "grib": CORPUS / "grib" / "spherical_harmonics.grib",
-    "hdf4": CORPUS / "hdf4" / "MOD14.hdf4",
-    "fits": CORPUS / "fits" / "m13.fits",
-    "dmrpp": CORPUS / "dmrpp" / "d_int.h5.dmrpp",
-}
+FILES = {name: path for name, path in ONE_PER_FORMAT.items() if name != "zarr"}  # files
 
 
 @pytest.mark.parametrize("name", sorted(FILES))

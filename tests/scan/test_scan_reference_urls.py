@@ -7,18 +7,9 @@ from __future__ import annotations
 import pytest
 
 import refzarr
-from corpus import CORPUS
+from corpus import ONE_PER_FORMAT
 
-FILES = {
-    "netcdf3": CORPUS / "netcdf3" / "example_1.nc",
-    "hdf5": CORPUS / "dmrpp" / "d_int.h5",
-    "tiff": CORPUS / "tiff" / "cogeo.tif",
-    "grib": CORPUS / "grib" / "spherical_harmonics.grib",
-    "hdf4": CORPUS / "hdf4" / "MOD14.hdf4",
-    "fits": CORPUS / "fits" / "m13.fits",
-    "dmrpp": CORPUS / "dmrpp" / "d_int.h5.dmrpp",
-    "zarr": CORPUS / "zarr" / "zarrita_v2.zarr",
-}
+FILES = ONE_PER_FORMAT
 
 
 def _urls(group: refzarr.RefGroup) -> set[str]:
