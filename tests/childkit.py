@@ -1,4 +1,6 @@
-"""Scanning damaged files in one child process with a hard timeout, one report per file.
+"""Child Python processes for tests: `run_python` (a fresh interpreter importing this refzarr
+and the test kits), and scanning damaged files in one child process with a hard timeout, one
+report per file (`scan_in_child`).
 
 A crash in a format's C library must fail a test, not kill pytest, and a hang must fail it in
 bounded time: `scan_in_child` runs `refzarr.scan` on every case in one child process, which
@@ -9,12 +11,47 @@ finished (a hang, a crash) is named.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["Outcome", "scan_in_child"]
+import refzarr
+
+__all__ = ["Outcome", "child_env", "run_python", "scan_in_child"]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a child Python, with ``extra`` variables: its
+    ``PYTHONPATH`` puts the refzarr under test first, then this process's ``sys.path`` (the
+    test kits), so the child imports what the test does."""
+    source = str(Path(refzarr.__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([source, *sys.path]), **extra}
+
+
+def run_python(
+    *argv: str,
+    input: str | None = None,
+    timeout: float = 120,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``python *argv`` (``"-c", code, ...``) in a fresh interpreter, its output captured as
+    text, not checked; ``env`` extra variables (`child_env`); `subprocess.TimeoutExpired`
+    after ``timeout`` seconds."""
+    return subprocess.run(
+        [sys.executable, *argv],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=cwd,
+        env=child_env(**(env or {})),
+    )
+
 
 _CHILD = r"""
 import json, sys
@@ -60,14 +97,7 @@ def scan_in_child(cases: list[dict[str, Any]], timeout: float) -> dict[str, Outc
     """Scan each ``{"id", "url", "options"?}`` in one child process (killed after ``timeout``
     seconds); the outcome per id, every case included."""
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD],
-            input=json.dumps(cases),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        done = run_python("-c", _CHILD, input=json.dumps(cases), timeout=timeout)
         stdout, ended = done.stdout, f"exit code {done.returncode}: {done.stderr[-2000:]}"
     except subprocess.TimeoutExpired as exc:
         stdout, ended = _text(exc.stdout), f"still running after {timeout} s (a hang)"

@@ -29,7 +29,7 @@ def test_a_source_file_instead_of_references_says_to_scan_it(
     status, out, err = _run(capsys, command, str(archive[0]), *extra)
     assert status == 1
     assert out == ""
-    assert f"{archive[0]} is a source (HDF5 / netCDF4), not a reference set" in err
+    assert f"{archive[0]} is not a reference set but a HDF5 / netCDF4 file" in err
     assert f"refzarr scan {archive[0]} -o refs.json" in err
     assert "JSON" not in err
 
@@ -125,3 +125,18 @@ def test_files_along_time_without_concat_dim_are_told_their_unlimited_dimension(
     assert "of the files. The files may be pieces along a dimension" in err
     assert "add --concat-dim time (the files' unlimited dimension)" in err
     assert not out_path.exists()
+
+
+@pytest.mark.parametrize("command", ["info", "validate"])
+def test_a_zarr_store_instead_of_references_says_to_scan_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    import zarr
+
+    store = tmp_path / "store.zarr"
+    zarr.open_group(store, mode="w", zarr_format=2).create_array("x", shape=(4,), dtype="i4")
+    status, out, err = _run(capsys, command, str(store))
+    assert status == 1
+    assert out == ""
+    assert f"{store} is not a reference set but a Zarr v2 / v3 store" in err
+    assert f"refzarr scan {store} -o refs.json" in err

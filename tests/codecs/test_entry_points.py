@@ -8,10 +8,7 @@ import importlib
 import importlib.metadata
 import inspect
 import json
-import os
 import pkgutil
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -21,6 +18,7 @@ from numcodecs.abc import Codec
 
 import refzarr
 import refzarr.codecs
+from childkit import run_python
 from corpus import CORPUS
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
@@ -83,14 +81,6 @@ np.save(out, ds["COMPRESSED_IMAGE"].values)
 """
 
 
-def _fresh(*argv: str) -> subprocess.CompletedProcess[str]:
-    source = str(Path(refzarr.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(
-        [sys.executable, *argv], capture_output=True, text=True, timeout=120, check=False, env=env
-    )
-
-
 def test_fits_tiles_decode_in_a_fresh_process(tmp_path: Path) -> None:
     """A tile-compressed FITS image's references decode through fsspec + zarr, and through
     ``refzarr validate --decode``, in processes that never imported refzarr's FITS codecs
@@ -100,11 +90,11 @@ def test_fits_tiles_decode_in_a_fresh_process(tmp_path: Path) -> None:
     refs = tmp_path / "refs.json"
     refzarr.write(refzarr.scan(str(source)), refs)
     assert "refzarr.fits_tile" in json.dumps(json.loads(refs.read_text()))
-    result = _fresh("-c", FRESH, str(refs), str(tmp_path / "out.npy"))
+    result = run_python("-c", FRESH, str(refs), str(tmp_path / "out.npy"))
     assert result.returncode == 0, result.stderr[-2000:]
     with astropy_fits.open(source) as hdus:
         want = hdus[1].data
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), want, strict=False)
     cli = "import sys; from refzarr.cli import main; sys.exit(main(sys.argv[1:]))"
-    result = _fresh("-c", cli, "validate", str(refs), "--decode")
+    result = run_python("-c", cli, "validate", str(refs), "--decode")
     assert result.returncode == 0, result.stdout + result.stderr

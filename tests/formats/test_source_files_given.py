@@ -12,18 +12,10 @@ import pytest
 import xarray as xr
 
 import refzarr
-from corpus import CORPUS
+from corpus import ONE_PER_FORMAT
 from refzarr import RefFormatError
 
-FILES = {
-    "netcdf3": CORPUS / "netcdf3" / "example_1.nc",
-    "hdf5": CORPUS / "dmrpp" / "d_int.h5",
-    "tiff": CORPUS / "tiff" / "cogeo.tif",
-    "grib": CORPUS / "grib" / "spherical_harmonics.grib",
-    "hdf4": CORPUS / "hdf4" / "MOD14.hdf4",
-    "fits": CORPUS / "fits" / "m13.fits",
-    "dmrpp": CORPUS / "dmrpp" / "d_int.h5.dmrpp",
-}
+FILES = {name: path for name, path in ONE_PER_FORMAT.items() if name != "zarr"}  # files
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
@@ -73,3 +65,40 @@ def test_text_that_is_no_format_keeps_the_json_error(tmp_path: Path) -> None:
     junk.write_text("not json at all")
     with pytest.raises(RefFormatError, match=r"refs.json: not valid JSON"):
         refzarr.read(junk)
+
+
+@pytest.mark.parametrize(
+    ("zarr_format", "consolidated"), [(2, False), (2, True), (3, False)], ids=["v2", "v2c", "v3"]
+)
+def test_a_zarr_store_is_named(tmp_path: Path, zarr_format: int, consolidated: bool) -> None:
+    """A Zarr store directory (consolidated or not) is named as one, whether or not it holds a
+    ``.zmetadata`` (which also marks a Parquet reference set)."""
+    import zarr
+
+    store = tmp_path / "store.zarr"
+    root = zarr.open_group(store, mode="w", zarr_format=zarr_format)  # type: ignore[arg-type]
+    root.create_array("x", shape=(4,), dtype="i4")
+    if consolidated:
+        zarr.consolidate_metadata(store)
+    pattern = "is not a reference set but a Zarr v2 / v3 store: scan it first"
+    with pytest.raises(RefFormatError, match=pattern):
+        refzarr.read(store)
+    with pytest.raises(RefFormatError, match=pattern):
+        refzarr.expand_references(str(store))
+
+
+def test_a_broken_parquet_set_keeps_its_own_error(tmp_path: Path) -> None:
+    """A directory holding ``.zmetadata`` and no other Zarr metadata is a Parquet reference
+    set's shape: its own error, not "a Zarr store"."""
+    broken = tmp_path / "refs"
+    broken.mkdir()
+    (broken / ".zmetadata").write_text("{}")
+    with pytest.raises(RefFormatError) as caught:
+        refzarr.read(broken)
+    assert "not a reference set but" not in str(caught.value)
+
+
+def test_a_directory_of_files_keeps_its_own_error(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("text")
+    with pytest.raises(RefFormatError, match=r"is a directory but holds no \.zmetadata"):
+        refzarr.read(tmp_path)

@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any, Literal
 
-from refzarr.errors import RefFormatError, RefzarrError, ScanError, SourceNotFoundError
-from refzarr.formats.api import format_from_suffix, read
+from refzarr.errors import RefFormatError, RefzarrError
+from refzarr.formats.api import format_from_suffix, read, source_given_error
 from refzarr.model import RefGroup
 
 __all__ = [
@@ -112,44 +112,33 @@ _REFS_MAGIC = (b"{", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
 
 def read_refs(source: str) -> RefGroup:
     """The reference set at ``source`` (`refzarr.read`); a source file given instead (a
-    netCDF, a TIFF, a Zarr store, ...) is named as such, with the ``refzarr scan`` to run,
-    before its bytes are read as JSON.
+    netCDF, a TIFF, a Zarr store, ...) is named as such, with the ``refzarr scan`` to run
+    (`refzarr.formats.api.source_given_error`), judged from its first bytes before the file
+    is read (a remote file is not downloaded to find out).
 
     Raises
     ------
-    CommandFailed
+    RefFormatError
         When ``source`` is a file refzarr scans rather than a reference set.
     """
-    hint = _source_file_hint(source, before_reading=True)
-    if hint:
-        raise CommandFailed(hint)
-    try:
-        return read(source)
-    except RefFormatError as exc:
-        hint = _source_file_hint(source, before_reading=False)
-        if hint:
-            raise CommandFailed(hint) from exc
-        raise
+    error = _source_given(source)
+    if error is not None:
+        raise error
+    return read(source)
 
 
-def _source_file_hint(source: str, *, before_reading: bool) -> str | None:
-    """``"x.nc is a HDF5 / netCDF4 file, not a reference set: ..."`` or None."""
-    from refzarr.scan.detect import detect_probe, probe_source
+def _source_given(source: str) -> RefFormatError | None:
+    """`source_given_error` for the file at ``source`` from its first bytes; None for a
+    directory (`refzarr.read` judges those) or a file that begins like a reference set."""
+    from refzarr.scan.detect import probe_source
 
     try:
         probe = probe_source(source)
     except (RefzarrError, OSError, ValueError):
         return None
-    if before_reading and (probe.is_directory or probe.head.lstrip().startswith(_REFS_MAGIC)):
+    if probe.is_directory or probe.head.lstrip().startswith(_REFS_MAGIC):
         return None  # looks like a reference set: read it (errors then say what is wrong)
-    try:
-        found = detect_probe(probe)
-    except (ScanError, SourceNotFoundError):
-        return None
-    return (
-        f"{source} is a source ({found.title}), not a reference set: make one with "
-        f"`refzarr scan {source} -o refs.json` first"
-    )
+    return source_given_error(probe)
 
 
 def quiet_icechunk(repository: str) -> None:

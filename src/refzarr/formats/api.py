@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from refzarr.errors import RefFormatError, RefzarrError, SourceNotFoundError
 from refzarr.formats.atomic import atomic_path, flush_tree, set_version, write_atomic
@@ -23,7 +23,17 @@ from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import require_regular_grids
 from refzarr.model.kerchunk import expand_dict, group_from_kerchunk
 
-__all__ = ["DEFAULT_RECORD_SIZE", "expand_references", "format_from_suffix", "read", "write"]
+if TYPE_CHECKING:
+    from refzarr.scan.base import Probe
+
+__all__ = [
+    "DEFAULT_RECORD_SIZE",
+    "expand_references",
+    "format_from_suffix",
+    "read",
+    "source_given_error",
+    "write",
+]
 
 DEFAULT_RECORD_SIZE = 100_000
 """References per Parquet record file (fsspec's default is 10,000; larger files mean fewer
@@ -69,7 +79,7 @@ def read(
         with _named_failures("references"):
             return group_from_kerchunk(source, target=target)
     location = locate(source, storage_options)
-    with _named_failures(location.shown):
+    with _stores_named(location), _named_failures(location.shown):
         return _read_located(location, target)
 
 
@@ -87,26 +97,74 @@ def _read_located(location: Location, target: str | None) -> RefGroup:
 
 def _reference_bytes(location: Location, data: bytes) -> bytes:
     """``data``, unless it is plainly a file refzarr scans (a netCDF, TIFF, GRIB, ... given
-    where a reference set was expected): then a `RefFormatError` names its format and what
-    to do, rather than "not valid JSON"."""
+    where a reference set was expected): then `source_given_error` says so."""
     if looks_like_json(data):
         return data
-    # the scanners' magic-byte detectors, for the message only (no scanner is imported)
-    from refzarr.errors import ScanError
     from refzarr.scan.base import HEAD_BYTES, Probe
-    from refzarr.scan.detect import detect_probe
 
     head = data[: 8 * HEAD_BYTES]
+    error = source_given_error(Probe(location.shown, head, lambda at, n: head[at : at + n]))
+    if error is not None:
+        raise error
+    return data
+
+
+_STORE_KEYS = frozenset({".zgroup", ".zarray", "zarr.json"})
+"""A Zarr store's own metadata files: a Parquet reference set has ``.zmetadata`` only."""
+
+
+def source_given_error(probe: Probe) -> RefFormatError | None:
+    """When ``probe`` (a file's first bytes or a directory's entries) is a source refzarr
+    scans (a netCDF, TIFF, GRIB, ... file or a Zarr store) given where a reference set was
+    expected: the `RefFormatError` naming its format and the scan to run; else None.
+
+    Only the scanners' detectors are consulted (no scanner is imported). A directory holding
+    ``.zmetadata`` but no other Zarr metadata is a Parquet reference set's shape: None.
+    """
+    from refzarr.errors import ScanError
+    from refzarr.scan.detect import detect_probe
+
+    if probe.is_directory and _STORE_KEYS.isdisjoint(probe.listing):
+        return None
     try:
-        found = detect_probe(Probe(location.shown, head, lambda at, n: head[at : at + n]))
-    except ScanError:
-        return data
-    raise RefFormatError(
-        f"{location.shown} is not a reference set but a {found.title} file: scan it first "
-        f"(group = refzarr.scan({location.shown!r}); refzarr.open_dataset(group) reads it, "
+        found = detect_probe(probe)
+    except (ScanError, SourceNotFoundError):
+        return None
+    shown, kind = probe.url, "store" if probe.is_directory else "file"
+    title = found.title.removesuffix(" store")
+    return RefFormatError(
+        f"{shown} is not a reference set but a {title} {kind}: scan it first "
+        f"(group = refzarr.scan({shown!r}); refzarr.open_dataset(group) reads it, "
         f"refzarr.write(group, 'refs.json') keeps its references; or `refzarr scan "
-        f"{location.shown} -o refs.json`)"
+        f"{shown} -o refs.json`)"
     )
+
+
+@contextmanager
+def _stores_named(location: Location) -> Iterator[None]:
+    """A `RefFormatError` raised reading the directory at ``location`` becomes
+    `source_given_error`'s when the directory is a Zarr store (given by mistake)."""
+    try:
+        yield
+    except RefFormatError as exc:
+        error = _store_given(location)
+        if error is None:
+            raise
+        raise error from exc
+
+
+def _store_given(location: Location) -> RefFormatError | None:
+    from refzarr.scan.detect import directory_probe
+
+    try:
+        if not location.ask("is it a directory", lambda: location.fs.isdir(location.path)):
+            return None
+        probe = location.ask(
+            "list it", lambda: directory_probe(location.fs, location.path, location.shown)
+        )
+    except (RefzarrError, OSError):
+        return None
+    return source_given_error(probe)
 
 
 def expand_references(
@@ -132,7 +190,7 @@ def expand_references(
     else:
         location = locate(source, storage_options)
         where = location.shown
-        with _named_failures(where):
+        with _stores_named(location), _named_failures(where):
             found, data = detect_format(location)
             if found == "parquet":
                 refs = parquet_read.expand_parquet(location)

@@ -14,7 +14,14 @@ from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.scan.base import HEAD_BYTES, Probe, ScanFormat, formats_summary, registered_formats
 from refzarr.scan.paths import LOCAL_HEAD_BYTES, LocalFile, opened_path, plain_local_path
 
-__all__ = ["describe_head", "detect_format", "detect_probe", "open_local", "probe_source"]
+__all__ = [
+    "describe_head",
+    "detect_format",
+    "detect_probe",
+    "directory_probe",
+    "open_local",
+    "probe_source",
+]
 
 
 def detect_format(url: str, storage_options: Mapping[str, Any] | None = None) -> ScanFormat:
@@ -40,10 +47,10 @@ def probe_source(url: str, storage_options: Mapping[str, Any] | None = None) -> 
     try:
         head = fs.cat_file(path, start=0, end=HEAD_BYTES)
     except (IsADirectoryError, NotADirectoryError):
-        return _directory_probe(fs, path, url)
+        return directory_probe(fs, path, url)
     except FileNotFoundError as exc:
         if _is_directory(fs, path):
-            return _directory_probe(fs, path, url)
+            return directory_probe(fs, path, url)
         raise SourceNotFoundError(f"{url}: no such file or directory") from exc
     except OSError as exc:  # an object store refuses a range of an empty object
         if _size(fs, path) != 0:
@@ -148,7 +155,8 @@ def _is_directory(fs: fsspec.AbstractFileSystem, path: str) -> bool:
         return False
 
 
-def _directory_probe(fs: fsspec.AbstractFileSystem, path: str, url: str) -> Probe:
+def directory_probe(fs: fsspec.AbstractFileSystem, path: str, url: str) -> Probe:
+    """The probe of the directory ``path`` on ``fs`` (shown as ``url``): its entry names."""
     if isinstance(fs, LocalFileSystem):  # fsspec's local ls stats every entry, even detail=False
         return Probe(url, b"", None, frozenset(os.listdir(path)))
     names = frozenset(entry.rstrip("/").rpartition("/")[2] for entry in fs.ls(path, detail=False))

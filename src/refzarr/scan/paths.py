@@ -1,7 +1,7 @@
 """Plain local paths (no protocol, no storage options): scanners read them with ``open`` and
 ``pread`` instead of fsspec, which costs a small file's scan a noticeable share; how references
-name a local file (`opened_path`, from `refzarr.io.paths`); and `LocalFile`, such a file opened
-once by `refzarr.scan` for detection, its scanner and its record of sources."""
+name a file (`reference_url`; `opened_path`, from `refzarr.io.paths`); and `LocalFile`, such a
+file opened once by `refzarr.scan` for detection, its scanner and its record of sources."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.io.paths import opened_path
 
-__all__ = ["LOCAL_HEAD_BYTES", "LocalFile", "opened_path", "plain_local_path"]
+__all__ = ["LOCAL_HEAD_BYTES", "LocalFile", "opened_path", "plain_local_path", "reference_url"]
 
 LOCAL_HEAD_BYTES = 2**16
 """Bytes of a plain local file `refzarr.scan` reads first: detection looks at the first
@@ -30,6 +30,19 @@ def plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str
         return url.rstrip("/") or "/"
     path: str = LocalFileSystem._strip_protocol(url)
     return path
+
+
+def reference_url(url: str, path: str, local: bool) -> str:
+    """How every scanner's references name the file it was given as ``url`` (fsspec's path
+    ``path`` on its filesystem, ``local`` when that is the local disk).
+
+    A local file, whether given as a path (relative or not) or a ``file://`` URL, is named by
+    the absolute path the system opens (`opened_path`): the same references either way,
+    which fsspec's reference filesystem, kerchunk and refzarr's readers open as local files
+    and Icechunk / VirtualiZarr receive as ``file://`` URLs. Any other file is named by
+    ``url`` as given (its protocol kept; chained URLs too).
+    """
+    return opened_path(path) if local else url
 
 
 class LocalFile(NamedTuple):

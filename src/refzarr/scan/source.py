@@ -14,7 +14,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
-from refzarr.scan.paths import opened_path
+from refzarr.scan.paths import reference_url
 
 __all__ = ["FileSource", "OpenedFile", "open_file"]
 
@@ -118,9 +118,9 @@ class OpenedFile:
     size: int
 
     def reference(self) -> str:
-        """How references name the file: a local file by the absolute path the system opens
-        (`opened_path`), any other by its URL as given."""
-        return opened_path(self.path) if self.local else self.url
+        """How references name the file (`reference_url`): a local file by its absolute
+        path, any other by its URL as given."""
+        return reference_url(self.url, self.path, self.local)
 
 
 @contextmanager

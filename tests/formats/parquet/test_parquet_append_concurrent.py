@@ -5,7 +5,6 @@ set equals combining everything at once. No sleeps: the children report each ste
 
 from __future__ import annotations
 
-import os
 import queue
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import pytest
 from appendkit import leftovers, synthetic_file
 
 import refzarr
+from childkit import child_env
 from refzarr import RefGroup
 
 WAIT = "waiting for the lock"
@@ -53,9 +53,7 @@ class Writer:
         import json
 
         hold = str(how.pop("hold", ""))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        if how.pop("no_exchange", False):
-            env["REFZARR_NO_EXCHANGE"] = "1"
+        env = child_env(**({"REFZARR_NO_EXCHANGE": "1"} if how.pop("no_exchange", False) else {}))
         command = [sys.executable, "-c", CHILD, str(tmp_path / "data"), str(target)]
         command += [str(part[0]), str(part[1]), hold, json.dumps(how)]
         self.process = subprocess.Popen(

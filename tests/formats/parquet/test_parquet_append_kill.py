@@ -6,8 +6,6 @@ succeeds."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 from appendkit import leftovers, synthetic_file
 
 import refzarr
+from childkit import run_python
 from roundtrip import open_zarr_group
 
 STEPS = {
@@ -70,16 +69,9 @@ def test_killed_append_leaves_a_whole_set(tmp_path: Path, mode: str, step: str) 
     )
     refzarr.write(old, target, record_size=2)
     before = snapshot(target)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    if mode == "fallback":
-        env["REFZARR_NO_EXCHANGE"] = "1"
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(data), str(target), step],
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 17  # died at that step
+    env = {"REFZARR_NO_EXCHANGE": "1"} if mode == "fallback" else {}
+    done = run_python("-c", CHILD, str(data), str(target), step, env=env)
+    assert done.returncode == 17, done.stderr[-2000:]  # died at that step
     assert leftovers(tmp_path)
     if mode == "fallback" and step == "set aside":
         assert not target.exists()  # only without an atomic exchange: the old set aside

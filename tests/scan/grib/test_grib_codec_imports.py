@@ -3,9 +3,7 @@ one process importing refzarr, ecCodes, pyproj, rasterio and cfgrib in any order
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numcodecs
@@ -14,6 +12,7 @@ import pytest
 from gribkit import eccodes_fields
 
 import refzarr
+from childkit import run_python
 from corpus import CORPUS
 from refzarr.codecs.grib import GribCodec, extract_field, grib2_fields
 
@@ -53,17 +52,7 @@ def test_field_index_of_a_single_field_message() -> None:
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
     """``code`` in a fresh interpreter importing this refzarr (the one under test)."""
-    source = str(Path(refzarr.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=Path(__file__).parent,
-        env=env,
-    )
+    return run_python("-c", code, cwd=Path(__file__).parent)
 
 
 DECODE = f"""

@@ -25,8 +25,8 @@ from refzarr.combine import combine
 from refzarr.combine.coordinate import inlined_array
 from refzarr.combine.keys import find_array
 from refzarr.combine.values import read_values
+from refzarr.formats.parquet.tables import joined_entries
 from refzarr.model import (
-    INLINED,
     MISSING,
     ChunkManifest,
     ChunkRef,
@@ -374,32 +374,13 @@ class AppendedSource:
 
 
 def _joined_block(start: int, pieces: list[tuple[ManifestBlock, int, int, int]]) -> ManifestBlock:
-    """One block from rows ``[low, high)`` (chunk numbers of each piece's block) of pieces,
-    each moved by its shift; the URL table holds only the URLs these rows use."""
-    table: dict[str, int] = {}
-    ids, offsets, lengths = [], [], []
-    inlined: dict[int, bytes] = {}
-    for block, low, high, shift in pieces:
-        first = max(low, block.start) - block.start
-        last = min(high, block.start + block.path_id.shape[0]) - block.start
-        if last <= first:
-            continue
-        part = block.path_id[first:last]
-        used = np.unique(part[part >= 0]).tolist()
-        remap = np.zeros(len(block.paths) + 2, dtype=np.int32)
-        for i in used:
-            remap[i] = table.setdefault(block.paths[i], len(table))
-        ids.append(np.where(part >= 0, remap[np.maximum(part, 0)], part).astype(np.int32))
-        offsets.append(block.offset[first:last])
-        lengths.append(block.length[first:last])
-        for row in np.flatnonzero(part == INLINED).tolist():
-            number = block.start + first + row
-            inlined[number + shift] = block.inlined[number]
+    """`joined_entries` as a block."""
+    joined = joined_entries(start, pieces)
     return ManifestBlock(
-        start,
-        tuple(table),
-        np.concatenate(ids),
-        np.concatenate(offsets),
-        np.concatenate(lengths),
-        inlined,
+        joined.start,
+        tuple(joined.paths),
+        joined.path_id,
+        joined.offset,
+        joined.length,
+        joined.inlined,
     )

@@ -19,7 +19,7 @@ import pyarrow as pa
 from refzarr.formats.parquet.arrow import binary_array, int_array, string_array
 from refzarr.model.manifest import INLINED, WHOLE_FILE, ChunkManifest, ManifestBlock
 
-__all__ = ["RECORD_SCHEMA", "EntrySlice", "entry_slices", "record_table"]
+__all__ = ["RECORD_SCHEMA", "EntrySlice", "entry_slices", "joined_entries", "record_table"]
 
 RECORD_SCHEMA = pa.schema(
     [
@@ -50,11 +50,11 @@ def entry_slices(manifest: ChunkManifest, record_size: int, first: int = 0) -> I
     total, block_size = manifest.nchunks, manifest.block_size
     for low in range(first * record_size, total, record_size):
         high = min(total, low + record_size)
-        pieces = [
-            _piece(manifest.block(number), low, high)
-            for number in range(low // block_size, (high - 1) // block_size + 1)
-        ]
-        yield pieces[0] if len(pieces) == 1 else _merge(pieces)
+        numbers = range(low // block_size, (high - 1) // block_size + 1)
+        if len(numbers) == 1:
+            yield _piece(manifest.block(numbers[0]), low, high)
+        else:
+            yield joined_entries(low, [(manifest.block(n), low, high, 0) for n in numbers])
 
 
 def _piece(block: ManifestBlock, low: int, high: int) -> EntrySlice:
@@ -70,21 +70,31 @@ def _piece(block: ManifestBlock, low: int, high: int) -> EntrySlice:
     )
 
 
-def _merge(pieces: list[EntrySlice]) -> EntrySlice:
+def joined_entries(start: int, pieces: Sequence[tuple[ManifestBlock, int, int, int]]) -> EntrySlice:
+    """One slice, from chunk ``start`` on, of the rows ``[low, high)`` (chunk numbers of each
+    piece's block) of ``(block, low, high, shift)`` pieces, each piece's chunks moved by its
+    shift (its inlined chunks renumbered); the URL table holds only the URLs these rows use."""
     table: dict[str, int] = {}
+    parts = [_piece(block, low, high) for block, low, high, _ in pieces]
     ids = []
     inlined: dict[int, bytes] = {}
-    for piece in pieces:
-        remap = np.array([table.setdefault(p, len(table)) for p in piece.paths] + [0], np.int32)
-        ids.append(np.where(piece.path_id >= 0, remap[np.maximum(piece.path_id, 0)], piece.path_id))
-        for row in np.flatnonzero(piece.path_id == INLINED).tolist():
-            inlined[piece.start + row] = piece.inlined[piece.start + row]
+    for part, (block, _, _, shift) in zip(parts, pieces, strict=True):
+        if not part.path_id.shape[0]:
+            continue
+        referenced = part.path_id >= 0
+        used = np.flatnonzero(np.bincount(part.path_id[referenced], minlength=len(block.paths)))
+        remap = np.zeros(len(block.paths) + 1, np.int32)
+        for i in used.tolist():
+            remap[i] = table.setdefault(block.paths[i], len(table))
+        ids.append(np.where(referenced, remap[np.maximum(part.path_id, 0)], part.path_id))
+        for row in np.flatnonzero(part.path_id == INLINED).tolist():
+            inlined[part.start + row + shift] = block.inlined[part.start + row]
     return EntrySlice(
-        pieces[0].start,
+        start,
         tuple(table),
         np.concatenate(ids).astype(np.int32),
-        np.concatenate([p.offset for p in pieces]),
-        np.concatenate([p.length for p in pieces]),
+        np.concatenate([p.offset for p in parts]),
+        np.concatenate([p.length for p in parts]),
         inlined,
     )
 

@@ -21,7 +21,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
-from refzarr.scan.paths import opened_path
+from refzarr.scan.paths import reference_url
 
 __all__ = ["PLACEHOLDER", "DataFiles", "data_file_url", "is_absolute_url", "local_or_url"]
 
@@ -38,19 +38,18 @@ def is_absolute_url(href: str | None) -> bool:
     return bool(href) and _SCHEME.match(href or "") is not None
 
 
-def local_or_url(url: str, storage_options: Mapping[str, Any] | None) -> str:
-    """``url`` as the HDF5 scanner references a file: a plain local path made absolute
-    (`opened_path` of what fsspec gives), any other URL as given."""
-    if storage_options or ":" in url:
+def local_or_url(url: str) -> str:
+    """``url`` as every scanner references a file (`reference_url`): a local path or
+    ``file://`` URL by its absolute path, any other URL (chained ones too) as given."""
+    if "::" in url or (":" in url and not url.startswith("file:")):
         return url
-    return opened_path(LocalFileSystem._strip_protocol(url))
+    return reference_url(url, LocalFileSystem._strip_protocol(url), local=True)
 
 
 def data_file_url(
     sidecar: str,
     data_url: str | None,
     href: str | None,
-    storage_options: Mapping[str, Any] | None,
 ) -> str:
     """The URL of the data file a sidecar describes (see the module docstring).
 
@@ -60,9 +59,9 @@ def data_file_url(
         When none of the three says where it is.
     """
     if data_url:
-        return local_or_url(data_url, storage_options)
+        return local_or_url(data_url)
     if sidecar.endswith(SUFFIX) and len(sidecar) > len(SUFFIX):
-        return local_or_url(sidecar[: -len(SUFFIX)], storage_options)
+        return local_or_url(sidecar[: -len(SUFFIX)])
     if is_absolute_url(href):
         return str(href)
     raise ScanError(

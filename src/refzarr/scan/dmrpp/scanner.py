@@ -124,7 +124,7 @@ class DmrppScanner(ScanOptions):
         url = str(url)
         root, names = parse_document(_read_sidecar(url, self.storage_options), url)
         href = root.get(DMRPP + "href")
-        target = data_file_url(url, self.data_url, href, self.storage_options)
+        target = data_file_url(url, self.data_url, href)
         walk = _Walk(self, url, names, DataFiles(target, href, self.storage_options))
         walk.old = root.get(DMRPP + "version") is None
         group = walk.group(root, "")

@@ -1,22 +1,42 @@
-"""The data size an HDU's header declares, read from its cards without astropy: for a clear
-message when astropy fails to move past a header declaring more data than the file holds."""
+"""Why astropy could not read an HDU's header: the data size the header declares, read from
+its cards without astropy (astropy fails to move past a header declaring more data than the
+file holds), else what a FITS header is."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 
-__all__ = ["declared_beyond"]
+__all__ = ["HEADER_TEXT", "declared_beyond", "unreadable_header"]
 
 BLOCK = 2880
 MAX_HEADER_BLOCKS = 10_000
 """Header blocks read at most looking for END (28.8 MB: far beyond any real header)."""
 
+HEADER_TEXT = bytes(range(0x20, 0x7F))
+"""The bytes a header may hold (FITS headers are printable ASCII)."""
+
+
+def unreadable_header(
+    read: Callable[[int, int], bytes], start: int, size: int, where: str, error: Exception
+) -> str:
+    """The message for the header at ``start`` that astropy could not read (``error``): the
+    data it declares when that runs past ``size`` (the file's size; astropy then says
+    "Invalid argument" or "corrupt"), else astropy's error and what a FITS header is.
+    ``read(offset, length)`` gives fewer bytes past the end of the file."""
+    beyond = declared_beyond(read, start, size, where)
+    if beyond:
+        return beyond
+    return (
+        f"{where}: its header cannot be read ({error}); a FITS header is 80-byte cards ending "
+        "with an END card, in 2880-byte blocks"
+    )
+
 
 def declared_beyond(read: Callable[[int, int], bytes], start: int, size: int, where: str) -> str:
     """A message when the header at ``start`` declares data ending past ``size`` (the file's
     size), else "" (the header cannot be read here, or declares what the file holds)."""
-    cards = _cards(read, start)
+    cards = _cards(read, start, size)
     if cards is None:
         return ""
     values, header_bytes = cards
@@ -43,12 +63,17 @@ def declared_beyond(read: Callable[[int, int], bytes], start: int, size: int, wh
     )
 
 
-def _cards(read: Callable[[int, int], bytes], start: int) -> tuple[dict[str, str], int] | None:
-    """The header's keyword values (text) and its length in bytes; None without an END."""
+def _cards(
+    read: Callable[[int, int], bytes], start: int, size: int
+) -> tuple[dict[str, str], int] | None:
+    """The header's keyword values (text) and its length in bytes; None without an END.
+
+    Reads the blocks the file holds from ``start``, up to `MAX_HEADER_BLOCKS`, and stops at
+    the first that is not printable ASCII (data, not header: END is missing)."""
     values: dict[str, str] = {}
-    for block in range(MAX_HEADER_BLOCKS):
+    for block in range(min(MAX_HEADER_BLOCKS, max(0, size - start) // BLOCK)):
         data = read(start + block * BLOCK, BLOCK)
-        if len(data) < BLOCK:
+        if len(data) < BLOCK or data.translate(None, HEADER_TEXT):
             return None
         for at in range(0, BLOCK, 80):
             card = data[at : at + 80].decode("ascii", "replace")

@@ -18,7 +18,7 @@ from refzarr.model import RefArray
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.fits.context import HduScan
 from refzarr.scan.fits.contiguous import DEFAULT_CHUNK_BYTES
-from refzarr.scan.fits.declared import declared_beyond
+from refzarr.scan.fits.declared import HEADER_TEXT, declared_beyond, unreadable_header
 from refzarr.scan.fits.header import header_attributes
 from refzarr.scan.fits.image import image_array
 from refzarr.scan.fits.names import array_names
@@ -125,13 +125,9 @@ def _read_headers(source: OpenFits) -> list[Any]:
         for hdu in source.hdul:
             hdus.append(hdu)  # noqa: PERF402
     except (OSError, ValueError, KeyError, IndexError) as exc:
-        where = source.where(len(hdus))
-        beyond = declared_beyond(source.read_range, _next_start(hdus), source.size, where)
-        if beyond:  # astropy failed moving past the data ("Invalid argument", "corrupt")
-            raise ScanError(beyond) from exc
+        where, start = source.where(len(hdus)), _next_start(hdus)
         raise ScanError(
-            f"{where}: its header cannot be read ({exc}); a FITS header is "
-            "80-byte cards ending with an END card, in 2880-byte blocks"
+            unreadable_header(source.read_range, start, source.size, where, exc)
         ) from exc
     if not hdus:
         raise ScanError(f"{source.url}: no HDU could be read (no END card in the primary header?)")
@@ -149,17 +145,13 @@ def _next_start(hdus: list[Any]) -> int:
     return int(info["datLoc"]) + int(info["datSpan"])
 
 
-_TEXT = bytes(range(0x20, 0x7F))
-"""The bytes a header may hold (FITS headers are printable ASCII)."""
-
-
 def _check_header_text(source: OpenFits, index: int) -> None:
     """ScanError when a header holds bytes that are not printable ASCII: its END card is
     missing, and astropy read on through the data to the next HDU's END."""
     info = source.hdul[index].fileinfo()  # not HDUList.fileinfo: it re-renders every header
     start, end = int(info["hdrLoc"]), int(info["datLoc"])
     text = source.read_range(start, end - start)
-    if text.translate(None, _TEXT):
+    if text.translate(None, HEADER_TEXT):
         position = start + next(k for k, b in enumerate(text) if b < 0x20 or b > 0x7E)
         raise ScanError(
             f"{source.where(index)}: its header (at offset {start}) holds a byte that is not "

@@ -14,8 +14,7 @@ from astropy.utils.exceptions import AstropyWarning
 
 from refzarr.errors import ScanError
 from refzarr.scan.detect import describe_head
-from refzarr.scan.fits.declared import declared_beyond
-from refzarr.scan.paths import opened_path
+from refzarr.scan.fits.declared import unreadable_header
 from refzarr.scan.source import FileSource, open_file
 
 __all__ = ["OpenFits", "open_fits"]
@@ -66,9 +65,7 @@ def open_fits(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[O
     with ExitStack() as stack:
         opened = stack.enter_context(open_file(url, storage_options, _REMOTE))
         raw, size = opened.raw, opened.size
-        # a local URL with a protocol (file:) is referenced as given
-        reference = opened_path(opened.path) if opened.local and ":" not in url else url
-        file = FileSource(reference, size, raw)
+        file = FileSource(opened.reference(), size, raw)
         head = raw.read(80)
         if not head.startswith(b"SIMPLE  ="):
             raise ScanError(f"{url}: not a FITS file ({describe_head(head)}; expected 'SIMPLE  =')")
@@ -78,19 +75,7 @@ def open_fits(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[O
             try:
                 hdul = fits.open(raw, mode="readonly", memmap=False, lazy_load_hdus=True)
             except (OSError, ValueError, KeyError, IndexError) as exc:
-                raise ScanError(_unreadable_primary(file, url, exc)) from exc
+                where = f"{url}: HDU 0"
+                raise ScanError(unreadable_header(file.read_at, 0, size, where, exc)) from exc
         stack.callback(hdul.close)
         yield OpenFits(hdul, file)
-
-
-def _unreadable_primary(file: FileSource, url: str, exc: Exception) -> str:
-    """Why astropy could not open the file: the data its primary header declares when that
-    runs past the file's end (astropy then says "Invalid argument" or "corrupt"), else its
-    error."""
-    beyond = declared_beyond(file.read_at, 0, file.size, f"{url}: HDU 0")
-    if beyond:
-        return beyond
-    return (
-        f"{url}: HDU 0: its header cannot be read ({exc}); a FITS header is 80-byte "
-        "cards ending with an END card, in 2880-byte blocks"
-    )

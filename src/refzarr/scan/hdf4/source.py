@@ -8,7 +8,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from refzarr.scan.paths import opened_path
 from refzarr.scan.source import FileSource, open_file
 
 __all__ = ["Source", "open_source"]
@@ -31,7 +30,4 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
     """
     remote = {"block_size": BLOCK_SIZE, "cache_type": "blockcache"}
     with open_file(url, storage_options, remote) as opened:
-        # a local URL with a protocol (file://) is referenced as given
-        local = opened.local and "://" not in url
-        reference = opened_path(opened.path) if local else url
-        yield Source(reference, opened.size, opened.raw, pread=opened.local)
+        yield Source(opened.reference(), opened.size, opened.raw, pread=opened.local)

@@ -26,7 +26,7 @@ from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.model import WHOLE_FILE, ChunkManifest, ChunkRef
 from refzarr.scan.detect import describe_head
 from refzarr.scan.hdf5.signature import hdf5_signature_offset
-from refzarr.scan.paths import opened_path, plain_local_path
+from refzarr.scan.paths import plain_local_path, reference_url
 
 __all__ = [
     "BLOCK_SIZE",
@@ -148,7 +148,7 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
                 f"{url}: h5py cannot open it as HDF5 ({size} bytes; truncated or damaged?): {exc}"
             ) from exc
         blocks: dict[int, bytes] | None = {} if fs is None else None  # a plain local file
-        yield OpenSource(h5, _reference_url(url, path, local), raw, size, blocks)
+        yield OpenSource(h5, reference_url(url, path, local), raw, size, blocks)
 
 
 def check_within_file(
@@ -297,7 +297,3 @@ def _open_options(local: bool) -> dict[str, Any]:
         "cache_type": CACHE_TYPE,
         "cache_options": {"maxblocks": MAX_BLOCKS},
     }
-
-
-def _reference_url(url: str, path: str, local: bool) -> str:
-    return opened_path(path) if local else url

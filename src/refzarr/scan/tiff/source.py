@@ -24,7 +24,7 @@ from fsspec.implementations.local import LocalFileSystem
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.model import INLINED, MISSING, ChunkManifest
 from refzarr.scan.detect import describe_head
-from refzarr.scan.paths import opened_path
+from refzarr.scan.paths import reference_url
 from refzarr.scan.tiff.layout import SeriesLayout
 
 __all__ = ["TiffSource", "open_tiff"]
@@ -154,7 +154,7 @@ def open_tiff(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[T
                 f"{url}: not a TIFF file ({describe_head(head)}; a TIFF starts with II*, MM*, "
                 "II+ or MM+)"
             )
-        reference = opened_path(path) if local and "://" not in url else url
+        reference = reference_url(url, path, local)
         with _tifffile_warnings(reference) as warnings:
             try:
                 tiff = stack.enter_context(tifffile.TiffFile(raw, name=os.path.basename(path)))
