@@ -112,6 +112,7 @@ def _rioxarray(path: Path, level: int | None = None) -> xr.DataArray:
 def assert_geo_matches_rioxarray(group: RefGroup, path: Path, level: int = 0) -> None:
     """``x``, ``y`` and ``spatial_ref`` of series 0 (at an overview level) equal rioxarray's:
     coordinates exactly, CRS equal as pyproj sees it, GeoTransform and GCPs equal."""
+    import rioxarray  # noqa: F401  (the .rio accessor)
     from pyproj import CRS
 
     prefix = f"overview_{level}/" if level else ""
@@ -120,8 +121,10 @@ def assert_geo_matches_rioxarray(group: RefGroup, path: Path, level: int = 0) ->
     ds = refzarr.open_dataset(group, group=prefix.rstrip("/") or None)
     got = ds["spatial_ref"].attrs
     assert ds["band_data"].attrs["grid_mapping"] == "spatial_ref"
+    assert "spatial_ref" in ds["band_data"].coords  # as rioxarray: da.rio.crs finds it
     if "crs_wkt" in ref:
         assert CRS.from_wkt(got["crs_wkt"]) == CRS.from_wkt(ref["crs_wkt"]), path.name
+        assert ds["band_data"].rio.crs == expected.rio.crs, path.name
         for key in ("grid_mapping_name", "semi_major_axis", "inverse_flattening"):
             if key in ref:
                 assert got[key] == ref[key], f"{path.name}: {key}"
