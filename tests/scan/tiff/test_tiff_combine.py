@@ -178,3 +178,15 @@ def test_every_overview_level_opens_with_its_time(cogs: list[Path]) -> None:
         with tifffile.TiffFile(path) as tif:
             expected.append(tif.series[0].levels[1].asarray())
     np.testing.assert_array_equal(level["band_data"].values, np.stack(expected), strict=True)
+
+
+def test_another_tile_size_is_named_as_such(tmp_path: Path) -> None:
+    """With the horizontal predictor the codecs name the tile shape too: the message names
+    the tiles (it said "codecs differs ... files compressed differently")."""
+    data = np.zeros((40, 56), np.uint16)
+    paths = [
+        write_geotiff(tmp_path / f"scene_2021-0{k + 1}.tif", data, tile=tile, predictor=True)
+        for k, tile in enumerate([(16, 16), (32, 32)])
+    ]
+    with pytest.raises(IncompatibleError, match=r"chunks along the other dimensions differs"):
+        _stack(paths)

@@ -154,9 +154,12 @@ def write_geotiff(
     gdal_metadata: str | None = None,
     point: bool = False,
     datetime: str | None = None,
+    tile: tuple[int, int] = (16, 16),
+    predictor: bool = False,
 ) -> Path:
-    """A small COG-like GeoTIFF: tiled deflate, GeoKeys naming ``epsg``, ``overviews``
-    reduced-resolution levels (SubIFDs, halving each time), GDAL_NODATA when given."""
+    """A small COG-like GeoTIFF: tiled deflate (``predictor``: horizontal), GeoKeys naming
+    ``epsg``, ``overviews`` reduced-resolution levels (SubIFDs, halving each time),
+    GDAL_NODATA when given."""
     geokeys = [1, 1, 0, 3, 1024, 0, 1, 1, 1025, 0, 1, 2 if point else 1]
     geokeys += [3072 if epsg != 4326 else 2048, 0, 1, epsg]
     if epsg == 4326:
@@ -173,8 +176,9 @@ def write_geotiff(
         extratags.append((42112, "s", 0, gdal_metadata, True))
     with tifffile.TiffWriter(path) as tif:
         options: dict[str, Any] = {
-            "tile": (16, 16),
+            "tile": tile,
             "compression": "zlib",
+            "predictor": predictor,
             "photometric": "minisblack",
             "metadata": None,
         }
