@@ -20,7 +20,7 @@ from refzarr.combine.cftimes import reencode_times
 from refzarr.combine.concat import Placement, concat_arrays
 from refzarr.combine.coordinate import INLINE_CHUNK_BYTES, inlined_array
 from refzarr.combine.gridmap import check_grid_mapping, grid_mapping_paths
-from refzarr.combine.identical import SameSet, check_identical
+from refzarr.combine.identical import SameSet, check_identical, fingerprint
 from refzarr.combine.inputs import Inputs
 from refzarr.combine.keys import DimInfo, coordinate, dim_infos
 from refzarr.combine.layout import Layout, place_files
@@ -269,6 +269,8 @@ class _Combination:
                 members[name] = self._group(f"{path}/", children)  # type: ignore[arg-type]
             elif path in self.coordinates:
                 members[name] = self._coordinate(self.coordinates[path])
+            elif (d := self._coordinate_copy(path, children)) is not None:  # type: ignore[arg-type]
+                members[name] = self._coordinate(d)
             elif path in self.bounds:
                 members[name] = self._bounds(path, children, self.bounds[path])  # type: ignore[arg-type]
             else:
@@ -371,6 +373,24 @@ class _Combination:
         values, attributes, template = coordinate(info, self.inputs, values, self.first)
         return inlined_array(values, info.keys.dim, attributes, template)
 
+    def _coordinate_copy(self, path: str, arrays: list[RefArray]) -> int | None:
+        """The dimension whose combined coordinate a subgroup's ``time`` is a copy of: in
+        every file the same array as the file's own coordinate (what `_add_coordinates`
+        writes into an ``overview_1``), so it is combined like the coordinate (re-encoded
+        CF times included), not as a variable of its own."""
+        folder, _, name = path.rpartition("/")
+        if not folder:
+            return None
+        for d, info in enumerate(self.infos):
+            if info.path is None or info.keys.dim != name or info.path == path:
+                continue
+            if all(
+                _same_array(_array_at(group, info.path), array)
+                for group, array in zip(self.inputs.groups, arrays, strict=True)
+            ):
+                return d
+        return None
+
     def _bounds_paths(self) -> dict[str, int]:
         """CF bounds of the concatenation coordinates (their ``bounds`` attribute): re-encoded
         like the coordinate, or inlined where their chunks would not join regularly."""
@@ -428,6 +448,22 @@ class _Combination:
                 for folder in ("", *_groups_using(root, self.dims[d])):
                     root = _put(root, f"{folder}{path}", array)
         return root
+
+
+def _array_at(group: RefGroup, path: str) -> RefArray | None:
+    try:
+        node = group[path]
+    except KeyError:
+        return None
+    return node if isinstance(node, RefArray) else None
+
+
+def _same_array(a: RefArray | None, b: RefArray) -> bool:
+    """Whether ``a`` and ``b`` hold the same values stored the same way (same metadata and
+    the same chunk entries)."""
+    if a is None:
+        return False
+    return a is b or (a.meta == b.meta and fingerprint(a) == fingerprint(b))
 
 
 def _groups_using(group: RefGroup, dim: str, prefix: str = "") -> list[str]:

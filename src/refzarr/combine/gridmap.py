@@ -3,13 +3,14 @@ found in the files, kept once (never stacked) and checked to describe one CRS an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from refzarr.errors import IncompatibleError
 from refzarr.model import RefArray, RefGroup
 from refzarr.model.frozen import json_identity, thaw_json
 
-__all__ = ["check_grid_mapping", "grid_mapping_paths"]
+__all__ = ["ADVICE", "attributes_difference", "check_grid_mapping", "grid_mapping_paths"]
 
 Describe = Callable[[Sequence[int]], str]
 
@@ -71,28 +72,37 @@ def check_grid_mapping(
 ) -> None:
     """Raise IncompatibleError when the grid-mapping variable ``path`` has other attributes
     (another CRS, another GeoTransform) in some file than in the first."""
-    first = thaw_json(arrays[0].meta.attributes)
+    first = arrays[0].meta.attributes
     wanted = json_identity(first)
     for array, file in zip(arrays[1:], files[1:], strict=True):
         if json_identity(array.meta.attributes) == wanted:
             continue
-        other = thaw_json(array.meta.attributes)
-        names = sorted(
-            set(first) | set(other), key=lambda k: (k not in _FIRST, _FIRST.get(k, 0), k)
-        )
-        differ = [k for k in names if _key(first, k) != _key(other, k)]
-        name = differ[0]
         raise IncompatibleError(
             f"grid mapping {path!r} differs between {describe([files[0]])} and "
             f"{describe([file])}, so the files are not on one CRS and grid: "
-            f"{name!r} is {_short(first.get(name))} in the first and "
-            f"{_short(other.get(name))} in the second"
-            + (f" (also {', '.join(map(repr, differ[1:4]))})" if len(differ) > 1 else "")
-            + "; combine each CRS's (or grid's) files separately, or reproject them"
+            f"{attributes_difference(first, array.meta.attributes)}; {ADVICE}"
         )
 
 
-def _key(attributes: dict[str, object], name: str) -> str | None:
+ADVICE = "combine each CRS's (or grid's) files separately, or reproject them"
+
+
+def attributes_difference(first: Mapping[str, Any], second: Mapping[str, Any]) -> str:
+    """The first differing attribute of two grid mappings in words (the CRS first)."""
+    a, b = thaw_json(first), thaw_json(second)
+    names = sorted(set(a) | set(b), key=lambda k: (k not in _FIRST, _FIRST.get(k, 0), k))
+    differ = [k for k in names if _key(a, k) != _key(b, k)]
+    if not differ:
+        return "their attributes are equal"
+    name = differ[0]
+    also = f" (also {', '.join(map(repr, differ[1:4]))})" if len(differ) > 1 else ""
+    return (
+        f"{name!r} is {_short(a.get(name))} in the first and {_short(b.get(name))} in the "
+        f"second{also}"
+    )
+
+
+def _key(attributes: dict[str, Any], name: str) -> str | None:
     return json_identity(attributes[name]) if name in attributes else None
 
 

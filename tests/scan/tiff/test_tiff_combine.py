@@ -190,3 +190,20 @@ def test_another_tile_size_is_named_as_such(tmp_path: Path) -> None:
     ]
     with pytest.raises(IncompatibleError, match=r"chunks along the other dimensions differs"):
         _stack(paths)
+
+
+def test_a_stack_appends_to_parquet_with_every_level_s_time(
+    cogs: list[Path], tmp_path: Path
+) -> None:
+    """Each stack's ``time`` is in its own CF units (days since its first month), and the
+    copy in ``overview_1`` is combined like the root coordinate (re-encoded), not refused as
+    a variable whose ``units`` differ."""
+    target = tmp_path / "cube.parq"
+    refzarr.write(_stack(cogs[:3]), target)
+    refzarr.write(_stack(cogs[3:5]), target, append_dim="time")
+    full = xr.open_dataset(target, engine="refzarr")
+    level = xr.open_dataset(target, engine="refzarr", group="overview_1")
+    expected = [np.datetime64(f"{m}-01", "ns") for m in MONTHS[:5]]
+    np.testing.assert_array_equal(full["time"].values, expected)
+    np.testing.assert_array_equal(level["time"].values, expected)
+    assert level["band_data"].shape == (5, 20, 28)
