@@ -12,6 +12,7 @@ import numpy as np
 
 from refzarr.errors import IncompatibleError, UnsupportedFeatureError
 from refzarr.model import RefArray, RefGroup
+from refzarr.model.frozen import json_identity
 
 __all__ = ["IDENTITY_CHECK_BYTES", "Growth", "plan_append"]
 
@@ -56,6 +57,7 @@ def plan_append(
     import zarr
 
     growths = []
+    grid_mappings = _grid_mappings(arrays)
     for path, array in arrays.items():
         try:
             existing = zarr.open_array(store, path=path, mode="r")
@@ -74,9 +76,48 @@ def plan_append(
         elif append_dim in names:
             growths.append(_growth(path, array, existing, names.index(append_dim), append_dim))
         else:
+            if path in grid_mappings:
+                _check_grid_mapping(path, array, existing)
             _check_identical(path, array, existing, storage_options)
     _check_new_coordinates(store, arrays, append_dim, storage_options)
     return growths
+
+
+def _grid_mappings(arrays: Mapping[str, RefArray]) -> frozenset[str]:
+    """The paths of the grid-mapping variables (named by some array's ``grid_mapping``)."""
+    from refzarr.combine.gridmap import grid_mapping_paths
+
+    root = RefGroup({}, {})
+    for path, array in arrays.items():
+        root = _put(root, path, array)
+    return grid_mapping_paths(root)
+
+
+def _put(group: RefGroup, path: str, array: RefArray) -> RefGroup:
+    head, _, rest = path.partition("/")
+    members = dict(group.members)
+    if rest:
+        child = members.get(head)
+        parent = child if isinstance(child, RefGroup) else RefGroup({}, {})
+        members[head] = _put(parent, rest, array)
+    else:
+        members[head] = array
+    return RefGroup(group.attributes, members)
+
+
+def _check_grid_mapping(path: str, array: RefArray, existing: Any) -> None:
+    """A grid mapping (``spatial_ref``, ``crs``) must describe the store's CRS and grid: its
+    attributes equal (its value, a scalar 0, says nothing)."""
+    from refzarr.combine.gridmap import ADVICE, attributes_difference
+
+    stored = {k: v for k, v in dict(existing.attrs).items() if k != "_FillValue"}
+    ours = {k: v for k, v in array.meta.attributes.items() if k != "_FillValue"}
+    if json_identity(stored) != json_identity(ours):
+        raise IncompatibleError(
+            f"grid mapping {path!r} differs between the store (the first) and the appended "
+            f"data (the second), so they are not on one CRS and grid: "
+            f"{attributes_difference(stored, ours)}; {ADVICE}"
+        )
 
 
 def _all_inlined(array: RefArray) -> bool:
@@ -128,7 +169,8 @@ def check_alike(path: str, array: RefArray, existing: Any, loaded: bool) -> None
         return
     stages = [c.to_dict() for c in existing.metadata.codecs]
     codecs = [s.get("configuration", {}) for s in stages if s.get("name") == "refzarr.numcodecs"]
-    if codecs != [dict(c) for c in meta.codecs]:
+    # a codec's tuples (a predictor's chunk shape) come back from the store as lists
+    if [json_identity(c) for c in codecs] != [json_identity(c) for c in meta.codecs]:
         raise IncompatibleError(
             f"array {path!r}: the store's codecs {codecs} differ from the appended data's "
             f"{[dict(c) for c in meta.codecs]}"
