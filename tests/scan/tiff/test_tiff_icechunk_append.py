@@ -72,3 +72,36 @@ def test_scenes_in_another_crs_are_refused(tmp_path: Path) -> None:
         _commit(_stack(plain[2:]), repo, append=True)
     assert "UTM zone 33N" in str(info.value)
     assert "UTM zone 34N" in str(info.value)
+
+
+def test_stacks_with_their_own_time_units_append(scenes: list[Path], tmp_path: Path) -> None:
+    """Each stack's ``time`` is CF-encoded from its own first date (days since 2021-01-01,
+    then days since 2021-03-01): the appended times are re-encoded in the store's units
+    (they were refused: "attribute 'units' is ... in the store and ... in the appended")."""
+    import xarray as xr
+
+    from refzarr.formats.icechunk.repository import open_repository
+
+    months = ["2021-01", "2021-02", "2021-03"]
+    named = [p.rename(p.with_name(f"scene_{m}.tif")) for p, m in zip(scenes, months, strict=True)]
+    time = refzarr.FromRegex(
+        r"_(\d{4}-\d{2})\.tif$", parse=lambda s: np.datetime64(f"{s}-01", "ns")
+    )
+
+    def stack(paths: list[Path]) -> refzarr.RefGroup:
+        groups = [refzarr.scan(p) for p in paths]
+        urls = [str(p) for p in paths]
+        return refzarr.combine(groups, concat_dims="time", coords={"time": time}, urls=urls)
+
+    repo = tmp_path / "repo"
+    _commit(stack(named[:2]), repo, append=False)
+    _commit(stack(named[2:]), repo, append=True)
+    with pytest.raises(IncompatibleError, match="duplicate coordinate values"):
+        _commit(stack(named[1:2]), repo, append=True)  # 2021-02 again, in its own units
+    repository = open_repository(str(repo), None, prefixes=[tmp_path.resolve().as_uri() + "/"])
+    ds = xr.open_zarr(repository.readonly_session("main").store, consolidated=False)
+    expected = [np.datetime64(f"{m}-01", "ns") for m in months]
+    np.testing.assert_array_equal(ds["time"].values, expected)
+    np.testing.assert_array_equal(
+        ds["band_data"].values, np.stack([tifffile.imread(p) for p in named]), strict=True
+    )

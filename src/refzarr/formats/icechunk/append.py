@@ -57,6 +57,7 @@ def plan_append(
     import zarr
 
     growths = []
+    appended: dict[str, np.ndarray[Any, Any]] = {}  # loaded coordinates, in the store's units
     grid_mappings = _grid_mappings(arrays)
     for path, array in arrays.items():
         try:
@@ -68,9 +69,13 @@ def plan_append(
             ) from exc
         names = array.meta.dimension_names or ()
         loaded = append_dim in names and _all_inlined(array)
-        check_alike(path, array, existing, loaded)
+        rebased = loaded and _rebasable(array, existing)
+        check_alike(path, array, existing, loaded, times_rebased=rebased)
         if loaded:
             values = _values(array, path, storage_options)
+            if rebased:
+                values = _rebased(path, values, array, existing)
+            appended[path] = values
             axis = names.index(append_dim)
             growths.append(_loaded_growth(path, array, existing, axis, values))
         elif append_dim in names:
@@ -79,7 +84,7 @@ def plan_append(
             if path in grid_mappings:
                 _check_grid_mapping(path, array, existing)
             _check_identical(path, array, existing, storage_options)
-    _check_new_coordinates(store, arrays, append_dim, storage_options)
+    _check_new_coordinates(store, arrays, append_dim, storage_options, appended)
     return growths
 
 
@@ -120,6 +125,37 @@ def _check_grid_mapping(path: str, array: RefArray, existing: Any) -> None:
         )
 
 
+def _rebasable(array: RefArray, existing: Any) -> bool:
+    """Whether a loaded coordinate holds CF times in other units than the store's (a stack
+    of scenes combined with its own epoch): its values are re-encoded in the store's."""
+    from refzarr.combine.cftimes import calendar_of, is_cf_time
+
+    stored, ours = dict(existing.attrs), array.meta.attributes
+    return (
+        is_cf_time(stored)
+        and is_cf_time(ours)
+        and str(stored["units"]).strip() != str(ours["units"]).strip()
+        and calendar_of(stored) == calendar_of(ours)
+    )
+
+
+def _rebased(
+    path: str, values: np.ndarray[Any, Any], array: RefArray, existing: Any
+) -> np.ndarray[Any, Any]:
+    """The appended times encoded in the store's units, as the store's dtype holds them."""
+    from refzarr.combine.cftimes import rebase_times
+
+    stored = dict(existing.attrs)
+    rebased = rebase_times(values, array.meta.attributes, stored, existing.dtype)
+    if rebased.dtype != existing.dtype:
+        raise IncompatibleError(
+            f"array {path!r}: the appended times in {array.meta.attributes['units']!r} are "
+            f"not whole numbers of the store's {stored['units']!r} ({existing.dtype}): "
+            "append data whose times fall on the store's units"
+        )
+    return rebased
+
+
 def _all_inlined(array: RefArray) -> bool:
     """Whether every chunk of the array is held in the references (a loaded coordinate)."""
     manifest = array.manifest
@@ -138,9 +174,12 @@ def _loaded_growth(
     return Growth(path, array, axis, 0, grown, values)
 
 
-def check_alike(path: str, array: RefArray, existing: Any, loaded: bool) -> None:
+def check_alike(
+    path: str, array: RefArray, existing: Any, loaded: bool, *, times_rebased: bool = False
+) -> None:
     """IncompatibleError naming what differs between ``array`` and the stored array
-    (dtype, dimension names, meaning attributes; unless ``loaded``: chunks and codecs)."""
+    (dtype, dimension names, meaning attributes but CF time ``units`` when ``times_rebased``;
+    unless ``loaded``: chunks and codecs)."""
     meta = array.meta
     found = {
         "dtype": (existing.dtype, meta.dtype.newbyteorder("=")),
@@ -159,6 +198,8 @@ def check_alike(path: str, array: RefArray, existing: Any, loaded: bool) -> None
                 f"array {path!r}: the store has {what} {there}, the appended data {here}"
             )
     for key in _MEANING:
+        if times_rebased and key == "units":
+            continue
         there, here = existing.attrs.get(key), meta.attributes.get(key)
         if there != here:
             raise IncompatibleError(
@@ -222,15 +263,19 @@ def _check_new_coordinates(
     arrays: Mapping[str, RefArray],
     append_dim: str,
     storage_options: Mapping[str, Any] | None,
+    appended: Mapping[str, np.ndarray[Any, Any]],
 ) -> None:
-    """The appended coordinate values of ``append_dim`` must not repeat stored ones."""
+    """The appended coordinate values of ``append_dim`` (``appended``'s when loaded, in the
+    store's units) must not repeat stored ones."""
     import zarr
 
     coordinate = arrays.get(append_dim)
     if coordinate is None or coordinate.meta.ndim != 1:
         return
     stored = np.asarray(zarr.open_array(store, path=append_dim, mode="r")[...])
-    new = _values(coordinate, append_dim, storage_options)
+    new = appended.get(append_dim)
+    if new is None:
+        new = _values(coordinate, append_dim, storage_options)
     repeated = np.intersect1d(stored, new)
     if repeated.size:
         raise IncompatibleError(
