@@ -73,9 +73,13 @@ def check_grid_mapping(
     """Raise IncompatibleError when the grid-mapping variable ``path`` has other attributes
     (another CRS, another GeoTransform) in some file than in the first."""
     first = arrays[0].meta.attributes
-    wanted = json_identity(first)
+    wanted = None
     for array, file in zip(arrays[1:], files[1:], strict=True):
-        if json_identity(array.meta.attributes) == wanted:
+        attributes = array.meta.attributes
+        if attributes is first or attributes.items() == first.items():  # usual: no JSON text
+            continue
+        wanted = json_identity(first) if wanted is None else wanted
+        if json_identity(attributes) == wanted:  # NaN attributes, other key order
             continue
         raise IncompatibleError(
             f"grid mapping {path!r} differs between {describe([files[0]])} and "
