@@ -19,7 +19,8 @@ import numpy as np
 from refzarr.combine.cftimes import reencode_times
 from refzarr.combine.concat import Placement, concat_arrays
 from refzarr.combine.coordinate import INLINE_CHUNK_BYTES, inlined_array
-from refzarr.combine.identical import SameSet, check_identical
+from refzarr.combine.gridmap import check_grid_mapping, grid_mapping_paths
+from refzarr.combine.identical import SameSet, check_identical, fingerprint
 from refzarr.combine.inputs import Inputs
 from refzarr.combine.keys import DimInfo, coordinate, dim_infos
 from refzarr.combine.layout import Layout, place_files
@@ -220,6 +221,7 @@ class _Combination:
             info.path: d for d, info in enumerate(self.infos) if info.path is not None
         }
         self.bounds = self._bounds_paths()
+        self.grid_mappings = grid_mapping_paths(self.inputs.groups[0])
         self._check_identical_names()
 
     def build(self) -> RefGroup:
@@ -267,6 +269,8 @@ class _Combination:
                 members[name] = self._group(f"{path}/", children)  # type: ignore[arg-type]
             elif path in self.coordinates:
                 members[name] = self._coordinate(self.coordinates[path])
+            elif (d := self._coordinate_copy(path, children)) is not None:  # type: ignore[arg-type]
+                members[name] = self._coordinate(d)
             elif path in self.bounds:
                 members[name] = self._bounds(path, children, self.bounds[path])  # type: ignore[arg-type]
             else:
@@ -281,10 +285,11 @@ class _Combination:
         base = path.rsplit("/", 1)[-1]
         listed = base in self.identical or path in self.identical
         dimension_coordinate = len(names) == 1 and names[0] == base
+        kept = listed or dimension_coordinate or path in self.grid_mappings
         out = []
         for d, info in enumerate(self.infos):
             if info.new:
-                if not (listed or dimension_coordinate):
+                if not kept:
                     out.append(d)
             elif info.keys.dim in names:
                 if listed:
@@ -306,6 +311,8 @@ class _Combination:
                 if row.size > 1:
                     members = tuple(int(k) for k in row)
                     chosen = tuple(arrays[k] for k in members)
+                    if self.check and path in self.grid_mappings:
+                        check_grid_mapping(path, chosen, members, self.inputs.labels)
                     self.sets.append(SameSet(f"variable {path!r}", members, chosen))
         if not along:
             return arrays[int(reduced)]
@@ -366,6 +373,24 @@ class _Combination:
         values, attributes, template = coordinate(info, self.inputs, values, self.first)
         return inlined_array(values, info.keys.dim, attributes, template)
 
+    def _coordinate_copy(self, path: str, arrays: list[RefArray]) -> int | None:
+        """The dimension whose combined coordinate a subgroup's ``time`` is a copy of: in
+        every file the same array as the file's own coordinate (what `_add_coordinates`
+        writes into an ``overview_1``), so it is combined like the coordinate (re-encoded
+        CF times included), not as a variable of its own."""
+        folder, _, name = path.rpartition("/")
+        if not folder:
+            return None
+        for d, info in enumerate(self.infos):
+            if info.path is None or info.keys.dim != name or info.path == path:
+                continue
+            if all(
+                _same_array(_array_at(group, info.path), array)
+                for group, array in zip(self.inputs.groups, arrays, strict=True)
+            ):
+                return d
+        return None
+
     def _bounds_paths(self) -> dict[str, int]:
         """CF bounds of the concatenation coordinates (their ``bounds`` attribute): re-encoded
         like the coordinate, or inlined where their chunks would not join regularly."""
@@ -414,11 +439,50 @@ class _Combination:
         return inlined_array(joined, names, thaw_json(meta.attributes), meta)
 
     def _add_coordinates(self, root: RefGroup) -> RefGroup:
-        """Coordinates the files did not hold as variables (a regex on a new dimension)."""
+        """Coordinates the files did not hold as variables (a regex on a new dimension): in
+        the root and in every subgroup using the dimension (a GeoTIFF's ``overview_2`` opened
+        alone has its ``time``)."""
         for path, d in self.coordinates.items():
             if path not in root:
-                root = _put(root, path, self._coordinate(d))
+                array = self._coordinate(d)
+                for folder in ("", *_groups_using(root, self.dims[d])):
+                    root = _put(root, f"{folder}{path}", array)
         return root
+
+
+def _array_at(group: RefGroup, path: str) -> RefArray | None:
+    try:
+        node = group[path]
+    except KeyError:
+        return None
+    return node if isinstance(node, RefArray) else None
+
+
+def _same_array(a: RefArray | None, b: RefArray) -> bool:
+    """Whether ``a`` and ``b`` hold the same values stored the same way (same metadata and
+    the same chunk entries)."""
+    if a is None:
+        return False
+    return a is b or (a.meta == b.meta and fingerprint(a) == fingerprint(b))
+
+
+def _groups_using(group: RefGroup, dim: str, prefix: str = "") -> list[str]:
+    """The subgroups (``"overview_1/"``, ...) holding an array with dimension ``dim`` and no
+    member named like it."""
+    out = []
+    for name, member in group.members.items():
+        if not isinstance(member, RefGroup):
+            continue
+        folder = f"{prefix}{name}/"
+        uses = any(
+            dim in (a.meta.dimension_names or ())
+            for a in member.members.values()
+            if isinstance(a, RefArray)
+        )
+        if uses and dim not in member.members:
+            out.append(folder)
+        out.extend(_groups_using(member, dim, folder))
+    return out
 
 
 def _put(group: RefGroup, path: str, array: RefArray) -> RefGroup:

@@ -83,16 +83,17 @@ def _fields(meta: ArrayMeta, fixed_axes: Sequence[int], skip_units: bool) -> dic
     """What must be equal across files, by name (for the error message)."""
     attrs = meta.attributes
     rect = meta.rectilinear
-    return {
+    return {  # in the order differences are named: codecs after the chunks (a predictor's
+        # configuration names the chunk shape, so other tile sizes are named as such)
         "dtype": meta.dtype,
-        "codecs": meta.codecs,
-        "memory order": meta.order,
         "dimension names": meta.dimension_names,
         "shape along the other dimensions": tuple(meta.shape[a] for a in fixed_axes),
         "chunks along the other dimensions": tuple(meta.chunks[a] for a in fixed_axes),
         "chunk grid along the other dimensions": (
             tuple(None if rect is None else rect[a] for a in fixed_axes)
         ),
+        "codecs": meta.codecs,
+        "memory order": meta.order,
         **{
             f"attribute {name!r}": json_identity(attrs[name]) if name in attrs else None
             for name in CHECKED_ATTRIBUTES
@@ -138,8 +139,13 @@ def check_same(
             continue
         name = next(n for n in first if fields[n] != first[n])
         advice = _ADVICE.get(name, _PACKING if name.startswith("attribute") else "")
-        if name.startswith(("shape", "chunk")):
+        if name.startswith("shape"):
             advice = "only the concatenated dimensions may differ between files"
+        elif name.startswith("chunk"):
+            advice = (
+                "files chunked (tiled) differently cannot share one array: rewrite them "
+                "alike, or combine each chunking's files separately"
+            )
         raise IncompatibleError(
             f"{what}: {name} differs: {_show(first[name])} in {describe([0])}, "
             f"{_show(fields[name])} in {describe([k])}; {advice}"

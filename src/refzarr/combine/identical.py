@@ -17,7 +17,7 @@ from refzarr.model import ChunkManifest, ManifestBlock, RefArray
 from refzarr.model.frozen import json_identity
 from refzarr.model.sparse import check_dense
 
-__all__ = ["SameSet", "check_identical"]
+__all__ = ["SameSet", "check_identical", "fingerprint"]
 
 Describe = Callable[[Sequence[int]], str]
 
@@ -120,9 +120,9 @@ def _fingerprint_classes(arrays: Sequence[RefArray]) -> dict[Any, list[int]]:
             alike.append(k)
         else:
             others.append(k)
-    classes = {_fingerprint(first): alike}
+    classes = {fingerprint(first): alike}
     for k in others:
-        classes.setdefault(_fingerprint(arrays[k]), []).append(k)
+        classes.setdefault(fingerprint(arrays[k]), []).append(k)
     return classes
 
 
@@ -151,7 +151,7 @@ def _layout(array: RefArray) -> tuple[Any, ...]:
     return (quick_key(meta, range(meta.ndim)), meta.chunks, fill)
 
 
-def _fingerprint(array: RefArray) -> tuple[Any, ...]:
+def fingerprint(array: RefArray) -> tuple[Any, ...]:
     """Equal fingerprints mean equal values: same layout and the same chunk entries."""
     # the blocks holding written chunks (every block, but a sparse manifest's few), placed
     blocks = tuple(

@@ -1,5 +1,6 @@
 """Stacking monthly GeoTIFFs into one (time, y, x) datacube with refzarr.combine, compared with
-``xr.concat`` of rioxarray's reading of each file; files on different grids are refused."""
+``xr.concat`` of rioxarray's reading of each file; ``spatial_ref`` kept once; files on different
+grids or in another CRS are refused; every overview level stacked with its ``time``."""
 
 from __future__ import annotations
 
@@ -108,3 +109,101 @@ def test_stack_by_datetime_tag(tmp_path: Path) -> None:
     ds = refzarr.open_dataset(cube)
     assert ds["band_data"].values[:, 0, 0].tolist() == [1, 2, 0]
     assert str(ds["time"].values[0])[:10] == "2021-01-01"
+
+
+def _stack(paths: list[Path], **options: object) -> refzarr.RefGroup:
+    return refzarr.combine(
+        [refzarr.scan(p) for p in paths],
+        concat_dims="time",
+        coords={"time": TIME},
+        urls=[str(p) for p in paths],
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def test_spatial_ref_is_kept_once_without_being_listed(cogs: list[Path]) -> None:
+    """The grid-mapping variable (named by ``band_data``'s ``grid_mapping``) is not stacked
+    along the new dimension: one scalar ``spatial_ref`` per level, as rioxarray has."""
+    cube = _stack(cogs[:4])
+    for prefix in ("", "overview_1/"):
+        assert cube[f"{prefix}spatial_ref"].meta.shape == ()
+        assert cube[f"{prefix}band_data"].meta.shape[0] == 4
+    ds = refzarr.open_dataset(cube, decode_coords="all")
+    assert ds["spatial_ref"].dims == ()
+    assert "spatial_ref" in ds.coords
+    assert ds["spatial_ref"].attrs["crs_wkt"].startswith('PROJCS["WGS 84 / UTM zone 33N"')
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_another_crs_is_refused_naming_both(cogs: list[Path], tmp_path: Path, listed: bool) -> None:
+    """Same grid numbers, another EPSG code: before, ``identical_dims=["spatial_ref"]``
+    compared only the scalar's value (0) and kept the first file's CRS for all."""
+    other = write_geotiff(
+        tmp_path / "scene_2022-01.tif", np.zeros((40, 56), np.uint16), epsg=32634, nodata="0"
+    )
+    options = {"identical_dims": ["spatial_ref"]} if listed else {}
+    with pytest.raises(IncompatibleError, match=r"grid mapping 'spatial_ref' differs") as info:
+        _stack([*cogs[:2], other], **options)
+    message = str(info.value)
+    assert "scene_2021-01.tif" in message
+    assert "scene_2022-01.tif" in message
+    assert "UTM zone 33N" in message
+    assert "UTM zone 34N" in message
+
+
+def test_a_shifted_grid_names_the_geotransform(cogs: list[Path], tmp_path: Path) -> None:
+    shifted = write_geotiff(
+        tmp_path / "scene_2022-01.tif",
+        np.zeros((40, 56), np.uint16),
+        origin=(500_010.0, 4_600_000.0),
+        nodata="0",
+    )
+    with pytest.raises(IncompatibleError, match=r"'GeoTransform' is '500000\.0 10\.0") as info:
+        _stack([cogs[0], shifted])
+    assert "'500010.0 10.0" in str(info.value)
+
+
+def test_every_overview_level_opens_with_its_time(cogs: list[Path]) -> None:
+    """``overview_1`` of the stack opened alone is a (time, y, x) cube with ``time``: the
+    coordinate combine writes is in every group using the new dimension."""
+    import tifffile
+
+    cube = _stack(cogs[:3])
+    level = refzarr.open_dataset(cube, group="overview_1", mask_and_scale=False)
+    full = refzarr.open_dataset(cube)
+    np.testing.assert_array_equal(level["time"].values, full["time"].values)
+    assert level["band_data"].dims == ("time", "y", "x")
+    expected = []
+    for path in cogs[:3]:
+        with tifffile.TiffFile(path) as tif:
+            expected.append(tif.series[0].levels[1].asarray())
+    np.testing.assert_array_equal(level["band_data"].values, np.stack(expected), strict=True)
+
+
+def test_another_tile_size_is_named_as_such(tmp_path: Path) -> None:
+    """With the horizontal predictor the codecs name the tile shape too: the message names
+    the tiles (it said "codecs differs ... files compressed differently")."""
+    data = np.zeros((40, 56), np.uint16)
+    paths = [
+        write_geotiff(tmp_path / f"scene_2021-0{k + 1}.tif", data, tile=tile, predictor=True)
+        for k, tile in enumerate([(16, 16), (32, 32)])
+    ]
+    with pytest.raises(IncompatibleError, match=r"chunks along the other dimensions differs"):
+        _stack(paths)
+
+
+def test_a_stack_appends_to_parquet_with_every_level_s_time(
+    cogs: list[Path], tmp_path: Path
+) -> None:
+    """Each stack's ``time`` is in its own CF units (days since its first month), and the
+    copy in ``overview_1`` is combined like the root coordinate (re-encoded), not refused as
+    a variable whose ``units`` differ."""
+    target = tmp_path / "cube.parq"
+    refzarr.write(_stack(cogs[:3]), target)
+    refzarr.write(_stack(cogs[3:5]), target, append_dim="time")
+    full = xr.open_dataset(target, engine="refzarr")
+    level = xr.open_dataset(target, engine="refzarr", group="overview_1")
+    expected = [np.datetime64(f"{m}-01", "ns") for m in MONTHS[:5]]
+    np.testing.assert_array_equal(full["time"].values, expected)
+    np.testing.assert_array_equal(level["time"].values, expected)
+    assert level["band_data"].shape == (5, 20, 28)

@@ -1,5 +1,6 @@
 """GDAL's metadata and GeoTIFF variants against rioxarray: band descriptions, scale, offset,
-dataset items, nodata, PixelIsPoint, geographic CRS."""
+dataset items, nodata, PixelIsPoint, geographic CRS; ``spatial_ref`` a coordinate of
+``band_data`` with xarray's defaults, so ``da.rio.crs`` finds it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import xarray as xr
 from tiffkit import assert_geo_matches_rioxarray, write_geotiff
 
 import refzarr
+from roundtrip import reference_options
 
 METADATA = """<GDALMetadata>
   <Item name="SENSOR">test sensor</Item>
@@ -100,3 +102,27 @@ def test_codec_module_needs_no_imagecodecs() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "b'ab\\x00\\x00'"
+
+
+def test_spatial_ref_is_a_coordinate_with_xarray_defaults(tmp_path: Path) -> None:
+    """Opened with xarray's default ``decode_coords`` (as the JSON through
+    ``engine="refzarr"`` and through fsspec + the zarr engine), ``band_data`` carries
+    ``spatial_ref`` as rioxarray's ``open_rasterio`` does: ``da.rio.crs`` is the file's CRS
+    (it was None: ``spatial_ref`` was a data variable, found only with ``decode_coords="all"``)."""
+    import rioxarray  # noqa: F401  (the .rio accessor)
+
+    path = write_geotiff(tmp_path / "scene.tif", np.ones((20, 24), np.uint8), epsg=32633)
+    target = tmp_path / "scene.json"
+    refzarr.write(refzarr.scan(path), target)
+    opened = [
+        xr.open_dataset(target, engine="refzarr"),
+        xr.open_dataset(
+            "reference://",
+            engine="zarr",
+            backend_kwargs={"storage_options": reference_options(target), "consolidated": False},
+        ),
+    ]
+    for ds in opened:
+        assert list(ds.data_vars) == ["band_data"]
+        assert ds["band_data"].rio.crs == "EPSG:32633"
+        assert ds["spatial_ref"].dims == ()

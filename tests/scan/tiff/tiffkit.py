@@ -112,6 +112,7 @@ def _rioxarray(path: Path, level: int | None = None) -> xr.DataArray:
 def assert_geo_matches_rioxarray(group: RefGroup, path: Path, level: int = 0) -> None:
     """``x``, ``y`` and ``spatial_ref`` of series 0 (at an overview level) equal rioxarray's:
     coordinates exactly, CRS equal as pyproj sees it, GeoTransform and GCPs equal."""
+    import rioxarray  # noqa: F401  (the .rio accessor)
     from pyproj import CRS
 
     prefix = f"overview_{level}/" if level else ""
@@ -120,8 +121,10 @@ def assert_geo_matches_rioxarray(group: RefGroup, path: Path, level: int = 0) ->
     ds = refzarr.open_dataset(group, group=prefix.rstrip("/") or None)
     got = ds["spatial_ref"].attrs
     assert ds["band_data"].attrs["grid_mapping"] == "spatial_ref"
+    assert "spatial_ref" in ds["band_data"].coords  # as rioxarray: da.rio.crs finds it
     if "crs_wkt" in ref:
         assert CRS.from_wkt(got["crs_wkt"]) == CRS.from_wkt(ref["crs_wkt"]), path.name
+        assert ds["band_data"].rio.crs == expected.rio.crs, path.name
         for key in ("grid_mapping_name", "semi_major_axis", "inverse_flattening"):
             if key in ref:
                 assert got[key] == ref[key], f"{path.name}: {key}"
@@ -151,9 +154,12 @@ def write_geotiff(
     gdal_metadata: str | None = None,
     point: bool = False,
     datetime: str | None = None,
+    tile: tuple[int, int] = (16, 16),
+    predictor: bool = False,
 ) -> Path:
-    """A small COG-like GeoTIFF: tiled deflate, GeoKeys naming ``epsg``, ``overviews``
-    reduced-resolution levels (SubIFDs, halving each time), GDAL_NODATA when given."""
+    """A small COG-like GeoTIFF: tiled deflate (``predictor``: horizontal), GeoKeys naming
+    ``epsg``, ``overviews`` reduced-resolution levels (SubIFDs, halving each time),
+    GDAL_NODATA when given."""
     geokeys = [1, 1, 0, 3, 1024, 0, 1, 1, 1025, 0, 1, 2 if point else 1]
     geokeys += [3072 if epsg != 4326 else 2048, 0, 1, epsg]
     if epsg == 4326:
@@ -170,8 +176,9 @@ def write_geotiff(
         extratags.append((42112, "s", 0, gdal_metadata, True))
     with tifffile.TiffWriter(path) as tif:
         options: dict[str, Any] = {
-            "tile": (16, 16),
+            "tile": tile,
             "compression": "zlib",
+            "predictor": predictor,
             "photometric": "minisblack",
             "metadata": None,
         }

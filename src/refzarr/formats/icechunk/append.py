@@ -12,6 +12,7 @@ import numpy as np
 
 from refzarr.errors import IncompatibleError, UnsupportedFeatureError
 from refzarr.model import RefArray, RefGroup
+from refzarr.model.frozen import json_identity
 
 __all__ = ["IDENTITY_CHECK_BYTES", "Growth", "plan_append"]
 
@@ -56,6 +57,8 @@ def plan_append(
     import zarr
 
     growths = []
+    appended: dict[str, np.ndarray[Any, Any]] = {}  # loaded coordinates, in the store's units
+    grid_mappings = _grid_mappings(arrays)
     for path, array in arrays.items():
         try:
             existing = zarr.open_array(store, path=path, mode="r")
@@ -66,17 +69,91 @@ def plan_append(
             ) from exc
         names = array.meta.dimension_names or ()
         loaded = append_dim in names and _all_inlined(array)
-        check_alike(path, array, existing, loaded)
+        rebased = loaded and _rebasable(array, existing)
+        check_alike(path, array, existing, loaded, times_rebased=rebased)
         if loaded:
             values = _values(array, path, storage_options)
+            if rebased:
+                values = _rebased(path, values, array, existing)
+            appended[path] = values
             axis = names.index(append_dim)
             growths.append(_loaded_growth(path, array, existing, axis, values))
         elif append_dim in names:
             growths.append(_growth(path, array, existing, names.index(append_dim), append_dim))
         else:
+            if path in grid_mappings:
+                _check_grid_mapping(path, array, existing)
             _check_identical(path, array, existing, storage_options)
-    _check_new_coordinates(store, arrays, append_dim, storage_options)
+    _check_new_coordinates(store, arrays, append_dim, storage_options, appended)
     return growths
+
+
+def _grid_mappings(arrays: Mapping[str, RefArray]) -> frozenset[str]:
+    """The paths of the grid-mapping variables (named by some array's ``grid_mapping``)."""
+    from refzarr.combine.gridmap import grid_mapping_paths
+
+    root = RefGroup({}, {})
+    for path, array in arrays.items():
+        root = _put(root, path, array)
+    return grid_mapping_paths(root)
+
+
+def _put(group: RefGroup, path: str, array: RefArray) -> RefGroup:
+    head, _, rest = path.partition("/")
+    members = dict(group.members)
+    if rest:
+        child = members.get(head)
+        parent = child if isinstance(child, RefGroup) else RefGroup({}, {})
+        members[head] = _put(parent, rest, array)
+    else:
+        members[head] = array
+    return RefGroup(group.attributes, members)
+
+
+def _check_grid_mapping(path: str, array: RefArray, existing: Any) -> None:
+    """A grid mapping (``spatial_ref``, ``crs``) must describe the store's CRS and grid: its
+    attributes equal (its value, a scalar 0, says nothing)."""
+    from refzarr.combine.gridmap import ADVICE, attributes_difference
+
+    stored = {k: v for k, v in dict(existing.attrs).items() if k != "_FillValue"}
+    ours = {k: v for k, v in array.meta.attributes.items() if k != "_FillValue"}
+    if json_identity(stored) != json_identity(ours):
+        raise IncompatibleError(
+            f"grid mapping {path!r} differs between the store (the first) and the appended "
+            f"data (the second), so they are not on one CRS and grid: "
+            f"{attributes_difference(stored, ours)}; {ADVICE}"
+        )
+
+
+def _rebasable(array: RefArray, existing: Any) -> bool:
+    """Whether a loaded coordinate holds CF times in other units than the store's (a stack
+    of scenes combined with its own epoch): its values are re-encoded in the store's."""
+    from refzarr.combine.cftimes import calendar_of, is_cf_time
+
+    stored, ours = dict(existing.attrs), array.meta.attributes
+    return (
+        is_cf_time(stored)
+        and is_cf_time(ours)
+        and str(stored["units"]).strip() != str(ours["units"]).strip()
+        and calendar_of(stored) == calendar_of(ours)
+    )
+
+
+def _rebased(
+    path: str, values: np.ndarray[Any, Any], array: RefArray, existing: Any
+) -> np.ndarray[Any, Any]:
+    """The appended times encoded in the store's units, as the store's dtype holds them."""
+    from refzarr.combine.cftimes import rebase_times
+
+    stored = dict(existing.attrs)
+    rebased = rebase_times(values, array.meta.attributes, stored, existing.dtype)
+    if rebased.dtype != existing.dtype:
+        raise IncompatibleError(
+            f"array {path!r}: the appended times in {array.meta.attributes['units']!r} are "
+            f"not whole numbers of the store's {stored['units']!r} ({existing.dtype}): "
+            "append data whose times fall on the store's units"
+        )
+    return rebased
 
 
 def _all_inlined(array: RefArray) -> bool:
@@ -97,9 +174,12 @@ def _loaded_growth(
     return Growth(path, array, axis, 0, grown, values)
 
 
-def check_alike(path: str, array: RefArray, existing: Any, loaded: bool) -> None:
+def check_alike(
+    path: str, array: RefArray, existing: Any, loaded: bool, *, times_rebased: bool = False
+) -> None:
     """IncompatibleError naming what differs between ``array`` and the stored array
-    (dtype, dimension names, meaning attributes; unless ``loaded``: chunks and codecs)."""
+    (dtype, dimension names, meaning attributes but CF time ``units`` when ``times_rebased``;
+    unless ``loaded``: chunks and codecs)."""
     meta = array.meta
     found = {
         "dtype": (existing.dtype, meta.dtype.newbyteorder("=")),
@@ -118,6 +198,8 @@ def check_alike(path: str, array: RefArray, existing: Any, loaded: bool) -> None
                 f"array {path!r}: the store has {what} {there}, the appended data {here}"
             )
     for key in _MEANING:
+        if times_rebased and key == "units":
+            continue
         there, here = existing.attrs.get(key), meta.attributes.get(key)
         if there != here:
             raise IncompatibleError(
@@ -128,7 +210,8 @@ def check_alike(path: str, array: RefArray, existing: Any, loaded: bool) -> None
         return
     stages = [c.to_dict() for c in existing.metadata.codecs]
     codecs = [s.get("configuration", {}) for s in stages if s.get("name") == "refzarr.numcodecs"]
-    if codecs != [dict(c) for c in meta.codecs]:
+    # a codec's tuples (a predictor's chunk shape) come back from the store as lists
+    if [json_identity(c) for c in codecs] != [json_identity(c) for c in meta.codecs]:
         raise IncompatibleError(
             f"array {path!r}: the store's codecs {codecs} differ from the appended data's "
             f"{[dict(c) for c in meta.codecs]}"
@@ -180,15 +263,19 @@ def _check_new_coordinates(
     arrays: Mapping[str, RefArray],
     append_dim: str,
     storage_options: Mapping[str, Any] | None,
+    appended: Mapping[str, np.ndarray[Any, Any]],
 ) -> None:
-    """The appended coordinate values of ``append_dim`` must not repeat stored ones."""
+    """The appended coordinate values of ``append_dim`` (``appended``'s when loaded, in the
+    store's units) must not repeat stored ones."""
     import zarr
 
     coordinate = arrays.get(append_dim)
     if coordinate is None or coordinate.meta.ndim != 1:
         return
     stored = np.asarray(zarr.open_array(store, path=append_dim, mode="r")[...])
-    new = _values(coordinate, append_dim, storage_options)
+    new = appended.get(append_dim)
+    if new is None:
+        new = _values(coordinate, append_dim, storage_options)
     repeated = np.intersect1d(stored, new)
     if repeated.size:
         raise IncompatibleError(

@@ -152,6 +152,7 @@ class _Walk:
             attrs["_FillValue"] = fill.item()
         if geo is not None:
             attrs["grid_mapping"] = "spatial_ref"
+            attrs["coordinates"] = "spatial_ref"  # a coordinate, as rioxarray has it
             if geo.point:
                 attrs["AREA_OR_POINT"] = "Point"
         meta = ArrayMeta(
