@@ -6,7 +6,7 @@ picklable), so scanning many files is ``executor.map(Hdf5Scanner(...), urls)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -34,6 +34,7 @@ from refzarr.scan.hdf5.global_heap import (
     Collections,
     attribute_heap_refusals,
     check_global_heaps,
+    heap_strings,
 )
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.layout import dataset_filters, manifest_for
@@ -179,6 +180,11 @@ class _Walk:
             if name in INTERNAL_ATTRS or name in ("CLASS", "NAME"):
                 raise UnsupportedFeatureError(message)
             table.refuse(name, message)  # type: ignore[arg-type]
+        if data:
+            strings = self.headers.vlen_strings(obj.id, address)
+            wanted = _heap_string_data(pending, refused, data, strings)
+            for name, value in heap_strings(obj, wanted, read, self.walked).items():
+                table.settle(name, value)
 
     def member(
         self,
@@ -370,6 +376,22 @@ def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLOb
     if kind == h5i.GROUP:
         return h5py.Group(oid)
     return group.get(name)  # a named datatype: h5py's own object
+
+
+def _heap_string_data(
+    names: list[str],
+    refused: Mapping[str | bytes, str],
+    data: Mapping[bytes, tuple[int | None, bytes]],
+    strings: Mapping[bytes, tuple[int, ...]],
+) -> dict[str, tuple[bytes, tuple[int, ...]]]:
+    """The stored descriptors and dimensions of the plain variable-length strings among
+    attributes ``names`` (those checked, not ``refused``), by name, for `heap_strings`."""
+    out = {}
+    for name in names:
+        key = _encode(name)
+        if name not in refused and key in strings and key in data:
+            out[name] = (data[key][1], strings[key])
+    return out
 
 
 class _LinkCycleError(Exception):
