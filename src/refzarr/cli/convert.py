@@ -9,6 +9,7 @@ from refzarr.cli.common import (
     EXIT_OK,
     UsageError,
     add_durable,
+    add_lock_timeout,
     format_of,
     positive_int,
     read_refs,
@@ -34,6 +35,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help=f"Parquet references per record file (default {DEFAULT_RECORD_SIZE})",
     )
     add_durable(parser)
+    add_lock_timeout(parser)
     parser.set_defaults(run=run)
 
 
@@ -52,5 +54,6 @@ def run(args: argparse.Namespace) -> int:
         version=args.version or 0,
         record_size=args.record_size or DEFAULT_RECORD_SIZE,
         durable=args.durable,
+        lock_timeout=args.lock_timeout,
     )
     return EXIT_OK
