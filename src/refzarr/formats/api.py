@@ -79,7 +79,8 @@ def _read_located(location: Location, target: str | None) -> RefGroup:
     if found == "parquet":
         from refzarr.formats.parquet import read as parquet_read
 
-        return parquet_read.read_parquet(location, target=target)
+        zmeta = parquet_read.load_zmetadata(location, data)  # read once (HTTP: to tell)
+        return parquet_read.read_parquet(location, target=target, zmeta=zmeta)
     from refzarr.formats.kerchunk_json import read as json_read
 
     data = decompress(_reference_bytes(location, data), shown=location.shown)
@@ -136,7 +137,7 @@ def expand_references(
         with _named_failures(where):
             found, data = detect_format(location)
             if found == "parquet":
-                refs = parquet_read.expand_parquet(location)
+                refs = parquet_read.expand_parquet(location, data)
             else:
                 data = decompress(_reference_bytes(location, data), shown=where)
                 refs = expand_dict(json_read.load_json(data, where=where))

@@ -125,7 +125,7 @@ def written_form(
     location = locate(refs, refs_options)
     found, head = detect_format(location, head=_HEAD_BYTES)
     if found == "parquet":
-        return {"format": "parquet", "record_size": load_zmetadata(location).record_size}
+        return {"format": "parquet", "record_size": load_zmetadata(location, head).record_size}
     compression: Literal["zstd", "gzip"] | None = None
     if head.startswith(ZSTD_MAGIC):
         compression = "zstd"
