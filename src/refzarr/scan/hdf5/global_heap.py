@@ -7,7 +7,10 @@ collection address, object index) of variable-length attributes (read from their
 header's messages), of compact datasets (from their layout message), of contiguous ones, and
 of chunked ones whose filters refzarr decodes (deflate, shuffle, ...: the codecs the scanner
 would reference them with); each collection they name is walked object by object from the File
-Format Specification, with the file's sizes of offsets and lengths (2, 4 or 8 bytes).
+Format Specification, with the file's sizes of offsets and lengths (2, 4 or 8 bytes). Datasets
+of region references (collection address, object index: ``H5Rget_region`` reads the object)
+are checked the same way in files with 8-byte offsets and refused in others. Checked
+variable-length string attributes are then read from their collections (`heap_strings`).
 
 Values whose descriptors cannot be found that way are refused before the HDF5 library reads
 them (`UnsupportedFeatureError`): attributes whose message is stored in the file's shared
@@ -56,6 +59,10 @@ _CELLS = {
 }
 """A stored descriptor (length, collection address, object index), by size of offsets."""
 
+_REGION_CELLS = {size: np.dtype([("address", f"<u{size}"), ("index", "<u4")]) for size in (2, 4, 8)}
+"""A stored region reference (collection address, object index: the object holds the target's
+address and the selection), by size of offsets."""
+
 
 class _Unchecked(Exception):
     """The descriptors cannot be found here (the reason)."""
@@ -90,7 +97,12 @@ def check_global_heaps(
         stored = list(_stored(ds, read_range, compact))
     except _Unchecked as exc:
         raise UnsupportedFeatureError(f"{where}: {NOT_CHECKED.format(exc)}") from None
-    _check(f, sizes, stored, _Reader(read_range, size, walked), f"{where}: its")
+    region = ds.id.get_type().get_class() == h5t.REFERENCE
+    if region and sizes[0] != 8:  # stored otherwise than 12 bytes each: not read here
+        why = f"region references in a file with offsets of {sizes[0]} bytes"
+        raise UnsupportedFeatureError(f"{where}: {NOT_CHECKED.format(why)}")
+    cell = (_REGION_CELLS if region else _CELLS)[sizes[0]]
+    _check(f, sizes, stored, _Reader(read_range, size, walked), f"{where}: its", cell)
 
 
 def attribute_heap_refusals(
@@ -251,17 +263,23 @@ def _check(
     stored: Iterable[bytes],
     reader: _Reader,
     what: str,
+    cell: np.dtype[Any] | None = None,
 ) -> None:
+    """ScanError when a collection the descriptors ``stored`` point into is damaged
+    (``cell``: their layout, `_CELLS` by default; without a length, as region references,
+    an object of any size must be there)."""
     base = f.id.get_create_plist().get_userblock()
-    cell = _CELLS[sizes[0]]
+    cell = _CELLS[sizes[0]] if cell is None else cell
+    sized = "length" in (cell.names or ())
     wanted: dict[int, dict[int, int]] = {}
     for raw in stored:
         cells = np.frombuffer(raw[: len(raw) // cell.itemsize * cell.itemsize], dtype=cell)
         cells = cells[cells["address"] != 0]
+        lengths = cells["length"] if sized else np.zeros(len(cells), int)
         for address, index, length in zip(
             cells["address"].tolist(),
             cells["index"].tolist(),
-            cells["length"].tolist(),
+            lengths.tolist(),
             strict=True,
         ):
             objects = wanted.setdefault(address, {})
@@ -270,7 +288,8 @@ def _check(
         reason = _damage(reader, base + address, objects, sizes[1])
         if reason:
             raise ScanError(
-                f"{what} variable-length values point into a damaged global heap "
+                f"{what} {'variable-length values' if sized else 'region references'} point "
+                "into a damaged global heap "
                 f"collection at byte {base + address}: {reason}"
             )
 

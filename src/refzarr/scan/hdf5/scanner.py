@@ -273,7 +273,7 @@ class _Walk:
         if needs_decoding(ds, tid):  # vlen strings, object references: decoded and inlined
             attrs = self.array_attributes(ds, path, where, table, tid)
             dims = dimension_names(ds, self.phony, table, self.scale_names)
-            if tid.get_class() in (h5t.STRING, h5t.VLEN):  # before h5py reads the heap
+            if _in_global_heap(ds, tid):  # before h5py reads the heap
                 address = getattr(ds, "header_address", None)
                 check_global_heaps(
                     ds,
@@ -376,6 +376,15 @@ def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLOb
     if kind == h5i.GROUP:
         return h5py.Group(oid)
     return group.get(name)  # a named datatype: h5py's own object
+
+
+def _in_global_heap(ds: h5py.Dataset, tid: h5t.TypeID) -> bool:
+    """Whether the values of a dataset that `needs_decoding` point into the global heap:
+    variable-length strings and sequences, region references (object references are
+    addresses)."""
+    if tid.get_class() in (h5t.STRING, h5t.VLEN):
+        return True
+    return h5py.check_ref_dtype(ds.dtype) is h5py.RegionReference
 
 
 def _heap_string_data(
