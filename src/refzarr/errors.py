@@ -67,4 +67,5 @@ class MissingDependencyError(RefzarrError, ImportError):
 
 class ConcurrentWriteError(RefzarrError, RuntimeError):
     """Another writer replaced a reference set on an object store while an append or a
-    refresh of it ran (nothing is locked there): nothing was written; run it again."""
+    refresh of it ran (nothing is locked there), or held a local set's lock longer than the
+    writer's ``lock_timeout``: nothing was written; run it again."""

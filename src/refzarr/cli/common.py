@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from refzarr.errors import RefFormatError, RefzarrError
 from refzarr.formats.api import format_from_suffix, read, source_given_error
+from refzarr.formats.target_lock import DEFAULT_LOCK_TIMEOUT
 from refzarr.model import RefGroup
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "CommandFailed",
     "UsageError",
     "add_durable",
+    "add_lock_timeout",
     "format_of",
     "json_object",
     "non_negative_int",
@@ -43,6 +45,32 @@ def add_durable(parser: argparse.ArgumentParser) -> None:
         "folder, to disk before and after it replaces the old one, so that it survives a "
         "power cut (local JSON files are always flushed; Parquet sets are not without it)",
     )
+
+
+def add_lock_timeout(parser: argparse.ArgumentParser) -> None:
+    """The ``--lock-timeout`` option of the commands that write a reference set."""
+    parser.add_argument(
+        "--lock-timeout",
+        type=_seconds,
+        default=DEFAULT_LOCK_TIMEOUT,
+        metavar="SECONDS",
+        help="local sets: wait at most this long while another writer of the same set holds "
+        f"its lock, then fail without writing (default {DEFAULT_LOCK_TIMEOUT:g}; 'none': no "
+        "limit)",
+    )
+
+
+def _seconds(text: str) -> float | None:
+    """A lock timeout: seconds >= 0, or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"seconds >= 0 or 'none' expected, got {text!r}")
+    return seconds
 
 
 class UsageError(RefzarrError, ValueError):

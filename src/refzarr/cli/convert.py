@@ -10,6 +10,7 @@ from refzarr.cli.common import (
     EXIT_OK,
     UsageError,
     add_durable,
+    add_lock_timeout,
     format_of,
     positive_int,
     quiet_icechunk,
@@ -42,6 +43,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help=f"Parquet references per record file (default {DEFAULT_RECORD_SIZE})",
     )
     add_durable(parser)
+    add_lock_timeout(parser)
     parser.set_defaults(run=run)
 
 
@@ -71,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         version=args.version or 0,
         record_size=args.record_size or DEFAULT_RECORD_SIZE,
         durable=args.durable,
+        lock_timeout=args.lock_timeout,
     )
     return EXIT_OK
 

@@ -11,6 +11,7 @@ from refzarr.cli.common import (
     REFS_HELP,
     UsageError,
     add_durable,
+    add_lock_timeout,
     json_object,
     quiet_icechunk,
 )
@@ -45,6 +46,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="Icechunk repositories: the commit message (default names the files refreshed)",
     )
     add_durable(parser)
+    add_lock_timeout(parser)
     parser.set_defaults(run=run)
 
 
@@ -66,7 +68,13 @@ def run(args: argparse.Namespace) -> int:
         done = refresh_icechunk(args.refs, options, refs_options=refs_options, message=args.message)
         changes, snapshot = done.changes, done.snapshot
     else:
-        changes = refresh(args.refs, options, refs_options=refs_options, durable=args.durable)
+        changes = refresh(
+            args.refs,
+            options,
+            refs_options=refs_options,
+            durable=args.durable,
+            lock_timeout=args.lock_timeout,
+        )
     for change in changes:
         print(f"refreshed {change}")
     scanned = f"{plural(len(changes), 'changed source')} scanned again"

@@ -14,6 +14,7 @@ from refzarr.cli.common import (
     CommandFailed,
     UsageError,
     add_durable,
+    add_lock_timeout,
     format_of,
     json_object,
     non_negative_int,
@@ -130,6 +131,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="leave out files that cannot be scanned (listed on stderr) instead of failing",
     )
     add_durable(parser)
+    add_lock_timeout(parser)
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--workers", type=positive_int, metavar="N", help="worker processes (default: one per CPU)"
@@ -200,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
             storage_options=storage if same else None,
             append_dim=args.append_dim,
             durable=args.durable,
+            lock_timeout=args.lock_timeout,
         )
     skipped = f", {len(results.errors):,} skipped" if results.errors else ""
     print(f"{args.output}: {plural(len(results), 'file')}{_how(results, concat_dims)}{skipped}")

@@ -18,7 +18,8 @@ from refzarr.formats.source import (
     locate,
     looks_like_json,
 )
-from refzarr.formats.target_lock import target_lock
+from refzarr.formats.target_lock import DEFAULT_LOCK_TIMEOUT, target_lock
+from refzarr.formats.target_lock import lock_timeout as _lock_timeout
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import require_regular_grids
 from refzarr.model.kerchunk import expand_dict, group_from_kerchunk
@@ -88,7 +89,8 @@ def _read_located(location: Location, target: str | None) -> RefGroup:
     if found == "parquet":
         from refzarr.formats.parquet import read as parquet_read
 
-        return parquet_read.read_parquet(location, target=target)
+        zmeta = parquet_read.load_zmetadata(location, data)  # read once (HTTP: to tell)
+        return parquet_read.read_parquet(location, target=target, zmeta=zmeta)
     from refzarr.formats.kerchunk_json import read as json_read
 
     data = decompress(_reference_bytes(location, data), shown=location.shown)
@@ -193,7 +195,7 @@ def expand_references(
         with _stores_named(location), _named_failures(where):
             found, data = detect_format(location)
             if found == "parquet":
-                refs = parquet_read.expand_parquet(location)
+                refs = parquet_read.expand_parquet(location, data)
             else:
                 data = decompress(_reference_bytes(location, data), shown=where)
                 refs = expand_dict(json_read.load_json(data, where=where))
@@ -228,6 +230,7 @@ def write(
     storage_options: Mapping[str, Any] | None = None,
     append_dim: str | None = None,
     durable: bool = False,
+    lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Write a reference set atomically (temporary name, then rename).
 
@@ -268,6 +271,10 @@ def write(
         the files are left to the operating system (a kill at any moment still leaves the
         old set or the new one) and an append does not flush the rename either: after a
         power cut the target may hold the old set. JSON files are always flushed.
+    lock_timeout
+        Local targets: seconds to wait at most while another writer of the same set (an
+        append, a refresh, a write's exchange) holds its lock (default an hour; None: no
+        limit). See docs/formats.md, "Writers at the same time".
 
     Raises
     ------
@@ -277,7 +284,54 @@ def write(
         `refzarr.open_dataset` instead.
     IncompatibleError
         When appending data that does not fit the existing set (names what differs).
+    ConcurrentWriteError
+        When another writer held the set's lock longer than ``lock_timeout`` (nothing
+        written), or replaced a set on an object store while this append read it.
     """
+    with _lock_timeout(lock_timeout):
+        _write(
+            group,
+            target,
+            format=format,
+            compression=compression,
+            version=version,
+            record_size=record_size,
+            storage_options=storage_options,
+            append_dim=append_dim,
+            durable=durable,
+        )
+
+
+def replace_read_set(
+    group: RefGroup,
+    target: str | os.PathLike[str],
+    seen: object,
+    *,
+    lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
+    **how: Any,
+) -> None:
+    """`write` (``how``: its arguments) of a whole set made from the set read at ``target``:
+    on a filesystem that locks nothing, `ConcurrentWriteError` instead of replacing it when
+    it is no longer the version ``seen`` (`set_version`, taken before reading it). Local
+    writers hold the target's lock from before reading it instead (``seen`` None)."""
+    with _lock_timeout(lock_timeout):
+        _write(group, target, **how, seen=seen)
+
+
+def _write(
+    group: RefGroup,
+    target: str | os.PathLike[str],
+    *,
+    format: Literal["json", "parquet"] | None = None,
+    compression: Compression | Literal["infer"] = "infer",
+    version: Literal[0, 1] = 0,
+    record_size: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    append_dim: str | None = None,
+    durable: bool = False,
+    seen: object = None,
+) -> None:
+    """`write` with the lock timeout set (``seen``: `replace_read_set`)."""
     # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
     from refzarr.formats.kerchunk_json import write as json_write
 
@@ -303,7 +357,7 @@ def write(
         )
         return
     if chosen == "parquet":
-        _write_parquet(group, location, record_size or DEFAULT_RECORD_SIZE, durable)
+        _write_parquet(group, location, record_size or DEFAULT_RECORD_SIZE, durable, seen)
         return
     if chosen != "json":
         raise ValueError(f"format must be 'json' or 'parquet', got {chosen!r}")
@@ -311,7 +365,6 @@ def write(
         raise ValueError(f"version must be 0 or 1, got {version!r}")
     # an append reads the set and replaces it: other local writers of it wait meanwhile
     with target_lock(location) if append_dim is not None else nullcontext():
-        seen = None
         if append_dim is not None:
             seen = None if location.is_local else set_version(location, directory=False)
             group = _appended(group, os.fspath(target), append_dim, storage_options)
@@ -321,12 +374,14 @@ def write(
         write_atomic(location, json_write.compress_parts(parts, codec), version=seen)
 
 
-def _write_parquet(group: RefGroup, location: Location, record_size: int, durable: bool) -> None:
-    """Write ``group`` as a whole Parquet set at ``location``."""
+def _write_parquet(
+    group: RefGroup, location: Location, record_size: int, durable: bool, seen: object = None
+) -> None:
+    """Write ``group`` as a whole Parquet set at ``location`` (``seen``: `replace_read_set`)."""
     from refzarr.formats.parquet import write as parquet_write
 
     require_regular_grids(group)  # before any output exists: no partial reference set
-    with atomic_path(location, directory=True) as temporary:
+    with atomic_path(location, directory=True, version=seen) as temporary:
         parquet_write.write_parquet(group, location.fs, temporary, record_size=record_size)
         if durable and location.is_local:
             flush_tree(temporary)

@@ -53,6 +53,12 @@ class Location:
         protocols = _protocols(self.fs)
         return "file" in protocols or "local" in protocols
 
+    @property
+    def is_http(self) -> bool:
+        """True on fsspec's HTTP filesystem (no directories: asking whether a path is one,
+        or whether a file exists, downloads it)."""
+        return bool({"http", "https"} & set(_protocols(self.fs)))
+
 
 def remote_call(fs: Any, what: str, call: Callable[[], T]) -> T:
     """``call()`` on filesystem ``fs``; for a remote one within the read deadline, its
@@ -94,13 +100,15 @@ def detect_format(
     location: Location, *, head: int | None = None
 ) -> tuple[Literal["json", "parquet"], bytes]:
     """The format of the reference set at ``location`` and, for JSON, the file's bytes (its
-    first ``head`` bytes when given; none for Parquet).
+    first ``head`` bytes when given); for Parquet, the bytes of its ``.zmetadata`` when they
+    were read to tell (over HTTP), else none.
 
     A name ending ``.parq``/``.parquet`` says Parquet. Otherwise the file is read first: bytes
     that begin like a JSON document (or a zstd/gzip stream) are the set, so a JSON set costs
     one request (asking whether it is a directory costs fsspec's HTTP filesystem a download
     of it); anything else (no such file, a directory, an HTTP directory listing) is a Parquet
-    set when ``.zmetadata`` is inside it.
+    set when ``.zmetadata`` is inside it (over HTTP it is read at once: asking whether it
+    exists downloads it too, and the caller would download it again).
 
     Raises
     ------
@@ -114,17 +122,19 @@ def detect_format(
     try:
         data = _read(location, head)
     except (FileNotFoundError, IsADirectoryError) as exc:
-        if _holds_zmetadata(location):
-            return "parquet", b""
+        zmetadata = _zmetadata(location)
+        if zmetadata is not None:
+            return "parquet", zmetadata
         if isinstance(exc, IsADirectoryError):
             raise RefFormatError(
                 f"{location.shown}: is a directory but holds no .zmetadata (not a Parquet "
                 "reference set)"
             ) from exc
         raise SourceNotFoundError(f"{location.shown}: no such reference set") from exc
-    if looks_like_json(data) or not _holds_zmetadata(location):
+    if looks_like_json(data):
         return "json", data
-    return "parquet", b""
+    zmetadata = _zmetadata(location)
+    return ("json", data) if zmetadata is None else ("parquet", zmetadata)
 
 
 LOCAL_HEAD = 65536
@@ -150,23 +160,19 @@ def looks_like_json(data: bytes) -> bool:
     return data.startswith((ZSTD_MAGIC, GZIP_MAGIC)) or data.lstrip()[:1] == b"{"
 
 
-def _holds_zmetadata(location: Location) -> bool:
-    """Whether ``.zmetadata`` is inside ``location`` (a Parquet reference directory)."""
+def _zmetadata(location: Location) -> bytes | None:
+    """None unless ``.zmetadata`` is inside ``location`` (a Parquet reference directory);
+    over HTTP its bytes, elsewhere b"" (not read)."""
     path = location.join(".zmetadata")
+    fs = location.fs
     try:
-        return location.ask("looking for .zmetadata", lambda: _exists(location.fs, path))
+        if location.is_http:
+            return bytes(location.ask("reading .zmetadata", lambda: fs.cat_file(path)))
+        return b"" if location.ask("looking for .zmetadata", lambda: fs.exists(path)) else None
     except ReferenceFetchError:
         raise
-    except OSError:  # a file where the folder would be, no permission: no Parquet set
-        return False
-
-
-def _exists(fs: Any, path: str) -> bool:
-    """Whether ``path`` exists; a server's failure raises (fsspec's HTTP filesystem answers
-    False to any error status unless asked ``strict``: a 503 would read as absent)."""
-    if "http" in _protocols(fs) or "https" in _protocols(fs):
-        return bool(fs.exists(path, strict=True))
-    return bool(fs.exists(path))
+    except OSError:  # none there; a file where the folder would be, no permission: no set
+        return None
 
 
 def decompress(data: bytes, *, shown: str) -> bytes:

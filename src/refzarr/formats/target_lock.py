@@ -14,7 +14,10 @@ parent directory (so that two writers creating a set, or a writer moving an old 
 for a moment, are serialised too; a writer that finds the target gone takes the parent's
 lock and waits). The lock is re-entrant within a thread: a write inside a held lock uses
 the held descriptor and never locks the same target twice (two descriptors of one file
-exclude each other even within a process). Other threads and processes wait.
+exclude each other even within a process). Other threads and processes wait, at most
+`DEFAULT_LOCK_TIMEOUT` seconds unless the caller says otherwise (`lock_timeout`): then
+`ConcurrentWriteError` names the target and, when the system tells it, the process holding
+the lock.
 
 Nothing is locked on object stores or in memory (fsspec offers no lock there): see
 `refzarr.formats.atomic` for the check that refuses an exchange over a set that changed.
@@ -23,14 +26,42 @@ Nothing is locked on object stores or in memory (fsspec offers no lock there): s
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 
+from refzarr.errors import ConcurrentWriteError
 from refzarr.formats.source import Location
 from refzarr.io.paths import opened_path
 
-__all__ = ["Held", "hold_parent", "target_lock"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "Held", "hold_parent", "lock_timeout", "target_lock"]
+
+DEFAULT_LOCK_TIMEOUT = 3600.0
+"""Seconds a writer waits by default for another writer of its target (an append of a large
+set takes seconds to minutes: an hour means a writer that hangs, or a stopped process)."""
+
+_TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "refzarr_lock_timeout", default=DEFAULT_LOCK_TIMEOUT
+)
+"""The wait of the writes in progress in this context (None: no limit)."""
+
+_POLL = (0.005, 0.25)
+"""First and longest pause between two tries of a lock another writer holds (seconds)."""
+
+
+@contextlib.contextmanager
+def lock_timeout(seconds: float | None) -> Iterator[None]:
+    """Writers of local targets in the body wait at most ``seconds`` (None: as long as it
+    takes) for another writer of their target, then raise `ConcurrentWriteError`."""
+    if seconds is not None and not (isinstance(seconds, int | float) and seconds >= 0):
+        raise ValueError(f"lock_timeout must be None or seconds >= 0, got {seconds!r}")
+    token = _TIMEOUT.set(None if seconds is None else float(seconds))
+    try:
+        yield
+    finally:
+        _TIMEOUT.reset(token)
 
 
 class Held:
@@ -86,7 +117,7 @@ def hold_parent(lock: Held, path: str) -> Iterator[None]:
     if lock.parent_handle is not None:
         yield
         return
-    handle = _locked(os.path.dirname(path))
+    handle = _locked(os.path.dirname(path), _deadline(), path)
     lock.parent_handle = handle
     try:
         yield
@@ -97,11 +128,12 @@ def hold_parent(lock: Held, path: str) -> Iterator[None]:
 
 def _acquire(path: str, restore: Callable[[str], object] | None) -> Held:
     """Wait for the lock of ``path``'s current inode (or of its parent while it is absent)."""
+    deadline = _deadline()
     while True:
         try:
-            handle = _locked(path)
+            handle = _locked(path, deadline, path)
         except FileNotFoundError:
-            parent = _locked(os.path.dirname(path))
+            parent = _locked(os.path.dirname(path), deadline, path)
             if restore is not None:
                 restore(path)
             if not os.path.lexists(path):
@@ -113,7 +145,15 @@ def _acquire(path: str, restore: Callable[[str], object] | None) -> Held:
         os.close(handle)  # replaced while waiting: lock what stands there now
 
 
-def _locked(path: str) -> int:
+def _deadline() -> float | None:
+    """When the writer stops waiting (`time.monotonic`; None: never)."""
+    seconds = _TIMEOUT.get()
+    return None if seconds is None else time.monotonic() + seconds
+
+
+def _locked(path: str, deadline: float | None, target: str) -> int:
+    """A descriptor of ``path`` holding its lock, waited for until ``deadline`` (the lock of
+    ``target``, or of its folder while nothing stands there)."""
     import fcntl
 
     from refzarr.formats.atomic import step  # (atomic imports this module)
@@ -124,11 +164,63 @@ def _locked(path: str) -> int:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             step("waiting for the lock")  # another writer holds it (tests see the wait)
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            _wait(handle, deadline, target)
     except BaseException:
         os.close(handle)
         raise
     return handle
+
+
+def _wait(handle: int, deadline: float | None, target: str) -> None:
+    """Take the lock of ``handle`` another writer holds, by ``deadline`` (else
+    `ConcurrentWriteError`)."""
+    import fcntl
+
+    if deadline is None:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        return
+    pause = _POLL[0]
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _timed_out(handle, target)
+        time.sleep(min(pause, left))
+        pause = min(2 * pause, _POLL[1])
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            continue
+
+
+def _timed_out(handle: int, target: str) -> ConcurrentWriteError:
+    seconds = _TIMEOUT.get()
+    holder = _holder(handle)
+    by = f" (held by process {holder})" if holder else ""
+    return ConcurrentWriteError(
+        f"{target}: another writer of this reference set still holds its lock{by} after "
+        f"{seconds:g} s; nothing was written. Run this again when it is done, or give a "
+        "longer lock_timeout (the CLI's --lock-timeout); a stopped writer releases the lock "
+        "when its process ends"
+    )
+
+
+def _holder(handle: int) -> str:
+    """The process holding an ``flock`` on the file of ``handle`` ("" when the system does
+    not say: /proc/locks is Linux's)."""
+    stat = os.fstat(handle)
+    inode = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as table:
+            lines = table.read().splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == inode:
+            pid = fields[4]
+            return f"{pid}, this process" if pid == str(os.getpid()) else pid
+    return ""
 
 
 def _same_file(handle: int, path: str) -> bool:

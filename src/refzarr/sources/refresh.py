@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from refzarr.errors import IncompatibleError, SourceNotFoundError
+from refzarr.formats.target_lock import DEFAULT_LOCK_TIMEOUT
 from refzarr.model import INLINED, RefArray, RefGroup
 from refzarr.model.manifest import ChunkManifest
 from refzarr.sources.check import SourceChange, changes_of, require_record
@@ -40,6 +41,7 @@ def refresh(
     *,
     refs_options: Mapping[str, Any] | None = None,
     durable: bool = False,
+    lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
 ) -> list[SourceChange]:
     """Scan again the sources of a reference set that changed since their scan, and rewrite
     the set atomically with their new references (nothing is written when none changed).
@@ -56,6 +58,9 @@ def refresh(
         fsspec options for the reference set's own filesystem.
     durable
         Flush the rewritten set to disk (`refzarr.write`'s ``durable``; not for Icechunk).
+    lock_timeout
+        Seconds to wait at most while another writer of a local set holds its lock
+        (`refzarr.write`'s ``lock_timeout``; None: no limit).
 
     Returns
     -------
@@ -69,12 +74,17 @@ def refresh(
         as it was).
     IncompatibleError
         When a changed file no longer fits its place in a combined set (names file and array).
+    ConcurrentWriteError
+        When another writer held a local set's lock longer than ``lock_timeout``, or replaced
+        a set on an object store while this refresh read it (nothing written: run it again).
     RefFormatError
         When the set records no sources.
     """
-    from refzarr.formats.api import read, write
+    from refzarr.formats.api import read, replace_read_set
+    from refzarr.formats.atomic import set_version
     from refzarr.formats.icechunk.reading import is_icechunk_repository
     from refzarr.formats.source import locate
+    from refzarr.formats.target_lock import lock_timeout as waiting_at_most
     from refzarr.formats.target_lock import target_lock
 
     where = os.fspath(refs)
@@ -83,13 +93,19 @@ def refresh(
 
         return refresh_icechunk(where, storage_options, refs_options=refs_options).changes
     location = locate(refs, refs_options)
-    # other local writers of the set (appends) wait until the refreshed set replaced it
-    with target_lock(location):
+    # other local writers of the set (appends) wait until the refreshed set replaced it;
+    # elsewhere (nothing locked) a set replaced while this one read it is not overwritten
+    with waiting_at_most(lock_timeout), target_lock(location):
+        form = seen = None
+        if not location.is_local:
+            form = written_form(refs, refs_options)
+            seen = set_version(location, directory=form["format"] == "parquet")
         group = read(refs, refs_options)
         fresh, changes = refresh_group(group, storage_options, where=where)
         if changes:
-            form = written_form(refs, refs_options)
-            write(fresh, refs, storage_options=refs_options, durable=durable, **form)
+            form = form or written_form(refs, refs_options)
+            how = {"storage_options": refs_options, "durable": durable, **form}
+            replace_read_set(fresh, refs, seen, lock_timeout=lock_timeout, **how)
     return changes
 
 
@@ -109,7 +125,7 @@ def written_form(
     location = locate(refs, refs_options)
     found, head = detect_format(location, head=_HEAD_BYTES)
     if found == "parquet":
-        return {"format": "parquet", "record_size": load_zmetadata(location).record_size}
+        return {"format": "parquet", "record_size": load_zmetadata(location, head).record_size}
     compression: Literal["zstd", "gzip"] | None = None
     if head.startswith(ZSTD_MAGIC):
         compression = "zstd"

@@ -82,13 +82,15 @@ def read_parquet(
     return assemble_group(hierarchy, manifests, where=zmeta.where)
 
 
-def expand_parquet(location: Location) -> dict[str, Any]:
+def expand_parquet(location: Location, zmetadata: bytes = b"") -> dict[str, Any]:
     """Every key of a Parquet reference set in Version 0 form (loads every record file).
 
     Parameters
     ----------
     location
         The reference set's directory.
+    zmetadata
+        The bytes of its ``.zmetadata`` when already read (`load_zmetadata`), else b"".
 
     Returns
     -------
@@ -103,7 +105,7 @@ def expand_parquet(location: Location) -> dict[str, Any]:
     RefFormatError
         ``.zmetadata`` or a record file is malformed.
     """
-    zmeta = load_zmetadata(location)
+    zmeta = load_zmetadata(location, zmetadata)
     out: dict[str, Any] = {
         key: value if is_metadata_key(key) else metadata_text(value).encode("utf-8")
         for key, value in zmeta.metadata.items()
@@ -119,13 +121,15 @@ def expand_parquet(location: Location) -> dict[str, Any]:
     return out
 
 
-def load_zmetadata(location: Location) -> ZMetadata:
+def load_zmetadata(location: Location, data: bytes = b"") -> ZMetadata:
     """Read and check ``.zmetadata``.
 
     Parameters
     ----------
     location
         The reference set's directory.
+    data
+        The bytes of its ``.zmetadata`` when already read (`detect_format`), else b"".
 
     Returns
     -------
@@ -141,16 +145,7 @@ def load_zmetadata(location: Location) -> ZMetadata:
         ``location`` does not exist.
     """
     where = f"{location.shown.rstrip('/')}/.zmetadata"
-    try:
-        data = location.ask(
-            "reading .zmetadata", lambda: location.fs.cat_file(location.join(".zmetadata"))
-        )
-    except FileNotFoundError:
-        if location.ask("listing it", lambda: location.fs.isdir(location.path)):
-            raise RefFormatError(
-                f"{location.shown}: a directory without .zmetadata is not a Parquet reference set"
-            ) from None
-        raise SourceNotFoundError(f"{location.shown}: no such reference set") from None
+    data = data or _zmetadata_bytes(location, where)
     try:
         document = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -166,6 +161,26 @@ def load_zmetadata(location: Location) -> ZMetadata:
         )
     complete = document.get(COMPLETE_KEY) is True
     return ZMetadata(metadata, record_size, where, every_record_written=complete)
+
+
+def _zmetadata_bytes(location: Location, where: str) -> bytes:
+    """The bytes of ``.zmetadata``; its absence named (asking whether the set's directory
+    exists is left out over HTTP, which has no directories: it would download a listing)."""
+    try:
+        data: bytes = location.ask(
+            "reading .zmetadata", lambda: location.fs.cat_file(location.join(".zmetadata"))
+        )
+    except FileNotFoundError:
+        if location.is_http:
+            raise SourceNotFoundError(
+                f"{location.shown}: no such reference set ({where} not found)"
+            ) from None
+        if location.ask("listing it", lambda: location.fs.isdir(location.path)):
+            raise RefFormatError(
+                f"{location.shown}: a directory without .zmetadata is not a Parquet reference set"
+            ) from None
+        raise SourceNotFoundError(f"{location.shown}: no such reference set") from None
+    return data
 
 
 def _source(

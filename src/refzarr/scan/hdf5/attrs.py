@@ -117,6 +117,10 @@ class AttributeTable:
         with ``message``."""
         self._values[name] = _Refused(message)
 
+    def settle(self, name: str, value: Any) -> None:
+        """Attribute ``name`` has ``value`` (read elsewhere, exactly as h5py reads it)."""
+        self._values[name] = value
+
     def get(self, name: str, default: Any = None) -> Any:
         """The value of attribute ``name``, or ``default`` when there is none."""
         return self[name] if name in self.names else default

@@ -7,7 +7,10 @@ collection address, object index) of variable-length attributes (read from their
 header's messages), of compact datasets (from their layout message), of contiguous ones, and
 of chunked ones whose filters refzarr decodes (deflate, shuffle, ...: the codecs the scanner
 would reference them with); each collection they name is walked object by object from the File
-Format Specification, with the file's sizes of offsets and lengths (2, 4 or 8 bytes).
+Format Specification, with the file's sizes of offsets and lengths (2, 4 or 8 bytes). Datasets
+of region references (collection address, object index: ``H5Rget_region`` reads the object)
+are checked the same way in files with 8-byte offsets and refused in others. Checked
+variable-length string attributes are then read from their collections (`heap_strings`).
 
 Values whose descriptors cannot be found that way are refused before the HDF5 library reads
 them (`UnsupportedFeatureError`): attributes whose message is stored in the file's shared
@@ -33,7 +36,7 @@ from h5py import h5a, h5d, h5t
 from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.scan.hdf5.types import creation_plist
 
-__all__ = ["attribute_heap_refusals", "check_global_heaps"]
+__all__ = ["attribute_heap_refusals", "check_global_heaps", "heap_strings"]
 
 ReadRange = Callable[[int, int], bytes]
 CompactData = Callable[[], bytes | None]
@@ -56,13 +59,21 @@ _CELLS = {
 }
 """A stored descriptor (length, collection address, object index), by size of offsets."""
 
+_REGION_CELLS = {size: np.dtype([("address", f"<u{size}"), ("index", "<u4")]) for size in (2, 4, 8)}
+"""A stored region reference (collection address, object index: the object holds the target's
+address and the selection), by size of offsets."""
+
 
 class _Unchecked(Exception):
     """The descriptors cannot be found here (the reason)."""
 
 
-Collections = dict[int, dict[int, int] | str]
-"""The collections walked in one scan: object sizes by index, or what is wrong, by position."""
+Spans = dict[int, tuple[int, int]]
+"""The objects of one collection: (where its data starts in the collection, size) by index."""
+
+Collections = dict[int, Spans | str]
+"""The collections walked in one scan: their objects (`Spans`), or what is wrong, by
+position."""
 
 
 def check_global_heaps(
@@ -86,7 +97,12 @@ def check_global_heaps(
         stored = list(_stored(ds, read_range, compact))
     except _Unchecked as exc:
         raise UnsupportedFeatureError(f"{where}: {NOT_CHECKED.format(exc)}") from None
-    _check(f, sizes, stored, _Reader(read_range, size, walked), f"{where}: its")
+    region = ds.id.get_type().get_class() == h5t.REFERENCE
+    if region and sizes[0] != 8:  # stored otherwise than 12 bytes each: not read here
+        why = f"region references in a file with offsets of {sizes[0]} bytes"
+        raise UnsupportedFeatureError(f"{where}: {NOT_CHECKED.format(why)}")
+    cell = (_REGION_CELLS if region else _CELLS)[sizes[0]]
+    _check(f, sizes, stored, _Reader(read_range, size, walked), f"{where}: its", cell)
 
 
 def attribute_heap_refusals(
@@ -141,6 +157,63 @@ def attribute_heap_refusals(
     return refused
 
 
+def heap_strings(
+    obj: h5py.HLObject,
+    wanted: Mapping[str, tuple[bytes, tuple[int, ...]]],
+    read_range: ReadRange,
+    walked: Collections,
+) -> dict[str, Any]:
+    """Variable-length string attributes of ``obj`` read from their collections, as h5py
+    reads them: a str (UTF-8, undecodable bytes as surrogate escapes), or an object array of
+    those for a simple dataspace.
+
+    ``wanted``: by name, the stored descriptors and the dimensions (() when scalar) of
+    attributes whose collections `attribute_heap_refusals` checked (they are in ``walked``).
+    Those left out of the result are for h5py to read (a string holding a NUL, a collection
+    not walked). Each collection is read once, so reading n strings costs O(n) (HDF5 looks an
+    attribute up by name by walking its object header: h5py reading them one by one costs
+    O(n²)).
+    """
+    try:
+        offset_size = _sizes(obj.file)[0]
+    except _Unchecked:
+        return {}
+    base = obj.file.id.get_create_plist().get_userblock()
+    collections: dict[int, bytes] = {}
+    out: dict[str, Any] = {}
+    for name, (raw, dims) in wanted.items():
+        cells = np.frombuffer(raw, _CELLS[offset_size], prod(dims)).tolist()
+        items = [_string(read_range, walked, collections, base + a, k, n) for n, a, k in cells]
+        if None in items:
+            continue
+        out[name] = items[0] if not dims else np.array(items, dtype=object).reshape(dims)
+    return out
+
+
+def _string(
+    read_range: ReadRange,
+    walked: Collections,
+    collections: dict[int, bytes],
+    address: int,
+    index: int,
+    length: int,
+) -> str | None:
+    """One string of ``length`` bytes, object ``index`` of the collection at ``address``
+    (read once into ``collections``); None when h5py must read it."""
+    if not length:
+        return ""
+    spans = walked.get(address)
+    if not isinstance(spans, dict) or spans.get(index, (0, -1))[1] < length:
+        return None
+    if address not in collections:
+        collections[address] = read_range(address, max(a + n for a, n in spans.values()))
+    start = spans[index][0]
+    data = collections[address][start : start + length]
+    if b"\0" in data:  # HDF5 gives C strings: h5py sees what comes before a NUL
+        return None
+    return data.decode("utf-8", errors="surrogateescape")
+
+
 def _attribute_cells(oid: Any, name: bytes) -> int | None:
     """Descriptors in the value of attribute ``name`` (None: none; -1: nested ones)."""
     attr = h5a.open(oid, name)
@@ -190,17 +263,23 @@ def _check(
     stored: Iterable[bytes],
     reader: _Reader,
     what: str,
+    cell: np.dtype[Any] | None = None,
 ) -> None:
+    """ScanError when a collection the descriptors ``stored`` point into is damaged
+    (``cell``: their layout, `_CELLS` by default; without a length, as region references,
+    an object of any size must be there)."""
     base = f.id.get_create_plist().get_userblock()
-    cell = _CELLS[sizes[0]]
+    cell = _CELLS[sizes[0]] if cell is None else cell
+    sized = "length" in (cell.names or ())
     wanted: dict[int, dict[int, int]] = {}
     for raw in stored:
         cells = np.frombuffer(raw[: len(raw) // cell.itemsize * cell.itemsize], dtype=cell)
         cells = cells[cells["address"] != 0]
+        lengths = cells["length"] if sized else np.zeros(len(cells), int)
         for address, index, length in zip(
             cells["address"].tolist(),
             cells["index"].tolist(),
-            cells["length"].tolist(),
+            lengths.tolist(),
             strict=True,
         ):
             objects = wanted.setdefault(address, {})
@@ -209,7 +288,8 @@ def _check(
         reason = _damage(reader, base + address, objects, sizes[1])
         if reason:
             raise ScanError(
-                f"{what} variable-length values point into a damaged global heap "
+                f"{what} {'variable-length values' if sized else 'region references'} point "
+                "into a damaged global heap "
                 f"collection at byte {base + address}: {reason}"
             )
 
@@ -282,12 +362,12 @@ def _damage(reader: _Reader, address: int, objects: dict[int, int], length_size:
     if isinstance(found, str):
         return found
     for index, length in objects.items():
-        if found.get(index, -1) < length:
+        if found.get(index, (0, -1))[1] < length:
             return f"object {index} ({length} bytes) is not in it"
     return ""
 
 
-def _walk(reader: _Reader, address: int, length_size: int) -> dict[int, int] | str:
+def _walk(reader: _Reader, address: int, length_size: int) -> Spans | str:
     """The objects of the collection at ``address`` (`_objects`), or what is wrong."""
     head_size = _aligned(8 + length_size)
     if address + head_size > reader.size:
@@ -301,9 +381,10 @@ def _walk(reader: _Reader, address: int, length_size: int) -> dict[int, int] | s
     return _objects(reader.read_range(address, total), length_size)
 
 
-def _objects(collection: bytes, length_size: int = 8) -> dict[int, int] | str:
-    """Object index -> size, walked from the first object to the free space (or the end)."""
-    out: dict[int, int] = {}
+def _objects(collection: bytes, length_size: int = 8) -> Spans | str:
+    """Object index -> (start of its data, size), walked from the first object to the free
+    space (or the end)."""
+    out: Spans = {}
     head = _aligned(8 + length_size)  # index (2), reference count (2), reserved (4), size
     at, end = head, len(collection)
     while at + head <= end:
@@ -315,7 +396,7 @@ def _objects(collection: bytes, length_size: int = 8) -> dict[int, int] | str:
             return f"object {index} ({length} bytes) runs past its end"
         if index in out:
             return f"object {index} is listed twice"
-        out[index] = length
+        out[index] = (at + head, length)
         at += head + -(-length // 8) * 8
     return out if at >= end or end - at < head else "its objects do not end it"
 

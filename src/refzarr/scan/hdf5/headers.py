@@ -153,6 +153,25 @@ class ObjectHeaders:
         except (*_FALLBACK, _Beyond):
             return None
 
+    def vlen_strings(self, oid: Any, address: int | None = None) -> dict[bytes, tuple[int, ...]]:
+        """By name, the dimensions (() when scalar) of the attributes of ``oid`` that are
+        plain variable-length strings (`heap_strings` reads them); none when the header
+        cannot be read here."""
+        sb = self._superblock_once()
+        try:
+            found = None if sb is None else self._attribute_messages(_at(oid, address), sb)
+        except (*_FALLBACK, _Beyond):
+            return {}
+        if found is None or sb is None:
+            return {}
+        out = {}
+        for body, _ in found[0]:
+            fields = attribute_fields(body)
+            dims = dataspace_dims(fields.space_bytes, sb)
+            if not fields.shared and dims is not None and _plain_vlen_string(fields.type_bytes):
+                out[fields.name] = dims
+        return out
+
     def compact_data(self, oid: Any, address: int | None = None) -> bytes | None:
         """The raw data of the compact dataset ``oid`` (in its layout message), or None when
         it cannot be read here."""
@@ -217,6 +236,15 @@ def _stored_data(body: bytes, sb: Superblock) -> tuple[bytes, tuple[int | None, 
         return fields.name, (None, data)
     dims = dataspace_dims(fields.space_bytes, sb)  # variable-length strings
     return fields.name, (None if dims is None else prod(dims), data)
+
+
+def _plain_vlen_string(kind: bytes) -> bool:
+    """Whether a datatype message is a variable-length string as h5py and netCDF write it:
+    null-terminated, ASCII or UTF-8, of one-byte characters (HDF5 stores their base type as
+    an 8-bit integer)."""
+    if len(kind) < 16 or kind[0] & 0x0F != _VLEN or kind[1] != 0x01 or kind[2] not in (0, 1):
+        return False
+    return kind[8] & 0x0F in (0, 3) and struct.unpack_from("<I", kind, 12)[0] == 1
 
 
 def _compact_raw(body: bytes) -> bytes | None:

@@ -6,7 +6,7 @@ picklable), so scanning many files is ``executor.map(Hdf5Scanner(...), urls)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -34,6 +34,7 @@ from refzarr.scan.hdf5.global_heap import (
     Collections,
     attribute_heap_refusals,
     check_global_heaps,
+    heap_strings,
 )
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.layout import dataset_filters, manifest_for
@@ -179,6 +180,11 @@ class _Walk:
             if name in INTERNAL_ATTRS or name in ("CLASS", "NAME"):
                 raise UnsupportedFeatureError(message)
             table.refuse(name, message)  # type: ignore[arg-type]
+        if data:
+            strings = self.headers.vlen_strings(obj.id, address)
+            wanted = _heap_string_data(pending, refused, data, strings)
+            for name, value in heap_strings(obj, wanted, read, self.walked).items():
+                table.settle(name, value)
 
     def member(
         self,
@@ -267,7 +273,7 @@ class _Walk:
         if needs_decoding(ds, tid):  # vlen strings, object references: decoded and inlined
             attrs = self.array_attributes(ds, path, where, table, tid)
             dims = dimension_names(ds, self.phony, table, self.scale_names)
-            if tid.get_class() in (h5t.STRING, h5t.VLEN):  # before h5py reads the heap
+            if _in_global_heap(ds, tid):  # before h5py reads the heap
                 address = getattr(ds, "header_address", None)
                 check_global_heaps(
                     ds,
@@ -370,6 +376,31 @@ def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLOb
     if kind == h5i.GROUP:
         return h5py.Group(oid)
     return group.get(name)  # a named datatype: h5py's own object
+
+
+def _in_global_heap(ds: h5py.Dataset, tid: h5t.TypeID) -> bool:
+    """Whether the values of a dataset that `needs_decoding` point into the global heap:
+    variable-length strings and sequences, region references (object references are
+    addresses)."""
+    if tid.get_class() in (h5t.STRING, h5t.VLEN):
+        return True
+    return h5py.check_ref_dtype(ds.dtype) is h5py.RegionReference
+
+
+def _heap_string_data(
+    names: list[str],
+    refused: Mapping[str | bytes, str],
+    data: Mapping[bytes, tuple[int | None, bytes]],
+    strings: Mapping[bytes, tuple[int, ...]],
+) -> dict[str, tuple[bytes, tuple[int, ...]]]:
+    """The stored descriptors and dimensions of the plain variable-length strings among
+    attributes ``names`` (those checked, not ``refused``), by name, for `heap_strings`."""
+    out = {}
+    for name in names:
+        key = _encode(name)
+        if name not in refused and key in strings and key in data:
+            out[name] = (data[key][1], strings[key])
+    return out
 
 
 class _LinkCycleError(Exception):
