@@ -100,7 +100,8 @@ def _read_table(data: bytes, where: str) -> pa.Table:
 
 def _column(table: pa.Table, name: str, where: str) -> pa.Array:
     try:
-        return table.column(name).combine_chunks()
+        column = table.column(name)
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     except (pa.ArrowException, ValueError) as exc:
         raise RefFormatError(f"{where}: column {name!r} cannot be read ({exc})") from exc
 
@@ -114,15 +115,19 @@ def _path_column(column: pa.Array, where: str) -> tuple[tuple[str, ...], npt.NDA
             raise RefFormatError(
                 f"{where}: column 'path' must hold strings, found Parquet type {column.type}"
             )
+        if column.null_count == len(column):  # no row refers to a file (all inlined)
+            return (), np.full(len(column), -1, dtype=np.int32)
         column = pc.dictionary_encode(column)
     values = _as_text(column.dictionary, where)
     indices = _ids(column.indices)
-    unique = pc.unique(values.drop_null())
-    if len(unique) != len(values):
+    urls = values.to_pylist()
+    if None in urls or len(set(urls)) != len(urls):
         # duplicate or null dictionary entries: map every entry to its first occurrence
+        unique = pc.unique(values.drop_null())
         remap = _ids(pc.index_in(values, value_set=unique))
         indices = np.where(indices >= 0, remap[np.maximum(indices, 0)], -1)
-    paths = tuple(unique.to_pylist())
+        urls = unique.to_pylist()
+    paths = tuple(urls)
     if "" in paths and (indices == paths.index("")).any():
         row = int(np.argmax(indices == paths.index("")))
         raise RefFormatError(f"{where}: row {row} has an empty path (a URL is required)")
@@ -131,7 +136,9 @@ def _path_column(column: pa.Array, where: str) -> tuple[tuple[str, ...], npt.NDA
 
 def _ids(indices: pa.Array) -> npt.NDArray[np.int64]:
     """Integer indices as int64, -1 where null."""
-    values = int_values(pc.cast(indices, pa.int64()))
+    values = int_values(indices).astype(np.int64)
+    if not indices.null_count:
+        return values
     return np.where(validity(indices), values, -1)
 
 
@@ -163,8 +170,9 @@ def _int_column(
             f"{where}: column {name!r} must hold integers, found Parquet type {column.type}"
         )
     valid = validity(column)
-    wide = pa.int64() if pa.types.is_signed_integer(column.type) else pa.uint64()
-    values = np.where(valid, int_values(pc.cast(column, wide)), 0)
+    values = int_values(column)
+    if column.null_count:
+        values = np.where(valid, values, 0)
     if values.size and values.min() < 0:
         row = int(np.argmin(values))
         raise RefFormatError(f"{where}: row {row} has a negative {name} ({values[row]})")
