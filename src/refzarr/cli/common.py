@@ -18,11 +18,13 @@ __all__ = [
     "CommandFailed",
     "UsageError",
     "add_durable",
+    "add_storage_options",
     "format_of",
     "json_object",
     "non_negative_int",
     "positive_int",
     "read_refs",
+    "refs_options",
 ]
 
 EXIT_OK = 0
@@ -43,6 +45,23 @@ def add_durable(parser: argparse.ArgumentParser) -> None:
         "folder, to disk before and after it replaces the old one, so that it survives a "
         "power cut (local JSON files are always flushed; Parquet sets are not without it)",
     )
+
+
+def add_storage_options(parser: argparse.ArgumentParser) -> None:
+    """The ``--storage-options`` of the commands that read a reference set and its sources."""
+    parser.add_argument(
+        "--storage-options",
+        type=json_object,
+        metavar="JSON",
+        help="fsspec options for the source files, and for REFS when it is a URL, as JSON or "
+        "@FILE (credentials, '{\"anon\": true}', an S3 endpoint_url in client_kwargs)",
+    )
+
+
+def refs_options(refs: str, storage_options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``--storage-options`` for reading REFS itself: given when REFS is a URL (as the
+    sources are), None for a local path."""
+    return storage_options if "://" in refs else None
 
 
 class UsageError(RefzarrError, ValueError):
@@ -110,34 +129,37 @@ _REFS_MAGIC = (b"{", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
 """How a JSON reference set starts (after white space): ``{``, or a zstd / gzip stream."""
 
 
-def read_refs(source: str) -> RefGroup:
-    """The reference set at ``source`` (`refzarr.read`); a source file given instead (a
-    netCDF, a TIFF, a Zarr store, ...) is named as such, with the ``refzarr scan`` to run,
-    before its bytes are read as JSON.
+def read_refs(source: str, storage_options: dict[str, Any] | None = None) -> RefGroup:
+    """The reference set at ``source`` (`refzarr.read`, with ``storage_options`` when
+    ``source`` is a URL); a source file given instead (a netCDF, a TIFF, a Zarr store, ...)
+    is named as such, with the ``refzarr scan`` to run, before its bytes are read as JSON.
 
     Raises
     ------
     CommandFailed
         When ``source`` is a file refzarr scans rather than a reference set.
     """
-    hint = _source_file_hint(source, before_reading=True)
+    options = refs_options(source, storage_options)
+    hint = _source_file_hint(source, options, before_reading=True)
     if hint:
         raise CommandFailed(hint)
     try:
-        return read(source)
+        return read(source, options)
     except RefFormatError as exc:
-        hint = _source_file_hint(source, before_reading=False)
+        hint = _source_file_hint(source, options, before_reading=False)
         if hint:
             raise CommandFailed(hint) from exc
         raise
 
 
-def _source_file_hint(source: str, *, before_reading: bool) -> str | None:
+def _source_file_hint(
+    source: str, storage_options: dict[str, Any] | None, *, before_reading: bool
+) -> str | None:
     """``"x.nc is a HDF5 / netCDF4 file, not a reference set: ..."`` or None."""
     from refzarr.scan.detect import detect_probe, probe_source
 
     try:
-        probe = probe_source(source)
+        probe = probe_source(source, storage_options)
     except (RefzarrError, OSError, ValueError):
         return None
     if before_reading and (probe.is_directory or probe.head.lstrip().startswith(_REFS_MAGIC)):
