@@ -7,7 +7,13 @@ import json
 import sys
 from typing import Any
 
-from refzarr.cli.common import EXIT_OK, REFS_HELP, CommandFailed, read_refs
+from refzarr.cli.common import (
+    EXIT_OK,
+    REFS_HELP,
+    CommandFailed,
+    add_storage_options,
+    read_refs,
+)
 from refzarr.io import RangeReader
 from refzarr.model import ChunkRef, RefArray, RefGroup
 from refzarr.model.hierarchy import array_metadata, group_metadata
@@ -25,13 +31,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "key", metavar="KEY", help="a key: .zgroup, temp/.zarray, temp/.zattrs, temp/0.1, ..."
     )
+    add_storage_options(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the key's bytes (metadata as the JSON text a Zarr reader gets; chunks as stored)."""
-    group = read_refs(args.refs)
-    data = key_bytes(group, args.key, args.refs)
+    group = read_refs(args.refs, args.storage_options)
+    data = key_bytes(group, args.key, args.refs, args.storage_options)
     out = sys.stdout.buffer
     try:
         out.write(data)
@@ -43,8 +50,10 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def key_bytes(group: RefGroup, key: str, where: str) -> bytes:
-    """The bytes of ``key`` in ``group``.
+def key_bytes(
+    group: RefGroup, key: str, where: str, storage_options: dict[str, Any] | None = None
+) -> bytes:
+    """The bytes of ``key`` in ``group`` (a chunk read with ``storage_options``).
 
     Raises
     ------
@@ -76,7 +85,7 @@ def key_bytes(group: RefGroup, key: str, where: str) -> bytes:
         )
     if isinstance(entry, bytes):
         return entry
-    return _fetch(entry, key)
+    return _fetch(entry, key, storage_options)
 
 
 def _metadata(group: RefGroup) -> dict[str, Any]:
@@ -108,8 +117,8 @@ def _chunk_index(group: RefGroup, key: str, where: str) -> tuple[str, tuple[int,
     )
 
 
-def _fetch(entry: ChunkRef, key: str) -> bytes:
-    reader = RangeReader()
+def _fetch(entry: ChunkRef, key: str, storage_options: dict[str, Any] | None) -> bytes:
+    reader = RangeReader(storage_options=storage_options)
     length = entry.length
     if length is None:  # a whole-file reference
         length = reader.size(entry.url) - entry.offset

@@ -20,11 +20,13 @@ __all__ = [
     "UsageError",
     "add_durable",
     "add_lock_timeout",
+    "add_storage_options",
     "format_of",
     "json_object",
     "non_negative_int",
     "positive_int",
     "read_refs",
+    "refs_options",
 ]
 
 EXIT_OK = 0
@@ -71,6 +73,23 @@ def _seconds(text: str) -> float | None:
     if not seconds >= 0:  # also NaN
         raise argparse.ArgumentTypeError(f"seconds >= 0 or 'none' expected, got {text!r}")
     return seconds
+
+
+def add_storage_options(parser: argparse.ArgumentParser) -> None:
+    """The ``--storage-options`` of the commands that read a reference set and its sources."""
+    parser.add_argument(
+        "--storage-options",
+        type=json_object,
+        metavar="JSON",
+        help="fsspec options for the source files, and for REFS when it is a URL, as JSON or "
+        "@FILE (credentials, '{\"anon\": true}', an S3 endpoint_url in client_kwargs)",
+    )
+
+
+def refs_options(refs: str, storage_options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``--storage-options`` for reading REFS itself: given when REFS is a URL (as the
+    sources are), None for a local path."""
+    return storage_options if "://" in refs else None
 
 
 class UsageError(RefzarrError, ValueError):
@@ -138,9 +157,10 @@ _REFS_MAGIC = (b"{", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
 """How a JSON reference set starts (after white space): ``{``, or a zstd / gzip stream."""
 
 
-def read_refs(source: str) -> RefGroup:
-    """The reference set at ``source`` (`refzarr.read`); a source file given instead (a
-    netCDF, a TIFF, a Zarr store, ...) is named as such, with the ``refzarr scan`` to run
+def read_refs(source: str, storage_options: dict[str, Any] | None = None) -> RefGroup:
+    """The reference set at ``source`` (`refzarr.read`, with ``storage_options`` when
+    ``source`` is a URL); a source file given instead (a netCDF, a TIFF, a Zarr store, ...)
+    is named as such, with the ``refzarr scan`` to run
     (`refzarr.formats.api.source_given_error`), judged from its first bytes before the file
     is read (a remote file is not downloaded to find out).
 
@@ -149,19 +169,20 @@ def read_refs(source: str) -> RefGroup:
     RefFormatError
         When ``source`` is a file refzarr scans rather than a reference set.
     """
-    error = _source_given(source)
+    options = refs_options(source, storage_options)
+    error = _source_given(source, options)
     if error is not None:
         raise error
-    return read(source)
+    return read(source, options)
 
 
-def _source_given(source: str) -> RefFormatError | None:
+def _source_given(source: str, storage_options: dict[str, Any] | None) -> RefFormatError | None:
     """`source_given_error` for the file at ``source`` from its first bytes; None for a
     directory (`refzarr.read` judges those) or a file that begins like a reference set."""
     from refzarr.scan.detect import probe_source
 
     try:
-        probe = probe_source(source)
+        probe = probe_source(source, storage_options)
     except (RefzarrError, OSError, ValueError):
         return None
     if probe.is_directory or probe.head.lstrip().startswith(_REFS_MAGIC):

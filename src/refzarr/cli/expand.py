@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from refzarr.cli.common import EXIT_OK
+from refzarr.cli.common import EXIT_OK, add_storage_options, refs_options
 from refzarr.formats.api import expand_references
 
 __all__ = ["register", "run"]
@@ -20,12 +20,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "expand", parents=[common], help="print a reference set as Version 0 JSON"
     )
     parser.add_argument("src", metavar="SRC", help="reference set to expand")
+    add_storage_options(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the expanded references (a closed pipe, as under ``| head``, is not an error)."""
-    refs = expand_references(args.src)
+    refs = expand_references(args.src, refs_options(args.src, args.storage_options))
     try:
         _dump_v0(refs, sys.stdout)
     except BrokenPipeError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from refzarr.cli.common import EXIT_OK, REFS_HELP, read_refs
+from refzarr.cli.common import EXIT_OK, REFS_HELP, add_storage_options, read_refs
 from refzarr.cli.stats import ArrayStats, array_stats
 from refzarr.cli.table import human_bytes, plural, table
 from refzarr.model import ArrayMeta
@@ -33,12 +33,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "info", parents=[common], help="summarise the groups and arrays of a reference set"
     )
     parser.add_argument("refs", metavar="REFS", help=REFS_HELP)
+    add_storage_options(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the summary: totals first, then one row per array."""
-    group = read_refs(args.refs)
+    group = read_refs(args.refs, args.storage_options)
     arrays = [(path, array.meta, array_stats(array)) for path, array in group.arrays()]
     total = ArrayStats()
     for _, _, stats in arrays:

@@ -20,10 +20,11 @@ from refzarr.cli.common import (
     EXIT_OK,
     REFS_HELP,
     UsageError,
-    json_object,
+    add_storage_options,
     positive_int,
     quiet_icechunk,
     read_refs,
+    refs_options,
 )
 from refzarr.cli.table import plural
 from refzarr.io import RangeReader
@@ -50,12 +51,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="instead, check that every source file is as scanned (size, modification time, "
         "ETag): lists those that changed or vanished (refresh them with `refzarr refresh`)",
     )
-    parser.add_argument(
-        "--storage-options",
-        type=json_object,
-        metavar="JSON",
-        help="fsspec options for the source files, as JSON or @FILE",
-    )
+    add_storage_options(parser)
     parser.add_argument(
         "--max-failures",
         type=positive_int,
@@ -80,11 +76,11 @@ def run(args: argparse.Namespace) -> int:
                 "(Icechunk itself checks every virtual chunk's source when reading it)"
             )
         return _run_icechunk_sources(args)
-    group = read_refs(args.refs)
+    group = read_refs(args.refs, args.storage_options)
     if args.sources:
         return _run_sources(args, group)
     arrays = list(group.arrays())
-    reader = RangeReader()
+    reader = RangeReader(storage_options=args.storage_options)
     urls = referenced_urls(arrays)
     sizes = file_sizes(reader, urls)
     report = Report(args.max_failures)
@@ -135,7 +131,7 @@ def _run_icechunk_sources(args: argparse.Namespace) -> int:
 
 def _repository_options(args: argparse.Namespace) -> Any:
     """``--storage-options`` serve a remote repository too (as for ``refzarr refresh``)."""
-    return args.storage_options if "://" in args.refs else None
+    return refs_options(args.refs, args.storage_options)
 
 
 def _run_sources(args: argparse.Namespace, group: RefGroup) -> int:

@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import as_completed as cf_as_completed
@@ -67,9 +68,11 @@ class FuturesRunner:
     workers: int
 
     def run(self, fn: Batch, batches: Sequence[list[str]]) -> Iterator[tuple[int, list[Outcome]]]:
-        futures: dict[Future[list[Outcome]], int] = {
-            self.executor.submit(fn, batch): index for index, batch in enumerate(batches)
-        }
+        with warnings.catch_warnings():  # a fork beside fsspec's threads (`_start_method`)
+            warnings.filterwarnings("ignore", _FORK_WARNING, DeprecationWarning)
+            futures: dict[Future[list[Outcome]], int] = {
+                self.executor.submit(fn, batch): index for index, batch in enumerate(batches)
+            }
         try:
             for future in cf_as_completed(futures):
                 yield futures[future], future.result()
@@ -144,11 +147,35 @@ def process_pool(workers: int) -> ProcessPoolExecutor:
 
 
 def _start_method() -> str:
-    """``fork`` while this process runs a single thread: workers start at once, with refzarr
-    and h5py already imported, and the caller's ``__main__`` is not imported again (a script
-    without an ``if __name__ == "__main__"`` guard works). With other threads running, a
-    forked child could inherit a lock held by one of them and hang: ``forkserver`` then."""
+    """``fork`` while this process runs no thread but fsspec's: workers start at once, with
+    refzarr and h5py already imported, and the caller's ``__main__`` is not imported again (a
+    script without an ``if __name__ == "__main__"`` guard works). With other threads running,
+    a forked child could inherit a lock held by one of them and hang: ``forkserver`` then.
+
+    fsspec's event loop thread (started by any s3fs / gcsfs / http call, e.g. the listing of
+    the files to scan) and its loop's idle executor threads do not count: fsspec drops its
+    loop in a forked child and makes a new one (``os.register_at_fork``)."""
     methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
+    if "fork" in methods and _only_fork_safe_threads():
         return "fork"
     return "forkserver" if "forkserver" in methods else "spawn"
+
+
+_FORK_WARNING = r"This process \(pid=\d+\) is multi-threaded, use of fork\(\)"
+"""Python 3.12's warning on a fork beside other threads, expected when they are fsspec's."""
+
+
+def _only_fork_safe_threads() -> bool:
+    """Whether every thread but this one is fsspec's loop thread or one of that loop's
+    default executor's workers (blocked on their queue while the loop is idle)."""
+    others = set(threading.enumerate()) - {threading.current_thread()}
+    if not others:
+        return True
+    asyn = sys.modules.get("fsspec.asyn")
+    if asyn is None:
+        return False
+    safe = {asyn.iothread[0]}
+    loop = asyn.loop[0]
+    executor = getattr(loop, "_default_executor", None) if loop is not None else None
+    safe.update(getattr(executor, "_threads", ()))
+    return others <= safe

@@ -7,6 +7,7 @@ its name; `refzarr.scan.base` holds the `Scanner` protocol and the registry of f
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from refzarr.model import RefGroup
@@ -21,10 +22,17 @@ from refzarr.scan.base import (
     scanner_for,
 )
 from refzarr.scan.detect import detect_format, detect_probe, open_local
+from refzarr.scan.known import known_info
 from refzarr.scan.paths import plain_local_path
 from refzarr.scan.result import ScannedGroup, Skipped
 from refzarr.sources.record import record_scan
-from refzarr.sources.state import scanned_state, stat_state
+from refzarr.sources.state import (
+    SourceState,
+    is_local,
+    scanned_remote,
+    scanned_state,
+    stat_state,
+)
 
 __all__ = [
     "ScanFormat",
@@ -81,8 +89,20 @@ def scan(url: str | os.PathLike[str], *, format: str | None = None, **options: A
     if format is None and plain_local_path(name, options.get("storage_options")) is not None:
         return _scan_local(name, options)
     scan_format, scanner = _configured(name, format, options)
-    before = scanned_state(name, options.get("storage_options"))
-    return record_scan(scanner(name), name, scan_format.name, scanner, before)
+    before, info = _state_before(name, options.get("storage_options"))
+    with known_info(name, info):
+        group = scanner(name)
+    return record_scan(group, name, scan_format.name, scanner, before)
+
+
+def _state_before(
+    name: str, storage_options: Any
+) -> tuple[SourceState | None, Mapping[str, Any] | None]:
+    """The record's state of the file about to be scanned, and fsspec's info of a remote one
+    (handed to the scanner's open: one HEAD request per file, not two)."""
+    if is_local(name):
+        return scanned_state(name), None
+    return scanned_remote(name, storage_options)
 
 
 def _scan_local(name: str, options: dict[str, Any]) -> RefGroup:

@@ -14,6 +14,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, SourceNotFoundError
+from refzarr.scan.known import open_remote
 from refzarr.scan.paths import reference_url
 
 __all__ = ["FileSource", "OpenedFile", "open_file"]
@@ -146,7 +147,7 @@ def open_file(
     fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     local = isinstance(fs, LocalFileSystem)
     try:
-        raw = fs.open(path, "rb", **({} if local else dict(remote)))
+        raw = fs.open(path, "rb") if local else open_remote(fs, path, url, **remote)
     except FileNotFoundError as exc:
         raise SourceNotFoundError(f"{url}: no such file") from exc
     with raw:

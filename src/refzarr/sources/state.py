@@ -22,6 +22,7 @@ __all__ = [
     "Unreachable",
     "is_local",
     "local_path",
+    "scanned_remote",
     "scanned_state",
     "source_states",
     "stat_state",
@@ -225,6 +226,24 @@ def scanned_state(url: str, storage_options: Mapping[str, Any] | None = None) ->
         return None if S_ISDIR(stat.st_mode) else _stat_state(stat)
     state = source_states([url], storage_options)[url]
     return state if isinstance(state, SourceState) else None
+
+
+def scanned_remote(
+    url: str, storage_options: Mapping[str, Any] | None = None
+) -> tuple[SourceState | None, Mapping[str, Any] | None]:
+    """`scanned_state` of a remote file, with fsspec's ``info`` of it (None, None for a
+    directory, a missing or an unreachable file): its scan opens the file with that info, so
+    that fsspec does not ask for it again."""
+    import fsspec
+
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+        info = fs.info(path)
+    except (OSError, ValueError, ImportError):
+        return None, None
+    if info.get("type") == "directory":
+        return None, None
+    return _state(info), info
 
 
 def stat_state(stat: os.stat_result) -> SourceState | None:

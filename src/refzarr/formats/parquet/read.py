@@ -18,7 +18,12 @@ import numpy as np
 
 from refzarr.errors import RefFormatError, SourceNotFoundError
 from refzarr.formats.parquet.records import RecordColumns
-from refzarr.formats.parquet.source import COMPLETE_KEY, ParquetManifestSource, check_record
+from refzarr.formats.parquet.source import (
+    COMPLETE_KEY,
+    ParquetManifestSource,
+    check_record,
+    whole_file,
+)
 from refzarr.formats.source import Location
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import (
@@ -168,7 +173,7 @@ def _zmetadata_bytes(location: Location, where: str) -> bytes:
     exists is left out over HTTP, which has no directories: it would download a listing)."""
     try:
         data: bytes = location.ask(
-            "reading .zmetadata", lambda: location.fs.cat_file(location.join(".zmetadata"))
+            "reading .zmetadata", lambda: whole_file(location.fs, location.join(".zmetadata"))
         )
     except FileNotFoundError:
         if location.is_http:

@@ -9,6 +9,7 @@ than its record (the rest is missing) or padded past it (the padding must be emp
 
 from __future__ import annotations
 
+import errno
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
     "check_record",
     "record_columns",
     "record_file_name",
+    "whole_file",
 ]
 
 COMPLETE_KEY = "every_record_written"
@@ -38,6 +40,18 @@ error rather than unwritten chunks (fsspec ignores keys it does not know)."""
 def record_file_name(number: int) -> str:
     """The file name of record ``number`` (``refs.<number>.parq``)."""
     return f"refs.{number}.parq"
+
+
+def whole_file(fs: Any, path: str) -> bytes:
+    """The whole of a small file of the set in one GET: ``start=0`` asks s3fs for a ranged
+    read; without it s3fs sends a HEAD first, to split large files into parallel parts."""
+    try:
+        data: bytes = fs.cat_file(path, start=0)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        data = fs.cat_file(path)  # empty: S3 refuses any range of it (416), not the whole
+    return data
 
 
 class ParquetManifestSource:
@@ -107,7 +121,7 @@ class ParquetManifestSource:
         path = f"{self._directory}/{record_file_name(number)}"
         try:
             data = remote_call(
-                self._fs, f"{self.where(number)}: reading it", lambda: self._fs.cat_file(path)
+                self._fs, f"{self.where(number)}: reading it", lambda: whole_file(self._fs, path)
             )
         except FileNotFoundError:
             if self._every_record_written:

@@ -26,6 +26,7 @@ from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.model import WHOLE_FILE, ChunkManifest, ChunkRef
 from refzarr.scan.detect import describe_head
 from refzarr.scan.hdf5.signature import hdf5_signature_offset
+from refzarr.scan.known import open_remote
 from refzarr.scan.paths import plain_local_path, reference_url
 
 __all__ = [
@@ -134,7 +135,7 @@ def open_source(url: str, storage_options: Mapping[str, Any] | None) -> Iterator
     local = fs is None or isinstance(fs, LocalFileSystem)
     with ExitStack() as stack:
         try:
-            raw = stack.enter_context(_open_raw(fs, path, local))
+            raw = stack.enter_context(_open_raw(fs, path, url, local))
         except FileNotFoundError as exc:
             raise SourceNotFoundError(f"{url}: no such file") from exc
         size = _size(fs, path, raw)
@@ -260,12 +261,14 @@ def _check_hdf5(raw: BinaryIO, size: int, url: str) -> None:
         )
 
 
-def _open_raw(fs: fsspec.AbstractFileSystem | None, path: str, local: bool) -> BinaryIO:
+def _open_raw(fs: fsspec.AbstractFileSystem | None, path: str, url: str, local: bool) -> BinaryIO:
     """The file's bytes: a plain file object for a plain local path, else fsspec's."""
     if fs is None:
         return open(path, "rb")  # closed by the caller's ExitStack
-    raw: BinaryIO = fs.open(path, "rb", **_open_options(local))
-    return raw
+    if local:
+        raw: BinaryIO = fs.open(path, "rb")
+        return raw
+    return open_remote(fs, path, url, **_open_options(local))
 
 
 _FILE_ACCESS: list[h5py.h5p.PropFAID] = []

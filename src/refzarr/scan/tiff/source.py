@@ -24,6 +24,7 @@ from fsspec.implementations.local import LocalFileSystem
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.model import INLINED, MISSING, ChunkManifest
 from refzarr.scan.detect import describe_head
+from refzarr.scan.known import open_remote
 from refzarr.scan.paths import reference_url
 from refzarr.scan.tiff.layout import SeriesLayout
 
@@ -127,6 +128,12 @@ class TiffSource:
         return cut
 
 
+def _remote_size(fs: Any, path: str, raw: Any) -> int:
+    """The size fsspec's open file knows (asked when it was opened), else asked now."""
+    known = getattr(raw, "size", None)
+    return int(fs.size(path) if known is None else known)
+
+
 @contextmanager
 def open_tiff(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[TiffSource]:
     """Open ``url`` with tifffile, checking its header first.
@@ -142,11 +149,15 @@ def open_tiff(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[T
     local = isinstance(fs, LocalFileSystem)
     with ExitStack() as stack:
         try:  # a plain file object locally: fsspec's costs tifffile ~30x on small reads
-            opened = open(path, "rb") if local else fs.open(path, "rb", block_size=BLOCK_SIZE)  # noqa: SIM115
+            opened = (
+                open(path, "rb")  # noqa: SIM115
+                if local
+                else open_remote(fs, path, url, block_size=BLOCK_SIZE)
+            )
             raw: BinaryIO = stack.enter_context(opened)
         except (FileNotFoundError, IsADirectoryError) as exc:
             raise SourceNotFoundError(f"{url}: no such file") from exc
-        size = os.fstat(raw.fileno()).st_size if local else int(fs.size(path))
+        size = os.fstat(raw.fileno()).st_size if local else _remote_size(fs, path, raw)
         head = raw.read(16)
         raw.seek(0)
         if not head.startswith(_MAGIC):
