@@ -174,8 +174,9 @@ def _only_fork_safe_threads() -> bool:
     asyn = sys.modules.get("fsspec.asyn")
     if asyn is None:
         return False
-    safe = {asyn.iothread[0]}
-    loop = asyn.loop[0]
+    # fsspec's module state (one-item lists); read defensively, as it is not public API
+    safe = {(getattr(asyn, "iothread", None) or [None])[0]}
+    loop = (getattr(asyn, "loop", None) or [None])[0]
     executor = getattr(loop, "_default_executor", None) if loop is not None else None
     safe.update(getattr(executor, "_threads", ()))
     return others <= safe
