@@ -119,6 +119,19 @@ def test_missing_s3_object_and_range_past_end(s3: tuple[str, dict[str, Any]]) ->
         reader.read([url], [19_990], [100])
 
 
+def test_missing_s3_credentials_are_not_retried(s3: tuple[str, dict[str, Any]]) -> None:
+    """No credentials anywhere (the fixture empties the environment): botocore's
+    NoCredentialsError fails the read at once, not after every retry."""
+    bucket, options = s3
+    url = f"s3://{bucket}/data.bin"
+    fsspec.filesystem("s3", **options).pipe(url, DATA)
+    anonymous = {k: v for k, v in options.items() if k not in ("key", "secret", "token")}
+    policy = FetchPolicy(max_gap=0, max_block=2**20, concurrency=1, attempts=4, backoff=30.0)
+    reader = RangeReader(storage_options=anonymous, remote_policy=policy)
+    with pytest.raises(ChunkFetchError, match=r"NoCredentialsError.*\(not retried\)"):
+        reader.read([url], [0], [10], keys=["x/0"])
+
+
 def test_invalid_policy() -> None:
     with pytest.raises(ValueError, match="invalid fetch policy"):
         FetchPolicy(max_gap=-1, max_block=1, concurrency=1)

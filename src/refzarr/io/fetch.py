@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -111,12 +112,21 @@ def _transient(exc: BaseException) -> bool:
     """Whether another attempt may succeed: not for the `_NOT_TRANSIENT` kinds nor an HTTP
     4xx answer (forbidden, bad request, ...) other than `_TRANSIENT_STATUS`; yes for the rest
     (timeouts, connection resets, 5xx answers)."""
-    if isinstance(exc, _NOT_TRANSIENT):
+    if isinstance(exc, _NOT_TRANSIENT) or _missing_credentials(exc):
         return False
     status = getattr(exc, "status", None)  # aiohttp's ClientResponseError (fsspec's HTTP)
     if isinstance(status, int) and 400 <= status < 500:
         return status in _TRANSIENT_STATUS
     return True
+
+
+def _missing_credentials(exc: BaseException) -> bool:
+    """Whether ``exc`` is botocore's "no credentials" (s3fs found none, or only half): no
+    later try finds them (botocore is asked only when something loaded it)."""
+    botocore = sys.modules.get("botocore.exceptions")
+    if botocore is None:
+        return False
+    return isinstance(exc, botocore.NoCredentialsError | botocore.PartialCredentialsError)
 
 
 @dataclass(frozen=True, slots=True)
