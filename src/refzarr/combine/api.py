@@ -221,7 +221,7 @@ class _Combination:
             info.path: d for d, info in enumerate(self.infos) if info.path is not None
         }
         self.bounds = self._bounds_paths()
-        self.grid_mappings = grid_mapping_paths(self.inputs.groups[0])
+        self.grid_mappings = grid_mapping_paths(self.inputs.groups[0].arrays())
         self._check_identical_names()
 
     def build(self) -> RefGroup:
@@ -385,7 +385,7 @@ class _Combination:
             if info.path is None or info.keys.dim != name or info.path == path:
                 continue
             if all(
-                _same_array(_array_at(group, info.path), array)
+                _same_array(group.array_at(info.path), array)
                 for group, array in zip(self.inputs.groups, arrays, strict=True)
             ):
                 return d
@@ -448,14 +448,6 @@ class _Combination:
                 for folder in ("", *_groups_using(root, self.dims[d])):
                     root = _put(root, f"{folder}{path}", array)
         return root
-
-
-def _array_at(group: RefGroup, path: str) -> RefArray | None:
-    try:
-        node = group[path]
-    except KeyError:
-        return None
-    return node if isinstance(node, RefArray) else None
 
 
 def _same_array(a: RefArray | None, b: RefArray) -> bool:

@@ -3,11 +3,11 @@ found in the files, kept once (never stacked) and checked to describe one CRS an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from refzarr.errors import IncompatibleError
-from refzarr.model import RefArray, RefGroup
+from refzarr.model import RefArray
 from refzarr.model.frozen import json_identity, thaw_json
 
 __all__ = ["ADVICE", "attributes_difference", "check_grid_mapping", "grid_mapping_paths"]
@@ -21,18 +21,20 @@ _FIRST = {"crs_wkt": 0, "spatial_ref": 1, "GeoTransform": 2}
 _SHOWN = 120
 
 
-def grid_mapping_paths(group: RefGroup) -> frozenset[str]:
-    """Paths of the variables some variable of ``group`` names in its ``grid_mapping``
-    attribute (``"spatial_ref"``, or CF's extended ``"crs: x y crs2: lat lon"``), each
-    looked up in the naming variable's group, then in its ancestors (CF's search)."""
+def grid_mapping_paths(arrays: Iterable[tuple[str, RefArray]]) -> frozenset[str]:
+    """Paths of the variables some array of ``arrays`` (path, array: ``group.arrays()``)
+    names in its ``grid_mapping`` attribute (``"spatial_ref"``, or CF's extended ``"crs: x y
+    crs2: lat lon"``), each looked up in the naming variable's group, then in its ancestors
+    (CF's search)."""
+    named = dict(arrays)
     found = set()
-    for path, array in group.arrays():
+    for path, array in named.items():
         text = array.meta.attributes.get("grid_mapping")
         if not isinstance(text, str):
             continue
         folder = path.rpartition("/")[0]
         for name in _names(text):
-            target = _resolve(group, folder, name)
+            target = _resolve(named, folder, name)
             if target is not None and target != path:
                 found.add(target)
     return frozenset(found)
@@ -46,25 +48,18 @@ def _names(text: str) -> list[str]:
     return words[:1]
 
 
-def _resolve(group: RefGroup, folder: str, name: str) -> str | None:
+def _resolve(arrays: Mapping[str, RefArray], folder: str, name: str) -> str | None:
     """The path of array ``name`` seen from ``folder``: absolute, else the nearest ancestor."""
     if name.startswith("/"):
         name = name.strip("/")
-        return name if isinstance(_node(group, name), RefArray) else None
+        return name if name in arrays else None
     while True:
         path = f"{folder}/{name}" if folder else name
-        if isinstance(_node(group, path), RefArray):
+        if path in arrays:
             return path
         if not folder:
             return None
         folder = folder.rpartition("/")[0]
-
-
-def _node(group: RefGroup, path: str) -> object:
-    try:
-        return group[path]
-    except KeyError:
-        return None
 
 
 def check_grid_mapping(

@@ -87,6 +87,14 @@ class RefGroup:
             node = node.members[part]
         return node
 
+    def array_at(self, path: str) -> RefArray | None:
+        """The array at ``path``; None when nothing, or a group, is there."""
+        try:
+            node = self[path]
+        except KeyError:
+            return None
+        return node if isinstance(node, RefArray) else None
+
     def __contains__(self, path: object) -> bool:
         try:
             self[str(path)]

@@ -56,9 +56,11 @@ def plan_append(
     """
     import zarr
 
+    from refzarr.combine.gridmap import grid_mapping_paths
+
     growths = []
     appended: dict[str, np.ndarray[Any, Any]] = {}  # loaded coordinates, in the store's units
-    grid_mappings = _grid_mappings(arrays)
+    grid_mappings = grid_mapping_paths(arrays.items())
     for path, array in arrays.items():
         try:
             existing = zarr.open_array(store, path=path, mode="r")
@@ -86,28 +88,6 @@ def plan_append(
             _check_identical(path, array, existing, storage_options)
     _check_new_coordinates(store, arrays, append_dim, storage_options, appended)
     return growths
-
-
-def _grid_mappings(arrays: Mapping[str, RefArray]) -> frozenset[str]:
-    """The paths of the grid-mapping variables (named by some array's ``grid_mapping``)."""
-    from refzarr.combine.gridmap import grid_mapping_paths
-
-    root = RefGroup({}, {})
-    for path, array in arrays.items():
-        root = _put(root, path, array)
-    return grid_mapping_paths(root)
-
-
-def _put(group: RefGroup, path: str, array: RefArray) -> RefGroup:
-    head, _, rest = path.partition("/")
-    members = dict(group.members)
-    if rest:
-        child = members.get(head)
-        parent = child if isinstance(child, RefGroup) else RefGroup({}, {})
-        members[head] = _put(parent, rest, array)
-    else:
-        members[head] = array
-    return RefGroup(group.attributes, members)
 
 
 def _check_grid_mapping(path: str, array: RefArray, existing: Any) -> None:
