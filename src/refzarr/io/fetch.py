@@ -427,7 +427,12 @@ class RangeReader:
         def fetch() -> bytes:
             data = self._get(block, files)
             if len(data) != block.length:
-                reason = f"got {len(data)} bytes of {block.length}: the range is past the end"
+                reason = (
+                    f"got {len(data)} bytes of {block.length}: the range is past the end; the "
+                    "file was truncated or rewritten since it was scanned (`refzarr validate "
+                    "--sources` tells), or the set's writer recorded a wrong length (kerchunk's "
+                    "scan_grib does for GRIB1 messages): scan the file again with `refzarr scan`"
+                )
                 raise _fetch_error(block, where, reason)
             return data
 

@@ -180,7 +180,9 @@ def parse_hierarchy(metadata: Mapping[str, Any], *, where: str = "") -> Hierarch
     if "" in arrays:
         raise RefFormatError(
             f"{_where(where, '.zarray')}: the root of the reference set is an array; refzarr "
-            "models a hierarchy rooted at a group"
+            "models a hierarchy rooted at a group (kerchunk's tiff_to_zarr writes single-image "
+            "TIFFs this way); scan the source file with `refzarr scan`, or move the array's keys "
+            "under a name (`x/.zarray`, `x/0.0`, ...)"
         )
     for path in list(arrays) + list(groups):
         parent = path.rpartition("/")[0]
