@@ -230,7 +230,10 @@ def vector_attribute(
     FormatMismatch
         When its datatype or dataspace is shared, or it is not a vector.
     """
+    wanted = name + b"\0"  # how a message holds its name
     for body, _order in messages:
+        if wanted not in body:  # a byte search, not a parse, for each of thousands
+            continue
         fields = attribute_fields(body)
         if fields.name != name:
             continue
