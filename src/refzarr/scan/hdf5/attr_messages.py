@@ -9,7 +9,7 @@ strings). An attribute of any other type, or one whose datatype or dataspace is 
 listed but left unread (the caller reads it with h5py). Attributes in dense storage (a
 fractal heap) come from `refzarr.scan.hdf5.dense_attrs`; a header with a shared attribute
 message gives None, and one that is not as the specification says `FormatMismatch` (the
-caller then does everything with h5py).
+caller then does everything with h5py); damaged dense storage raises `DamagedStructure`.
 """
 
 from __future__ import annotations
@@ -230,7 +230,10 @@ def vector_attribute(
     FormatMismatch
         When its datatype or dataspace is shared, or it is not a vector.
     """
+    wanted = name + b"\0"  # how a message holds its name
     for body, _order in messages:
+        if wanted not in body:  # a byte search, not a parse, for each of thousands
+            continue
         fields = attribute_fields(body)
         if fields.name != name:
             continue

@@ -31,6 +31,8 @@ from refzarr.scan.hdf5.dimension_list import dimension_list
 from refzarr.scan.hdf5.ohdr import (
     DATASPACE,
     SIGNATURE,
+    BeyondEnd,
+    DamagedStructure,
     FormatMismatch,
     Header,
     Read,
@@ -51,10 +53,6 @@ _KINDS = ATTRIBUTE_KINDS | {DATASPACE}
 _FALLBACK = (FormatMismatch, OSError, ValueError, IndexError, struct.error, ScanError)
 
 
-class _Beyond(Exception):
-    """A read beyond the file's end or a short one."""
-
-
 class ObjectHeaders:
     """Attribute messages of the objects of one HDF5 file that h5py opened read-only.
 
@@ -66,12 +64,21 @@ class ObjectHeaders:
         ``read_range(offset, length)``: the file's bytes.
     size
         The file's size in bytes.
+    url
+        The file as errors name it (default: the name h5py opened).
+
+    Raises
+    ------
+    ScanError
+        From the methods that read attributes, when their dense storage (fractal heap,
+        name index) is damaged.
     """
 
-    __slots__ = ("_h5", "_headers", "_messages", "_opened", "_read", "_sb", "_size")
+    __slots__ = ("_h5", "_headers", "_messages", "_opened", "_read", "_sb", "_size", "_url")
 
-    def __init__(self, h5: h5py.File, read_range: Read, size: int) -> None:
+    def __init__(self, h5: h5py.File, read_range: Read, size: int, url: str | None = None) -> None:
         self._h5, self._size = h5, size
+        self._url = h5.filename if url is None else url
         self._read = _checked(read_range, size)
         self._opened = False
         self._sb: Superblock | None = None
@@ -87,7 +94,9 @@ class ObjectHeaders:
         try:
             found = None if sb is None else self._attribute_messages(_at(oid, address), sb)
             return None if found is None or sb is None else attributes_of(*found, sb)
-        except (*_FALLBACK, _Beyond):
+        except DamagedStructure as exc:
+            raise self._damaged(oid, address, exc) from exc
+        except _FALLBACK:
             return None
 
     def scale_users(self, oid: Any, address: int | None = None) -> list[ScaleUser] | None:
@@ -99,7 +108,9 @@ class ObjectHeaders:
             if found is None or sb is None:
                 return None
             return scale_users(self._read, sb, found[0], partial(self._header, sb=sb))
-        except (*_FALLBACK, _Beyond):
+        except DamagedStructure as exc:
+            raise self._damaged(oid, address, exc) from exc
+        except _FALLBACK:
             return None
 
     def dimension_list(self, oid: Any, address: int | None = None) -> list[list[int]] | None:
@@ -112,7 +123,9 @@ class ObjectHeaders:
             if found is None or sb is None:
                 return None
             axes = dimension_list(self._read, sb, found[0])
-        except (*_FALLBACK, _Beyond):
+        except DamagedStructure as exc:
+            raise self._damaged(oid, address, exc) from exc
+        except _FALLBACK:
             return None
         return [] if axes is None else axes
 
@@ -128,7 +141,7 @@ class ObjectHeaders:
         try:
             space = dataspace_body(self._header(_at(oid, address), sb))
             found = None if space is None else dataspace_max_dims(space, sb)
-        except (*_FALLBACK, _Beyond):
+        except _FALLBACK:
             return None
         if found is None or found[0] != shape:
             return None
@@ -150,7 +163,9 @@ class ObjectHeaders:
             if found is None:
                 return {}
             return dict(_stored_data(body, sb) for body, _ in found[0])
-        except (*_FALLBACK, _Beyond):
+        except DamagedStructure as exc:
+            raise self._damaged(oid, address, exc) from exc
+        except _FALLBACK:
             return None
 
     def vlen_strings(self, oid: Any, address: int | None = None) -> dict[bytes, tuple[int, ...]]:
@@ -160,7 +175,9 @@ class ObjectHeaders:
         sb = self._superblock_once()
         try:
             found = None if sb is None else self._attribute_messages(_at(oid, address), sb)
-        except (*_FALLBACK, _Beyond):
+        except DamagedStructure as exc:
+            raise self._damaged(oid, address, exc) from exc
+        except _FALLBACK:
             return {}
         if found is None or sb is None:
             return {}
@@ -178,9 +195,19 @@ class ObjectHeaders:
         sb = self._superblock_once()
         try:
             body = None if sb is None else find_message(self._read, sb, _at(oid, address), 8)
-        except (*_FALLBACK, _Beyond):
+        except _FALLBACK:
             return None
         return None if body is None else _compact_raw(body)
+
+    def _damaged(self, oid: Any, address: int | None, exc: DamagedStructure) -> ScanError:
+        """The error naming the file, the object and what is damaged in its attributes'
+        dense storage (HDF5 would stop there too, or worse: read on through it)."""
+        name = h5py.h5i.get_name(oid)
+        where = repr(name.decode("utf8", "replace")) if name else f"at address {_at(oid, address)}"
+        return ScanError(
+            f"{self._url}: object {where}: the dense storage of its attributes is damaged: "
+            f"{exc}; the file is corrupt (rewrite it, or copy the object's attributes anew)"
+        )
 
     def _attribute_messages(
         self, address: int, sb: Superblock
@@ -208,7 +235,7 @@ class ObjectHeaders:
             self._opened = True
             try:
                 self._sb = self._superblock()
-            except (*_FALLBACK, _Beyond):
+            except _FALLBACK:
                 self._sb = None
         return self._sb
 
@@ -270,10 +297,10 @@ def _checked(read: Read, file_size: int) -> Read:
 
     def checked(position: int, length: int) -> bytes:
         if position < 0 or length < 0 or position + length > file_size:
-            raise _Beyond
+            raise BeyondEnd
         data = read(position, length)
         if len(data) != length:
-            raise _Beyond
+            raise BeyondEnd
         return data
 
     return checked

@@ -19,6 +19,8 @@ __all__ = [
     "LAYOUT",
     "SHARED",
     "SIGNATURE",
+    "BeyondEnd",
+    "DamagedStructure",
     "FormatMismatch",
     "Header",
     "Message",
@@ -51,6 +53,15 @@ _LONG_BITS = 8 * struct.calcsize("L")  # objno holds two C longs
 
 class FormatMismatch(Exception):
     """The bytes are not what this reader expects: let HDF5 itself read them."""
+
+
+class BeyondEnd(FormatMismatch):
+    """A read beyond the file's end, or a short one."""
+
+
+class DamagedStructure(Exception):
+    """A structure of the file (a heap block, a B-tree node) is not where or what the
+    structures pointing to it say: the file is damaged (`ScanError` for the caller)."""
 
 
 class Superblock(NamedTuple):

@@ -126,7 +126,7 @@ class _Walk:
 
     def __post_init__(self) -> None:
         source = self.source
-        self.headers = ObjectHeaders(source.h5, source.read_range, source.size)
+        self.headers = ObjectHeaders(source.h5, source.read_range, source.size, source.url)
         self.netcdf.headers = self.headers
         self.scale_names = self.netcdf.scale_names = ScaleNames(self.headers)
 
