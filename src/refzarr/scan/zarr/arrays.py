@@ -146,6 +146,8 @@ def _meta(
     if metadata.zarr_format == 3 and metadata.dimension_names is not None:
         declared = tuple(metadata.dimension_names)
         names = declared if all(isinstance(n, str) for n in declared) else names
+    if metadata.zarr_format == 3 and names is None and not metadata.shape:
+        names = ()  # a 0-d array needs no names: xarray reads it so (its writer leaves them out)
     separator: Literal[".", "/"] = (
         "/" if metadata.zarr_format == 2 and (metadata.dimension_separator == "/") else "."
     )
