@@ -8,9 +8,12 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
+import xarray as xr
 from dmrppkit import write_sidecar
 
 import refzarr
+from refzarr.cli import main
+from refzarr.errors import ChunkFetchError, ScanError
 
 
 def _day(path: Path, day: int) -> None:
@@ -48,3 +51,47 @@ def test_scan_many_and_combine(days: list[Path], executor: str) -> None:
     days_since = ds["time"].values - np.datetime64("2000-01-01")
     np.testing.assert_array_equal(days_since.astype("timedelta64[D]").astype(int), [0, 1, 2])
     np.testing.assert_array_equal(ds["air"].values[:, 0], [0, 10, 20])
+
+
+@pytest.fixture(scope="module")
+def apart(days: list[Path], tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The sidecars of ``days`` in a folder of their own, away from the data files; their
+    ``dmrpp:href`` is the data file's ``file://`` URL."""
+    folder = tmp_path_factory.mktemp("sidecars")
+    return [write_sidecar(p, folder / f"{p.name}.dmrpp", href=p.as_uri()) for p in days]
+
+
+@pytest.mark.parametrize("template", ["{folder}/{{name}}", "{{href}}"])
+def test_data_url_template_for_sidecars_apart(
+    days: list[Path], apart: list[Path], template: str
+) -> None:
+    data_url = template.format(folder=days[0].parent)
+    scanned = refzarr.scan_many([str(p) for p in apart], data_url=data_url, progress=False)
+    combined = refzarr.combine(list(scanned), concat_dims="time")
+    direct = refzarr.combine([refzarr.scan(str(p)) for p in days], concat_dims="time")
+    assert combined == direct
+
+
+def test_data_url_href_must_be_a_url(days: list[Path]) -> None:
+    with pytest.raises(ScanError, match=r"dmrpp:href, but it is 'data/x.h5', not an absolute"):
+        refzarr.scan(f"{days[0]}.dmrpp", data_url="{href}")
+
+
+def test_cli_data_url(days: list[Path], apart: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "days.parq"
+    sidecars = str(apart[0].parent / "*.dmrpp")
+    args = ["scan", sidecars, "--concat-dim", "time", "--data-url", f"{days[0].parent}/{{name}}"]
+    assert main([*args, "-o", str(out), "--workers", "1"]) == 0
+    with (
+        xr.open_mfdataset(sorted(days), combine="nested", concat_dim="time") as truth,
+        refzarr.open_dataset(out) as ours,
+    ):
+        xr.testing.assert_identical(ours.load(), truth.load())
+
+
+def test_missing_data_file_named_with_its_sidecar(days: list[Path], apart: list[Path]) -> None:
+    """Scanning needs the sidecar only; combining along time reads the time coordinates from
+    the data files, and a missing one is named with the sidecar and the variable."""
+    scanned = refzarr.scan_many([str(p) for p in apart], inline_coordinates=0, progress=False)
+    with pytest.raises(ChunkFetchError, match=rf"{apart[0].name}: time \(chunk 0\)"):
+        refzarr.combine(scanned, concat_dims="time")

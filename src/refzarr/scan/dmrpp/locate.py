@@ -3,6 +3,7 @@
 Real sidecars name their data file in ``dmrpp:href`` with a server-catalog path
 (``data/x.h5``) or the placeholder ``OPeNDAP_DMRpp_DATA_ACCESS_URL``, neither of which says
 where the file is for anyone else. So the data file is, in order: the scanner's ``data_url``;
+(``{name}`` in it: the sidecar's file name without ``.dmrpp``; ``{href}``: its ``dmrpp:href``);
 the sidecar's own URL without ``.dmrpp`` (archives publish the two side by side); the
 ``dmrpp:href`` when it is an absolute URL (``https://...``, ``s3://...``). A chunk's own
 ``href`` is used when it is an absolute URL, and stands for the data file when it is the
@@ -59,7 +60,7 @@ def data_file_url(
         When none of the three says where it is.
     """
     if data_url:
-        return local_or_url(data_url)
+        return local_or_url(_filled(data_url, sidecar, href))
     if sidecar.endswith(SUFFIX) and len(sidecar) > len(SUFFIX):
         return local_or_url(sidecar[: -len(SUFFIX)])
     if is_absolute_url(href):
@@ -68,6 +69,26 @@ def data_file_url(
         f"{sidecar}: cannot tell where the data file is: the sidecar's name does not end with "
         f"'.dmrpp' and its dmrpp:href ({href!r}) is not an absolute URL; pass data_url=..."
     )
+
+
+def _filled(template: str, sidecar: str, href: str | None) -> str:
+    """``data_url`` with ``{name}`` (the sidecar's file name without ``.dmrpp``) and
+    ``{href}`` (its ``dmrpp:href``, an absolute URL) filled in: one option for many sidecars.
+
+    Raises
+    ------
+    ScanError
+        When ``{href}`` is asked for and the sidecar's ``dmrpp:href`` is no absolute URL.
+    """
+    if "{href}" in template and not is_absolute_url(href):
+        raise ScanError(
+            f"{sidecar}: data_url {template!r} asks for the sidecar's dmrpp:href, but it is "
+            f"{href!r}, not an absolute URL (a server-catalog path or placeholder); give the "
+            "data file's location with {name} instead"
+        )
+    name = sidecar.rstrip("/").rsplit("/", 1)[-1]
+    name = name[: -len(SUFFIX)] if name.endswith(SUFFIX) and name != SUFFIX else name
+    return template.replace("{name}", name).replace("{href}", href or "")
 
 
 @dataclass

@@ -85,7 +85,10 @@ class DmrppScanner(ScanOptions):
     ----------
     data_url
         The data file the chunks are in. None (default): the sidecar's URL without
-        ``.dmrpp``, else its ``dmrpp:href`` when that is an absolute URL.
+        ``.dmrpp``, else its ``dmrpp:href`` when that is an absolute URL. ``{name}`` in it
+        stands for the sidecar's file name without ``.dmrpp`` and ``{href}`` for its
+        ``dmrpp:href``, so that one scanner serves many sidecars
+        (``"s3://bucket/granules/{name}"``, ``"{href}"``).
     multi_block_bytes
         A chunk stored in several separate blocks is read from the data file and inlined
         when it has at most this many bytes (default 1 MiB); a larger one is unsupported.
