@@ -126,6 +126,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "'s3://bucket/granules/{name}'; default: the sidecar's path without .dmrpp)",
     )
     parser.add_argument(
+        "--check-data-file",
+        action="store_true",
+        help="DMR++ sidecars: check that each data file exists and holds the sidecar's "
+        "chunks (one size request per file); with --skip-errors, sidecars whose data file "
+        "is missing are left out",
+    )
+    parser.add_argument(
         "--storage-options",
         type=json_object,
         metavar="JSON",
@@ -171,6 +178,8 @@ def run(args: argparse.Namespace) -> int:
         options["grib_index"] = args.grib_index
     if args.data_url is not None:
         options["data_url"] = args.data_url
+    if args.check_data_file:
+        options["check_data_file"] = True
     if args.on_unsupported != "raise":
         options["on_unsupported"] = args.on_unsupported
     on_error: OnError = "skip" if args.skip_errors else "raise"

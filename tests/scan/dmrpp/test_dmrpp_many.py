@@ -95,3 +95,18 @@ def test_missing_data_file_named_with_its_sidecar(days: list[Path], apart: list[
     scanned = refzarr.scan_many([str(p) for p in apart], inline_coordinates=0, progress=False)
     with pytest.raises(ChunkFetchError, match=rf"{apart[0].name}: time \(chunk 0\)"):
         refzarr.combine(scanned, concat_dims="time")
+
+
+def test_cli_skips_sidecars_without_data_file(
+    days: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--check-data-file --skip-errors``: a sidecar whose data file is missing is left out
+    at scan time (without it, only reading its values finds the file missing)."""
+    lonely = write_sidecar(days[0], tmp_path / "day9.nc.dmrpp")  # no day9.nc beside it
+    sidecars = [f"{p}.dmrpp" for p in days]
+    out = tmp_path / "days.json"
+    args = ["scan", *sidecars, str(lonely), "--concat-dim", "time", "-o", str(out)]
+    assert main([*args, "--check-data-file", "--skip-errors", "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert f"skipped {lonely}: ScanError: the data file {tmp_path / 'day9.nc'} does not" in err
+    assert refzarr.open_dataset(out).sizes["time"] == 3

@@ -135,7 +135,10 @@ class DataFiles:
         try:
             return int(fs.size(path))
         except FileNotFoundError as exc:
-            raise ScanError(f"the data file {url} does not exist ({exc})") from exc
+            raise ScanError(
+                f"the data file {url} does not exist ({exc}); if the data files are elsewhere, "
+                "say where with data_url (refzarr scan --data-url)"
+            ) from exc
 
     def reader(self, url: str, where: str) -> Any:
         """``read_range(offset, length)`` of ``url`` (for `refzarr.scan.coordinates`)."""
