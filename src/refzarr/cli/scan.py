@@ -128,9 +128,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--check-data-file",
         action="store_true",
-        help="DMR++ sidecars: check that each data file exists and holds the sidecar's "
-        "chunks (one size request per file); with --skip-errors, sidecars whose data file "
-        "is missing are left out",
+        help="DMR++ sidecars: check that each data file exists, is an HDF5, HDF4 or netCDF "
+        "file and holds the sidecar's chunks (one size request and one small read per file); "
+        "with --skip-errors, sidecars whose data file is missing are left out",
     )
     parser.add_argument(
         "--storage-options",

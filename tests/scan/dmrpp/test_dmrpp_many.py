@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from dmrppkit import write_sidecar
+from fsspec.implementations.local import LocalFileSystem
 
 import refzarr
 from refzarr.cli import main
@@ -108,5 +109,33 @@ def test_cli_skips_sidecars_without_data_file(
     args = ["scan", *sidecars, str(lonely), "--concat-dim", "time", "-o", str(out)]
     assert main([*args, "--check-data-file", "--skip-errors", "--workers", "1"]) == 0
     err = capsys.readouterr().err
-    assert f"skipped {lonely}: ScanError: the data file {tmp_path / 'day9.nc'} does not" in err
+    assert f"skipped {lonely}: ScanError: variable '/time': the data file" in err
+    assert f"the data file {tmp_path / 'day9.nc'} does not exist" in err
     assert refzarr.open_dataset(out).sizes["time"] == 3
+
+
+def test_check_data_file_refuses_another_kind_of_file(days: list[Path], tmp_path: Path) -> None:
+    """A wrong ``data_url`` (here: the sidecar itself) reads garbage in silence; with
+    ``check_data_file`` the data file must start as an HDF5, HDF4 or netCDF file."""
+    sidecar = f"{days[0]}.dmrpp"
+    with pytest.raises(ScanError, match=r"is no HDF5, HDF4 or netCDF file \(it starts with"):
+        refzarr.scan(sidecar, data_url=sidecar, check_data_file=True)
+    block = tmp_path / "user_block.nc"  # an HDF5 file after a 1024-byte user block
+    block.write_bytes(b"\0" * 1024 + days[0].read_bytes())
+    refzarr.scan(sidecar, data_url=str(block), check_data_file=True, inline_coordinates=0)
+
+
+def test_check_data_file_asks_each_size_once(
+    days: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One size request per data file, not one per variable (``time`` and ``air`` here)."""
+    asked: list[str] = []
+    size = LocalFileSystem.size
+
+    def counted(self: LocalFileSystem, path: str) -> int:
+        asked.append(path)
+        return int(size(self, path))
+
+    monkeypatch.setattr(LocalFileSystem, "size", counted)
+    refzarr.scan(f"{days[0]}.dmrpp", check_data_file=True)
+    assert asked == [str(days[0])]

@@ -342,7 +342,7 @@ class _Walk:
     def check(self, storage: Storage, where: str) -> None:
         """Chunks of one array never share bytes; with ``check_data_file``, end in the file."""
         for url in storage.manifest.paths:
-            size = self.files.size(url) if self.options.check_data_file else 2**63 - 1
+            size = self.files.size(url, where) if self.options.check_data_file else 2**63 - 1
             check_within_file(storage.manifest, url, size, where)
 
     # -- dimensions and attributes --------------------------------------------------------
