@@ -139,3 +139,14 @@ def test_check_data_file_asks_each_size_once(
     monkeypatch.setattr(LocalFileSystem, "size", counted)
     refzarr.scan(f"{days[0]}.dmrpp", check_data_file=True)
     assert asked == [str(days[0])]
+
+
+def test_relative_data_url_is_recorded_absolute(
+    days: list[Path], apart: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan record keeps the options for `refresh`, which may run from another folder."""
+    monkeypatch.chdir(days[0].parent.parent)
+    group = refzarr.scan(str(apart[0]), data_url=f"{days[0].parent.name}/{{name}}")
+    assert group.sources is not None
+    assert group.sources["scans"][0]["options"]["data_url"] == f"{days[0].parent}/{{name}}"
+    assert group["air"].manifest.paths == (str(days[0]),)  # type: ignore[union-attr]
