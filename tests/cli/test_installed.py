@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from childkit import run_python
+
 Run = Callable[..., subprocess.CompletedProcess[bytes]]
 
 
@@ -65,3 +67,12 @@ def test_debug_shows_the_traceback(refzarr_command: Run, tmp_path: Path) -> None
     done = refzarr_command("--debug", "info", tmp_path / "missing.json")
     assert done.returncode == 1
     assert b"Traceback (most recent call last)" in done.stderr
+
+
+@pytest.mark.parametrize("module", ["refzarr", "refzarr.cli"])
+def test_python_dash_m(module: str) -> None:
+    """``python -m refzarr`` (or ``refzarr.cli``) runs the command where its script is not
+    on PATH."""
+    done = run_python("-m", module, "scan", "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: refzarr scan")

@@ -151,6 +151,26 @@ def test_refresh_rescans_only_what_changed(tmp_path: Path, days: list[Path], nam
     assert refzarr.refresh(target) == []  # nothing changed: nothing written
 
 
+def test_refresh_of_a_file_holding_a_scalar(tmp_path: Path) -> None:
+    """A 0-d array referenced in the first file (kept once when files are combined): its
+    file rewritten, refresh splices the scalar's one chunk (crashed on numpy's 0-d index)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    days = [write_day(folder / f"day{k}.nc", k) for k in range(2)]
+    for path in days:
+        with netCDF4.Dataset(path, "a") as ds:
+            ds.createVariable("station", "i4", ())[...] = 7
+    target = tmp_path / "refs.json"
+    refzarr.write(_combined(days), target)
+    with netCDF4.Dataset(days[0], "a") as ds:
+        ds["v"][0, 0] = -1.0
+    touch_later(days[0])
+    assert [c.url for c in refzarr.refresh(target)] == [str(days[0].resolve())]
+    minimal = {"data_vars": "minimal", "coords": "minimal", "compat": "override"}
+    with xr.open_mfdataset(days, combine="nested", concat_dim="time", **minimal) as expected:
+        xr.testing.assert_equal(refzarr.open_dataset(target).load(), expected.load())
+
+
 def test_refresh_of_a_single_scan_takes_the_new_scan(tmp_path: Path, days: list[Path]) -> None:
     target = tmp_path / "one.json"
     refzarr.write(refzarr.scan(days[0]), target)

@@ -119,6 +119,20 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "layout from the sidecar (two small reads per file instead of its messages)",
     )
     parser.add_argument(
+        "--data-url",
+        metavar="TEMPLATE",
+        help="DMR++ sidecars: the data file the chunks are in, {name} standing for the "
+        "sidecar's file name without .dmrpp and {href} for its dmrpp:href (e.g. "
+        "'s3://bucket/granules/{name}'; default: the sidecar's path without .dmrpp)",
+    )
+    parser.add_argument(
+        "--check-data-file",
+        action="store_true",
+        help="DMR++ sidecars: check that each data file exists, is an HDF5, HDF4 or netCDF "
+        "file and holds the sidecar's chunks (one size request and one small read per file); "
+        "with --skip-errors, sidecars whose data file is missing are left out",
+    )
+    parser.add_argument(
         "--storage-options",
         type=json_object,
         metavar="JSON",
@@ -162,6 +176,10 @@ def run(args: argparse.Namespace) -> int:
         options["format"] = args.input_format
     if args.grib_index is not None:
         options["grib_index"] = args.grib_index
+    if args.data_url is not None:
+        options["data_url"] = args.data_url
+    if args.check_data_file:
+        options["check_data_file"] = True
     if args.on_unsupported != "raise":
         options["on_unsupported"] = args.on_unsupported
     on_error: OnError = "skip" if args.skip_errors else "raise"

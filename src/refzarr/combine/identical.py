@@ -59,7 +59,8 @@ def check_identical(
                     f"{same.what}: comparing its values in {files} (their references differ)",
                 )
     chosen = [same.arrays[k] for same, reps in pending for k in reps]
-    raws = iter(fetch_raw(chosen, storage_options))
+    labels = [f"{describe([same.files[k]])}: {same.what}" for same, reps in pending for k in reps]
+    raws = iter(fetch_raw(chosen, storage_options, labels.__getitem__))
     still: list[tuple[SameSet, list[int]]] = []
     for same, reps in pending:
         keyed = {k: _raw_key(same.arrays[k], next(raws)) for k in reps}

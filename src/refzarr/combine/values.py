@@ -30,10 +30,14 @@ Raw = list[bytes | memoryview | None]
 
 
 def fetch_raw(
-    arrays: Sequence[RefArray], storage_options: Mapping[str, Any] | None = None
+    arrays: Sequence[RefArray],
+    storage_options: Mapping[str, Any] | None = None,
+    name: Callable[[int], str] | None = None,
 ) -> list[Raw]:
-    """The stored bytes of every chunk of every array, fetched in one batched read."""
+    """The stored bytes of every chunk of every array, fetched in one batched read
+    (``name(k)`` names array k in errors: ``"file.nc: time"``)."""
     out: list[Raw] = []
+    keys: list[str] = []
     urls: list[str] = []
     offsets: list[int] = []
     lengths: list[int] = []
@@ -59,10 +63,11 @@ def fetch_raw(
                 length = block.length[row]
                 lengths.append(-1 if length == WHOLE_FILE else int(length))
                 slots.append((a, block.start + row))
+                keys.append(f"{name(a) if name else f'array {a}'} (chunk {block.start + row})")
         out.append(raw)
     if urls:
         for (a, number), data in zip(
-            slots, _read(urls, offsets, lengths, storage_options), strict=True
+            slots, _read(urls, offsets, lengths, keys, storage_options), strict=True
         ):
             out[a][number] = data
     return out
@@ -72,6 +77,7 @@ def _read(
     urls: list[str],
     offsets: list[int],
     lengths: list[int],
+    keys: list[str],
     storage_options: Mapping[str, Any] | None,
 ) -> list[memoryview]:
     from refzarr.io import RangeReader
@@ -80,7 +86,7 @@ def _read(
     for k, length in enumerate(lengths):
         if length < 0:  # a whole-file reference
             lengths[k] = reader.size(urls[k]) - offsets[k]
-    return reader.read(urls, offsets, lengths)
+    return reader.read(urls, offsets, lengths, keys)
 
 
 def read_values(
@@ -93,7 +99,7 @@ def read_values(
     ``name(k)`` names array k in errors (``"file.nc: time"``). Missing chunks read as the
     fill value (zeros without one, as Zarr v2 reads them).
     """
-    raws = fetch_raw(arrays, storage_options)
+    raws = fetch_raw(arrays, storage_options, name)
     out: list[np.ndarray[Any, Any] | None] = [None] * len(arrays)
     simple = [k for k, a in enumerate(arrays) if _is_simple(a.meta, raws[k])]
     for key, members in _by_layout(arrays, simple).items():

@@ -179,13 +179,25 @@ def detect_probe(probe: Probe) -> ScanFormat:
     if probe.is_directory:
         raise ScanError(
             f"{probe.url}: a directory that is no store refzarr scans (no .zgroup, .zarray or "
-            f"zarr.json in it); scan its files instead. refzarr scans: {formats_summary()}"
+            f"zarr.json in it); {_what_to_scan(probe)}. refzarr scans: {formats_summary()}"
         )
     raise ScanError(
         f"{probe.url}: not a format refzarr recognises from its first bytes "
         f"({describe_head(probe.head)}); refzarr scans: {formats_summary()}. "
         "Pass format=... to scan it as one of these anyway"
     )
+
+
+def _what_to_scan(probe: Probe) -> str:
+    """The hint for a directory that is no store: its stores when it holds folders named
+    like them (``a.zarr``), else its files."""
+    stores = sorted(n for n in probe.listing if n.endswith((".zarr", ".zr")))
+    if not stores:
+        return "scan its files instead"
+    shown = ", ".join(stores[:3]) + (", ..." if len(stores) > 3 else "")
+    suffix = stores[0].rsplit(".", 1)[1]
+    pattern = f"{probe.url.rstrip('/')}/*.{suffix}"
+    return f"it holds Zarr stores ({shown}): scan them instead (e.g. '{pattern}')"
 
 
 def describe_head(head: bytes, count: int = 16) -> str:

@@ -245,7 +245,8 @@ def _replace_array(
     manifest = array.manifest
     ids = np.asarray(manifest.path_id)
     ours = np.fromiter((p in files for p in manifest.paths), bool, len(manifest.paths))
-    mine = (ids >= 0) & ours[np.clip(ids, 0, None)] if len(ours) else np.zeros(ids.shape, bool)
+    # an array, not numpy's scalar, for a 0-d array's grid too (indexing gives a scalar there)
+    mine = np.asarray((ids >= 0) & ours[np.clip(ids, 0, None)] if len(ours) else ids < ids)
     if not mine.any():
         return None
     new = _fresh_array(path, array, fresh, url)

@@ -3,6 +3,7 @@ while scanning (from the listing and the metadata, never by reading chunks)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import warnings
 from pathlib import Path
@@ -98,6 +99,18 @@ def test_directory_without_metadata(tmp_path: Path) -> None:
         refzarr.scan(tmp_path / "d")
     with pytest.raises(ScanError, match=r"no metadata at '/'"):
         refzarr.scan(tmp_path / "d", format="zarr")
+
+
+def test_directory_of_stores(tmp_path: Path) -> None:
+    """A folder holding stores (not a store itself): the message names them and a glob."""
+    for day in range(4):
+        zarr.open_group(tmp_path / f"day{day}.zarr", mode="w")
+    pattern = re.escape(
+        f"it holds Zarr stores (day0.zarr, day1.zarr, day2.zarr, ...): scan "
+        f"them instead (e.g. '{tmp_path}/*.zarr')"
+    )
+    with pytest.raises(ScanError, match=pattern):
+        refzarr.scan(tmp_path)
 
 
 def test_damaged_chunk_is_an_error_when_read(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import fsspec
 import numpy as np
 import pytest
+import xarray as xr
 import zarr
 from zarrkit import assert_same, store_arrays
 
@@ -134,3 +135,32 @@ def test_scan_requests_v2(
     ours = _read_through_references(group, options)
     for path, values in expected.items():
         assert_same(np.asarray(ours[path][...]), values, path)
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_xarray_store_on_s3_along_time(
+    s3: tuple[str, dict[str, Any]], tmp_path: Path, fmt: int
+) -> None:
+    """Stores xarray wrote, on S3, combined along time: dimension coordinates are read (from
+    S3) and held in the set by default, and xarray reads what it reads from the stores."""
+    bucket, options = s3
+    stores = []
+    for day in range(2):
+        ds = xr.Dataset(
+            {"t": (("time", "x"), np.arange(6, dtype="f4").reshape(2, 3) + day, {"units": "K"})},
+            coords={"time": ("time", [2 * day, 2 * day + 1]), "x": ("x", [0.5, 1.5, 2.5])},
+        )
+        stores.append(tmp_path / f"day{day}.zarr")
+        ds.to_zarr(stores[-1], zarr_format=fmt, consolidated=False, mode="w")
+    urls = [_upload(s, bucket, options) for s in stores]
+    group = refzarr.combine(
+        [refzarr.scan(u, storage_options=dict(options)) for u in urls], concat_dims="time"
+    )
+    assert group["time"].manifest.count_written() == 1  # type: ignore[union-attr]
+    with (
+        xr.open_mfdataset(
+            stores, engine="zarr", consolidated=False, combine="nested", concat_dim="time"
+        ) as truth,
+        refzarr.open_dataset(group, storage_options=dict(options)) as ours,
+    ):
+        xr.testing.assert_identical(ours.load(), truth.load())

@@ -24,6 +24,8 @@ def _dataset(fill: float, written: int) -> xr.Dataset:
         {
             "temperature": (("time", "x"), values, {"units": "K", "long_name": "T"}),
             "flag": (("time",), (time % 2).astype("u1"), {"flag_values": [0, 1]}),
+            # xarray writes a Zarr v3 0-d array without dimension_names
+            "station": ((), np.int32(7), {"long_name": "station number"}),
         },
         coords={
             "time": ("time", time, {"units": "days since 2000-01-01", "calendar": "standard"}),

@@ -5,7 +5,7 @@ with a virtual chunk container (and read access) for every place the references 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -48,17 +48,32 @@ def source_prefixes(group: RefGroup) -> list[str]:
         For references to other protocols (make the repository, with its virtual chunk
         containers, yourself and call `refzarr.to_icechunk`).
     """
+    stores = _local_stores(group)
     prefixes: set[str] = set()
     for _, array in group.arrays():
         for url in _urls(array.manifest.iter_written_blocks()):
-            prefixes.add(_prefix(url))
+            prefixes.add(_prefix(url, stores))
     return sorted(prefixes)
 
 
-def _prefix(url: str) -> str:
+def _local_stores(group: RefGroup) -> frozenset[str]:
+    """The local Zarr stores the group's record says were scanned: one container each, not
+    one per folder of chunk files (a v3 store has a folder per row of chunks: thousands)."""
+    scans = (group.sources or {}).get("scans") or ()
+    return frozenset(
+        local_path(scan["url"]).rstrip("/")
+        for scan in scans
+        if scan.get("format") == "zarr"
+        and isinstance(scan.get("url"), str)
+        and is_local(scan["url"])
+    )
+
+
+def _prefix(url: str, stores: frozenset[str] = frozenset()) -> str:
     if is_local(url):
         folder = os.path.dirname(local_path(url))
-        return f"file://{_plain_ancestor(folder).rstrip('/')}/"
+        store = next((f for f in _ancestors(folder) if f in stores), folder) if stores else folder
+        return f"file://{_plain_ancestor(store).rstrip('/')}/"
     protocol, _, rest = url.partition("://")
     if protocol in ("s3", "s3a"):
         return f"s3://{rest.split('/', 1)[0]}/"
@@ -67,6 +82,13 @@ def _prefix(url: str) -> str:
         "for other stores, make the repository (with its containers) in Python and call "
         "refzarr.to_icechunk"
     )
+
+
+def _ancestors(folder: str) -> Iterator[str]:
+    """``folder`` and the folders above it, nearest first (``/a/b``: ``/a/b``, ``/a``)."""
+    while folder not in ("", "/"):
+        yield folder
+        folder = os.path.dirname(folder)
 
 
 def _plain_ancestor(folder: str) -> str:

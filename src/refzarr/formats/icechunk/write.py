@@ -217,7 +217,7 @@ def _transposes(order: str, ndim: int) -> tuple[Any, ...]:
 def _stages(codecs: Any) -> tuple[Any, ...]:
     from refzarr.codecs.zarr3 import NumcodecsStage
 
-    return tuple(NumcodecsStage(codec=dict(c)) for c in codecs)
+    return tuple(NumcodecsStage(codec=thaw_json(c)) for c in codecs)
 
 
 def zarr_fill(fill_value: Any, dtype: np.dtype[Any]) -> Any:

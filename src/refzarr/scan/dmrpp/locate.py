@@ -3,6 +3,7 @@
 Real sidecars name their data file in ``dmrpp:href`` with a server-catalog path
 (``data/x.h5``) or the placeholder ``OPeNDAP_DMRpp_DATA_ACCESS_URL``, neither of which says
 where the file is for anyone else. So the data file is, in order: the scanner's ``data_url``;
+(``{name}`` in it: the sidecar's file name without ``.dmrpp``; ``{href}``: its ``dmrpp:href``);
 the sidecar's own URL without ``.dmrpp`` (archives publish the two side by side); the
 ``dmrpp:href`` when it is an absolute URL (``https://...``, ``s3://...``). A chunk's own
 ``href`` is used when it is an absolute URL, and stands for the data file when it is the
@@ -21,6 +22,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
+from refzarr.scan.hdf5.signature import HDF5_MAGIC
 from refzarr.scan.paths import reference_url
 
 __all__ = ["PLACEHOLDER", "DataFiles", "data_file_url", "is_absolute_url", "local_or_url"]
@@ -29,6 +31,12 @@ PLACEHOLDER = "OPeNDAP_DMRpp_DATA_ACCESS_URL"
 """What ``build_dmrpp -u`` writes where the data URL is filled in when the sidecar is served."""
 
 SUFFIX = ".dmrpp"
+
+_OTHER_MAGIC = (b"\x0e\x03\x13\x01", b"CDF\x01", b"CDF\x02", b"CDF\x05")
+"""HDF4's and netCDF-3's first bytes (their DMR++ sidecars describe such files too)."""
+
+_HEAD = 4104
+"""Bytes read from a data file's start to find its signature (user blocks up to 4 KiB)."""
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
@@ -59,7 +67,7 @@ def data_file_url(
         When none of the three says where it is.
     """
     if data_url:
-        return local_or_url(data_url)
+        return local_or_url(_filled(data_url, sidecar, href))
     if sidecar.endswith(SUFFIX) and len(sidecar) > len(SUFFIX):
         return local_or_url(sidecar[: -len(SUFFIX)])
     if is_absolute_url(href):
@@ -68,6 +76,26 @@ def data_file_url(
         f"{sidecar}: cannot tell where the data file is: the sidecar's name does not end with "
         f"'.dmrpp' and its dmrpp:href ({href!r}) is not an absolute URL; pass data_url=..."
     )
+
+
+def _filled(template: str, sidecar: str, href: str | None) -> str:
+    """``data_url`` with ``{name}`` (the sidecar's file name without ``.dmrpp``) and
+    ``{href}`` (its ``dmrpp:href``, an absolute URL) filled in: one option for many sidecars.
+
+    Raises
+    ------
+    ScanError
+        When ``{href}`` is asked for and the sidecar's ``dmrpp:href`` is no absolute URL.
+    """
+    if "{href}" in template and not is_absolute_url(href):
+        raise ScanError(
+            f"{sidecar}: data_url {template!r} asks for the sidecar's dmrpp:href, but it is "
+            f"{href!r}, not an absolute URL (a server-catalog path or placeholder); give the "
+            "data file's location with {name} instead"
+        )
+    name = sidecar.rstrip("/").rsplit("/", 1)[-1]
+    name = name[: -len(SUFFIX)] if name.endswith(SUFFIX) and name != SUFFIX else name
+    return template.replace("{name}", name).replace("{href}", href or "")
 
 
 @dataclass
@@ -79,6 +107,7 @@ class DataFiles:
     dataset_href: str | None
     storage_options: Mapping[str, Any] | None = None
     _opened: dict[str, tuple[fsspec.AbstractFileSystem, str]] = field(default_factory=dict)
+    _sizes: dict[str, int] = field(default_factory=dict)
 
     def resolve(self, href: str | None, where: str) -> str:
         """The URL a chunk's ``href`` stands for (None: the data file)."""
@@ -108,13 +137,48 @@ class DataFiles:
             )
         return data
 
-    def size(self, url: str) -> int:
-        """The size of ``url`` in bytes."""
-        fs, path = self._fs(url)
-        try:
-            return int(fs.size(path))
-        except FileNotFoundError as exc:
-            raise ScanError(f"the data file {url} does not exist ({exc})") from exc
+    def size(self, url: str, where: str) -> int:
+        """The size of ``url`` in bytes, asked once per file, which is checked to be a file
+        a sidecar can describe (HDF5, HDF4 or netCDF by its first bytes).
+
+        Raises
+        ------
+        ScanError
+            When the file does not exist or is of another kind (a wrong ``data_url``).
+        """
+        known = self._sizes.get(url)
+        if known is None:
+            fs, path = self._fs(url)
+            try:
+                known = int(fs.size(path))
+            except FileNotFoundError as exc:
+                raise ScanError(
+                    f"{where}: the data file {url} does not exist ({exc}); if the data files are "
+                    "elsewhere, say where with data_url (refzarr scan --data-url)"
+                ) from exc
+            self._check_kind(url, known, where)
+            self._sizes[url] = known
+        return known
+
+    def _check_kind(self, url: str, size: int, where: str) -> None:
+        """An HDF5 signature at 0, 512, 1024, ... (after a user block), or HDF4's or
+        netCDF's magic at 0; else `ScanError` (read in one request for most files)."""
+        head = self.read(url, 0, min(size, _HEAD), where) if size else b""
+        if head.startswith(_OTHER_MAGIC):
+            return
+        offset = 0
+        while offset + len(HDF5_MAGIC) <= size:
+            if offset + len(HDF5_MAGIC) <= len(head):
+                found = head[offset : offset + len(HDF5_MAGIC)]
+            else:
+                found = self.read(url, offset, len(HDF5_MAGIC), where)
+            if found == HDF5_MAGIC:
+                return
+            offset = 512 if offset == 0 else 2 * offset
+        raise ScanError(
+            f"{where}: the data file {url} is no HDF5, HDF4 or netCDF file (it starts with "
+            f"{head[:8]!r}): is data_url right?"
+        )
 
     def reader(self, url: str, where: str) -> Any:
         """``read_range(offset, length)`` of ``url`` (for `refzarr.scan.coordinates`)."""

@@ -10,6 +10,7 @@ The data file is read only for what the sidecar cannot give: dimension coordinat
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,7 +86,10 @@ class DmrppScanner(ScanOptions):
     ----------
     data_url
         The data file the chunks are in. None (default): the sidecar's URL without
-        ``.dmrpp``, else its ``dmrpp:href`` when that is an absolute URL.
+        ``.dmrpp``, else its ``dmrpp:href`` when that is an absolute URL. ``{name}`` in it
+        stands for the sidecar's file name without ``.dmrpp`` and ``{href}`` for its
+        ``dmrpp:href``, so that one scanner serves many sidecars
+        (``"s3://bucket/granules/{name}"``, ``"{href}"``).
     multi_block_bytes
         A chunk stored in several separate blocks is read from the data file and inlined
         when it has at most this many bytes (default 1 MiB); a larger one is unsupported.
@@ -108,6 +112,8 @@ class DmrppScanner(ScanOptions):
         ScanOptions.__post_init__(self)
         if self.data_url is not None and not isinstance(self.data_url, str):
             raise TypeError(f"data_url must be a str, got {self.data_url!r}")
+        if _relative_path(self.data_url):  # made absolute now: the scan record keeps it
+            object.__setattr__(self, "data_url", os.path.abspath(str(self.data_url)))
         if isinstance(self.multi_block_bytes, bool) or not isinstance(self.multi_block_bytes, int):
             raise TypeError(f"multi_block_bytes must be an int, got {self.multi_block_bytes!r}")
         if self.multi_block_bytes < 0:
@@ -129,6 +135,14 @@ class DmrppScanner(ScanOptions):
         walk.old = root.get(DMRPP + "version") is None
         group = walk.group(root, "")
         return ScannedGroup(group.attributes, group.members, tuple(walk.skipped))
+
+
+def _relative_path(data_url: str | None) -> bool:
+    """Whether ``data_url`` is a relative local path (``data/{name}``): a record of the scan
+    keeps it, so `refresh` run from another folder would look elsewhere."""
+    if not data_url or data_url.startswith("{") or ":" in data_url:
+        return False
+    return not os.path.isabs(data_url)
 
 
 def _read_sidecar(url: str, storage_options: Any) -> bytes:
@@ -339,7 +353,7 @@ class _Walk:
     def check(self, storage: Storage, where: str) -> None:
         """Chunks of one array never share bytes; with ``check_data_file``, end in the file."""
         for url in storage.manifest.paths:
-            size = self.files.size(url) if self.options.check_data_file else 2**63 - 1
+            size = self.files.size(url, where) if self.options.check_data_file else 2**63 - 1
             check_within_file(storage.manifest, url, size, where)
 
     # -- dimensions and attributes --------------------------------------------------------

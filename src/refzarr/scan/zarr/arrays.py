@@ -146,6 +146,8 @@ def _meta(
     if metadata.zarr_format == 3 and metadata.dimension_names is not None:
         declared = tuple(metadata.dimension_names)
         names = declared if all(isinstance(n, str) for n in declared) else names
+    if metadata.zarr_format == 3 and names is None and not metadata.shape:
+        names = ()  # a 0-d array needs no names: xarray reads it so (its writer leaves them out)
     separator: Literal[".", "/"] = (
         "/" if metadata.zarr_format == 2 and (metadata.dimension_separator == "/") else "."
     )
@@ -183,9 +185,10 @@ def inline_values(ref: RefArray, listing: StoreListing, where: str) -> RefArray:
                 stored[number] = block.inlined[number]
             elif pid >= 0:
                 wanted.append((number, block.paths[pid]))
-    if wanted:
-        found = listing.fs.cat([url for _, url in wanted], on_error="raise")
-        for number, url in wanted:
-            stored[number] = bytes(found[url])
+    if wanted:  # fsspec names what it fetched by path, without the URLs' protocol
+        paths = [str(listing.fs._strip_protocol(url)) for _, url in wanted]
+        found = listing.fs.cat(paths, on_error="raise")
+        for (number, _), path in zip(wanted, paths, strict=True):
+            stored[number] = bytes(found[path])
     values = decode_whole(ref.meta, stored, where)
     return RefArray(ref.meta.as_one_raw_chunk(), ChunkManifest.one_inlined(values.tobytes()))
