@@ -17,6 +17,7 @@ import numpy as np
 from refzarr.codecs.chunk import ChunkDecoder
 from refzarr.errors import RefzarrError
 from refzarr.io import RangeReader
+from refzarr.io.fetch import unreachable_endpoint
 from refzarr.model import INLINED, WHOLE_FILE, ManifestBlock, RefArray
 from refzarr.model.hierarchy import chunk_key
 from refzarr.parallel.progress import progress_bar
@@ -66,6 +67,8 @@ def file_sizes(reader: RangeReader, urls: list[str], threads: int = 16) -> dict[
         except RefzarrError as exc:
             if isinstance(exc.__cause__, FileNotFoundError):
                 return "no such file"
+            if unreachable_endpoint(exc) is not None:
+                raise  # every remote file fails alike: one error, not one per file
             return str(exc)
 
     shown = None if len(urls) >= _BAR_FROM else False
