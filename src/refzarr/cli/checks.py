@@ -10,17 +10,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from refzarr.codecs.chunk import ChunkDecoder
 from refzarr.errors import RefzarrError
 from refzarr.io import RangeReader
 from refzarr.io.fetch import unreachable_endpoint
 from refzarr.model import INLINED, WHOLE_FILE, ManifestBlock, RefArray
 from refzarr.model.hierarchy import chunk_key
 from refzarr.parallel.progress import progress_bar
+
+if TYPE_CHECKING:
+    from refzarr.codecs.chunk import ChunkDecoder
 
 __all__ = ["Failure", "Report", "check_decode", "check_ranges", "file_sizes"]
 
@@ -136,6 +138,8 @@ def check_decode(
     path: str, array: RefArray, reader: RangeReader, sizes: dict[str, int | str], report: Report
 ) -> int:
     """Fetch and decode every chunk of ``array`` whose range is valid; return how many."""
+    from refzarr.codecs.chunk import ChunkDecoder  # numcodecs: the command starts without it
+
     try:
         decoder = ChunkDecoder(array.meta, path)
     except RefzarrError as exc:

@@ -10,7 +10,6 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
-import fsspec
 import zstandard
 
 from refzarr.errors import ReferenceFetchError, RefFormatError, SourceNotFoundError
@@ -79,6 +78,8 @@ def _protocols(fs: Any) -> tuple[str, ...]:
 
 def locate(source: str | os.PathLike[str], storage_options: Mapping[str, Any] | None) -> Location:
     """Resolve a path or any fsspec URL to a `Location`."""
+    import fsspec  # on first use: `import refzarr` stays light
+
     shown = os.fspath(source)
     try:
         fs, path = fsspec.core.url_to_fs(shown, **dict(storage_options or {}))

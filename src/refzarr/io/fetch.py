@@ -41,9 +41,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 
-import fsspec
 import numpy as np
-from fsspec.implementations.local import LocalFileSystem
 
 from refzarr.errors import ChunkFetchError, ReferenceFetchError, RefzarrError
 from refzarr.io.allow import URLPolicy
@@ -477,6 +475,9 @@ class RangeReader:
 
     def _filesystem(self, url: str) -> tuple[Any, bool]:
         """The fsspec filesystem of a URL (one instance per protocol) and whether it is local."""
+        import fsspec  # on first use: `import refzarr` stays light
+        from fsspec.implementations.local import LocalFileSystem
+
         protocol = _protocol(url)
         with self._lock:
             found = self._filesystems.get(protocol)
