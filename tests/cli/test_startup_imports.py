@@ -10,7 +10,17 @@ import pytest
 
 from childkit import child_env, run_python
 
-HEAVY = ("fsspec", "asyncio", "numcodecs", "zarr", "xarray", "pyarrow", "s3fs", "h5py")
+HEAVY = (
+    "fsspec",
+    "asyncio",
+    "numcodecs",
+    "multiprocessing",
+    "zarr",
+    "xarray",
+    "pyarrow",
+    "s3fs",
+    "h5py",
+)
 
 _LOADED = f"""
 import json, sys
