@@ -56,10 +56,8 @@ def test_a_reference_set(nowhere: tuple[str, dict[str, Any]]) -> None:
         refzarr.read("s3://bucket/refs.json", storage_options=options)
 
 
-def test_validate_says_it_once(
-    nowhere: tuple[str, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    endpoint, options = nowhere
+def _five_files(tmp_path: Path) -> Path:
+    """A reference set of five arrays, each one chunk of its own file on S3."""
     refs: dict[str, Any] = {".zgroup": json.dumps({"zarr_format": 2})}
     for i in range(5):
         meta = {"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f4", "compressor": None,
@@ -67,7 +65,14 @@ def test_validate_says_it_once(
         refs[f"v{i}/.zarray"] = json.dumps(meta)
         refs[f"v{i}/0"] = [f"s3://bucket/f{i}.nc", 100, 16]
     (tmp_path / "refs.json").write_text(json.dumps(refs))
-    code = main(["validate", str(tmp_path / "refs.json"), "--storage-options", json.dumps(options)])
+    return tmp_path / "refs.json"
+
+
+def test_validate_says_it_once(
+    nowhere: tuple[str, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    endpoint, options = nowhere
+    code = main(["validate", str(_five_files(tmp_path)), "--storage-options", json.dumps(options)])
     out, err = capsys.readouterr()
     assert code == 1
     assert "FAILED" not in out
@@ -86,3 +91,22 @@ def test_a_dropped_connection_is_still_retried(
     reader = RangeReader(storage_options=once, remote_policy=QUICK)
     assert [bytes(b) for b in reader.read([f"s3://{bucket}/data.bin"], [2], [3])] == [b"234"]
     assert proxy.count("GET", f"/{bucket}/data.bin") == 3
+
+
+def test_validate_asks_the_first_file_alone(
+    nowhere: tuple[str, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first size is asked before the others: an unreachable endpoint costs one of
+    botocore's waits (5-10 s), not the longest of many at once."""
+    _, options = nowhere
+    asked: list[str] = []
+    size = RangeReader.size
+
+    def counted(self: RangeReader, url: str) -> int:
+        asked.append(url)
+        return size(self, url)
+
+    monkeypatch.setattr(RangeReader, "size", counted)
+    code = main(["validate", str(_five_files(tmp_path)), "--storage-options", json.dumps(options)])
+    assert code == 1
+    assert asked == ["s3://bucket/f0.nc"]

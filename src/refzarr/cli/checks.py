@@ -7,6 +7,7 @@ the reader's `ChunkDecoder`; chunks are taken a batch at a time, so memory stays
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -60,8 +61,9 @@ class Report:
 
 
 def file_sizes(reader: RangeReader, urls: list[str], threads: int = 16) -> dict[str, int | str]:
-    """The size of every file, or why it could not be had (one request per file, concurrent;
-    a progress bar on a terminal when there are many)."""
+    """The size of every file, or why it could not be had (one request per file, concurrent
+    after the first, so that an unreachable endpoint is one wait, not the longest of many; a
+    progress bar on a terminal when there are many)."""
 
     def size(url: str) -> int | str:
         try:
@@ -75,8 +77,10 @@ def file_sizes(reader: RangeReader, urls: list[str], threads: int = 16) -> dict[
 
     shown = None if len(urls) >= _BAR_FROM else False
     with ThreadPoolExecutor(threads) as pool, progress_bar(shown, len(urls), "sizes") as bar:
+        first = [size(url) for url in urls[:1]]  # alone: an unreachable endpoint fails once
+        asked = itertools.chain(first, pool.map(size, urls[1:]))
         sizes: dict[str, int | str] = {}
-        for url, found in zip(urls, pool.map(size, urls), strict=True):
+        for url, found in zip(urls, asked, strict=True):
             sizes[url] = found
             bar.update(1)
         return sizes
