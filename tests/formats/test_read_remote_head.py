@@ -54,13 +54,16 @@ def put(s3: tuple[str, dict[str, Any]]) -> Any:
     return upload
 
 
-def test_a_large_source_file_on_s3_is_named_after_its_head(put: Any, s3_proxy: S3Proxy) -> None:
+@pytest.mark.parametrize("reader", ["read", "expand_references", "open_dataset"])
+def test_a_large_source_file_on_s3_is_named_after_its_head(
+    put: Any, s3_proxy: S3Proxy, reader: str
+) -> None:
     bucket, options, proxy = s3_proxy
     netcdf = ONE_PER_FORMAT["netcdf3"].read_bytes()
     url = put("big.nc", netcdf + bytes(16 * 2**20 - len(netcdf)))
     proxy.reset()
     with pytest.raises(refzarr.RefFormatError, match="is not a reference set but a netCDF3"):
-        refzarr.read(url, storage_options=options)
+        getattr(refzarr, reader)(url, storage_options=options)
     asked = [r for r in proxy.matching(None, f"/{bucket}/big.nc") if r.path.endswith(".nc")]
     assert [(r.method, r.range, r.sent) for r in asked] == [("GET", "bytes=0-65535", HEAD_READ)]
 
