@@ -141,6 +141,25 @@ def test_a_server_ignoring_ranges(tmp_path: Path, size: int) -> None:
         assert refzarr.read(f"{root}/refs.json") == _group(3)
 
 
+class _Ranges(_Quiet):
+    """Answers a range of an empty file as servers that honour ranges do: 416."""
+
+    def do_GET(self) -> None:
+        if self.headers.get("Range") and not Path(self.translate_path(self.path)).stat().st_size:
+            self.send_error(416)
+            return
+        super().do_GET()
+
+
+def test_an_empty_file_over_http_is_named(tmp_path: Path) -> None:
+    (tmp_path / "empty.json").write_bytes(b"")
+    with (
+        serving(partial(_Ranges, directory=str(tmp_path))) as root,
+        pytest.raises(refzarr.RefFormatError, match=r"empty\.json: not valid JSON"),
+    ):
+        refzarr.read(f"{root}/empty.json")
+
+
 def test_an_empty_file_elsewhere_is_named() -> None:
     fs = fsspec.filesystem("memory")
     fs.pipe("/head/empty.json", b"")

@@ -168,10 +168,11 @@ def _first_bytes(fs: Any, path: str, size: int) -> bytes:
     """The first ``size`` bytes of the file at ``path`` on ``fs`` (fewer when it is shorter)."""
     try:
         return bytes(fs.cat_file(path, start=0, end=size))
-    except OSError as exc:
-        if exc.errno != errno.EINVAL:
+    except Exception as exc:
+        refused = getattr(exc, "status", None) == 416  # aiohttp's answer (fsspec's HTTP)
+        if not refused and not (isinstance(exc, OSError) and exc.errno == errno.EINVAL):
             raise
-        return bytes(fs.cat_file(path))  # empty: S3 refuses any range of it (416)
+        return bytes(fs.cat_file(path))  # empty: any range of it is refused (416)
 
 
 def looks_like_json(data: bytes) -> bool:
