@@ -60,7 +60,7 @@ def test_a_large_source_file_on_s3_is_named_after_its_head(
 ) -> None:
     bucket, options, proxy = s3_proxy
     netcdf = ONE_PER_FORMAT["netcdf3"].read_bytes()
-    url = put("big.nc", netcdf + bytes(16 * 2**20 - len(netcdf)))
+    url = put("big.nc", netcdf + bytes(4 * 2**20 - len(netcdf)))
     proxy.reset()
     with pytest.raises(refzarr.RefFormatError, match="is not a reference set but a netCDF3"):
         getattr(refzarr, reader)(url, storage_options=options)
