@@ -44,7 +44,7 @@ def test_through_fsspec_too() -> None:
 
 
 def test_a_large_local_file_is_not_read_whole(tmp_path: Path) -> None:
-    """Only the first `LOCAL_HEAD` bytes of a local file that does not begin like JSON are
+    """Only the first `HEAD_READ` bytes of a local file that does not begin like JSON are
     read: a sparse 4 GiB file with a netCDF3 header fails at once, without 4 GiB of memory."""
     big = tmp_path / "big.nc"
     with big.open("wb") as f:

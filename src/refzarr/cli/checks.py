@@ -7,19 +7,23 @@ the reader's `ChunkDecoder`; chunks are taken a batch at a time, so memory stays
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from refzarr.codecs.chunk import ChunkDecoder
 from refzarr.errors import RefzarrError
 from refzarr.io import RangeReader
+from refzarr.io.fetch import unreachable_endpoint
 from refzarr.model import INLINED, WHOLE_FILE, ManifestBlock, RefArray
 from refzarr.model.hierarchy import chunk_key
 from refzarr.parallel.progress import progress_bar
+
+if TYPE_CHECKING:
+    from refzarr.codecs.chunk import ChunkDecoder
 
 __all__ = ["Failure", "Report", "check_decode", "check_ranges", "file_sizes"]
 
@@ -57,8 +61,9 @@ class Report:
 
 
 def file_sizes(reader: RangeReader, urls: list[str], threads: int = 16) -> dict[str, int | str]:
-    """The size of every file, or why it could not be had (one request per file, concurrent;
-    a progress bar on a terminal when there are many)."""
+    """The size of every file, or why it could not be had (one request per file, concurrent
+    after the first, so that an unreachable endpoint is one wait, not the longest of many; a
+    progress bar on a terminal when there are many)."""
 
     def size(url: str) -> int | str:
         try:
@@ -66,12 +71,16 @@ def file_sizes(reader: RangeReader, urls: list[str], threads: int = 16) -> dict[
         except RefzarrError as exc:
             if isinstance(exc.__cause__, FileNotFoundError):
                 return "no such file"
+            if unreachable_endpoint(exc) is not None:
+                raise  # every remote file fails alike: one error, not one per file
             return str(exc)
 
     shown = None if len(urls) >= _BAR_FROM else False
     with ThreadPoolExecutor(threads) as pool, progress_bar(shown, len(urls), "sizes") as bar:
+        first = [size(url) for url in urls[:1]]  # alone: an unreachable endpoint fails once
+        asked = itertools.chain(first, pool.map(size, urls[1:]))
         sizes: dict[str, int | str] = {}
-        for url, found in zip(urls, pool.map(size, urls), strict=True):
+        for url, found in zip(urls, asked, strict=True):
             sizes[url] = found
             bar.update(1)
         return sizes
@@ -133,6 +142,8 @@ def check_decode(
     path: str, array: RefArray, reader: RangeReader, sizes: dict[str, int | str], report: Report
 ) -> int:
     """Fetch and decode every chunk of ``array`` whose range is valid; return how many."""
+    from refzarr.codecs.chunk import ChunkDecoder  # numcodecs: the command starts without it
+
     try:
         decoder = ChunkDecoder(array.meta, path)
     except RefzarrError as exc:

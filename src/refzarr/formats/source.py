@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import os
@@ -9,7 +10,6 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
-import fsspec
 import zstandard
 
 from refzarr.errors import ReferenceFetchError, RefFormatError, SourceNotFoundError
@@ -78,6 +78,8 @@ def _protocols(fs: Any) -> tuple[str, ...]:
 
 def locate(source: str | os.PathLike[str], storage_options: Mapping[str, Any] | None) -> Location:
     """Resolve a path or any fsspec URL to a `Location`."""
+    import fsspec  # on first use: `import refzarr` stays light
+
     shown = os.fspath(source)
     try:
         fs, path = fsspec.core.url_to_fs(shown, **dict(storage_options or {}))
@@ -103,9 +105,10 @@ def detect_format(
     first ``head`` bytes when given); for Parquet, the bytes of its ``.zmetadata`` when they
     were read to tell (over HTTP), else none.
 
-    A name ending ``.parq``/``.parquet`` says Parquet. Otherwise the file is read first: bytes
-    that begin like a JSON document (or a zstd/gzip stream) are the set, so a JSON set costs
-    one request (asking whether it is a directory costs fsspec's HTTP filesystem a download
+    A name ending ``.parq``/``.parquet`` says Parquet. Otherwise the file is read first, head
+    first (`HEAD_READ` bytes; the rest only when they begin like a JSON document or a
+    zstd/gzip stream, which are the set), so a JSON set costs one request, two when larger
+    than the head (asking whether it is a directory costs fsspec's HTTP filesystem a download
     of it); anything else (no such file, a directory, an HTTP directory listing) is a Parquet
     set when ``.zmetadata`` is inside it (over HTTP it is read at once: asking whether it
     exists downloads it too, and the caller would download it again).
@@ -137,22 +140,39 @@ def detect_format(
     return ("json", data) if zmetadata is None else ("parquet", zmetadata)
 
 
-LOCAL_HEAD = 65536
-"""Bytes of a local file read before the rest: one that does not begin like a JSON set (a
-10 GB netCDF file given by mistake) is not read whole."""
+HEAD_READ = 65536
+"""Bytes of a file read before the rest: one that does not begin like a JSON set (a 10 GB
+netCDF file given by mistake) is not read whole. Remote files are asked for them in one ranged
+request, which is the whole of a smaller set (s3fs sends no HEAD before a ranged read)."""
 
 
 def _read(location: Location, head: int | None) -> bytes:
-    """The file at ``location``, or its first ``head`` bytes. A local file that does not begin
-    like a JSON set is read only up to `LOCAL_HEAD` bytes (it cannot be one)."""
+    """The file at ``location``, or its first ``head`` bytes. A file that does not begin like
+    a JSON set is read only up to `HEAD_READ` bytes (it cannot be one)."""
     fs, path = location.fs, location.path
     if head is None and location.is_local:
         with fs.open(path, "rb") as f:
-            first = bytes(f.read(LOCAL_HEAD))
+            first = bytes(f.read(HEAD_READ))
             return first + bytes(f.read()) if looks_like_json(first) else first
-    if head is None:
-        return bytes(location.ask("reading it", lambda: fs.cat_file(path)))
-    return bytes(location.ask("reading it", lambda: fs.cat_file(path, start=0, end=head)))
+    if head is not None:
+        return location.ask("reading it", lambda: _first_bytes(fs, path, head))
+    first = location.ask("reading it", lambda: _first_bytes(fs, path, HEAD_READ))
+    if len(first) != HEAD_READ or not looks_like_json(first):
+        return first  # all of it (a server that ignores ranges sends all), or not a set
+    # the rest from the head's last byte: a range starting at the end is refused (S3: 416)
+    rest = location.ask("reading it", lambda: bytes(fs.cat_file(path, start=HEAD_READ - 1)))
+    return rest if rest[:HEAD_READ] == first else first + rest[1:]  # all again: no ranges
+
+
+def _first_bytes(fs: Any, path: str, size: int) -> bytes:
+    """The first ``size`` bytes of the file at ``path`` on ``fs`` (fewer when it is shorter)."""
+    try:
+        return bytes(fs.cat_file(path, start=0, end=size))
+    except Exception as exc:
+        refused = getattr(exc, "status", None) == 416  # aiohttp's answer (fsspec's HTTP)
+        if not refused and not (isinstance(exc, OSError) and exc.errno == errno.EINVAL):
+            raise
+        return bytes(fs.cat_file(path))  # empty: any range of it is refused (416)
 
 
 def looks_like_json(data: bytes) -> bool:

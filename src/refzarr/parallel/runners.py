@@ -3,19 +3,21 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from concurrent.futures import as_completed as cf_as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from refzarr.parallel.batches import Outcome
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 __all__ = ["SERIAL_BELOW", "Runner", "cpu_count", "open_runner", "process_pool"]
 
@@ -143,6 +145,9 @@ def _pool(kind: str, workers: int) -> Executor:
 
 def process_pool(workers: int) -> ProcessPoolExecutor:
     """A process pool for scanning: ``workers`` processes, forked when that is safe."""
+    import multiprocessing  # with the process pool: `import refzarr` stays light
+    from concurrent.futures import ProcessPoolExecutor
+
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_start_method()))
 
 
@@ -155,6 +160,8 @@ def _start_method() -> str:
     fsspec's event loop thread (started by any s3fs / gcsfs / http call, e.g. the listing of
     the files to scan) and its loop's idle executor threads do not count: fsspec drops its
     loop in a forked child and makes a new one (``os.register_at_fork``)."""
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and _only_fork_safe_threads():
         return "fork"

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from refzarr.codecs.chunk import decode_whole
 from refzarr.errors import RefzarrError
 from refzarr.model import INLINED, WHOLE_FILE, ArrayMeta, ChunkManifest, RefArray
 from refzarr.model.attr_types import LAYOUT_ATTR
@@ -75,6 +74,8 @@ def load_coordinate(
     stored = _stored_chunks(array.manifest, url, read_range)
     if stored is None:
         return array
+    from refzarr.codecs.chunk import decode_whole  # numcodecs: loaded when first needed
+
     try:
         values = decode_whole(meta, stored, where)
     except (RefzarrError, ValueError):  # left for the reader to report, as before

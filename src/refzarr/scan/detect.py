@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from typing import Any
-
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
+from typing import TYPE_CHECKING, Any
 
 from refzarr.errors import ScanError, SourceNotFoundError
 from refzarr.scan.base import HEAD_BYTES, Probe, ScanFormat, formats_summary, registered_formats
 from refzarr.scan.paths import LOCAL_HEAD_BYTES, LocalFile, opened_path, plain_local_path
+
+if TYPE_CHECKING:
+    import fsspec
 
 __all__ = [
     "describe_head",
@@ -43,6 +43,8 @@ def probe_source(url: str, storage_options: Mapping[str, Any] | None = None) -> 
     directory's entry names."""
     if plain_local_path(url, storage_options) is not None:
         return _plain_local_probe(url)
+    import fsspec  # on first use: `import refzarr` stays light
+
     fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     try:
         head = fs.cat_file(path, start=0, end=HEAD_BYTES)
@@ -157,6 +159,8 @@ def _is_directory(fs: fsspec.AbstractFileSystem, path: str) -> bool:
 
 def directory_probe(fs: fsspec.AbstractFileSystem, path: str, url: str) -> Probe:
     """The probe of the directory ``path`` on ``fs`` (shown as ``url``): its entry names."""
+    from fsspec.implementations.local import LocalFileSystem
+
     if isinstance(fs, LocalFileSystem):  # fsspec's local ls stats every entry, even detail=False
         return Probe(url, b"", None, frozenset(os.listdir(path)))
     names = frozenset(entry.rstrip("/").rpartition("/")[2] for entry in fs.ls(path, detail=False))

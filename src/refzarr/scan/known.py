@@ -10,8 +10,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, BinaryIO
 
-from fsspec.spec import AbstractBufferedFile
-
 __all__ = ["known_info", "open_remote"]
 
 _KNOWN: ContextVar[tuple[str, Mapping[str, Any]] | None] = ContextVar(
@@ -34,6 +32,8 @@ def known_info(url: str, info: Mapping[str, Any] | None) -> Iterator[None]:
 def open_remote(fs: Any, path: str, url: str, **options: Any) -> BinaryIO:
     """``fs.open(path, "rb", **options)``, given the size and details `known_info` holds for
     ``url``. A filesystem whose files take no ``size`` (a TypeError) is asked as before."""
+    from fsspec.spec import AbstractBufferedFile  # loaded already: fs is an fsspec one
+
     known = _KNOWN.get()
     size = None if known is None or known[0] != url else known[1].get("size")
     if isinstance(size, int):

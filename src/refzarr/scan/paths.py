@@ -9,8 +9,6 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from fsspec.implementations.local import LocalFileSystem
-
 from refzarr.io.paths import opened_path
 
 __all__ = ["LOCAL_HEAD_BYTES", "LocalFile", "opened_path", "plain_local_path", "reference_url"]
@@ -28,6 +26,8 @@ def plain_local_path(url: str, storage_options: Mapping[str, Any] | None) -> str
         return None
     if url.startswith("/"):  # what fsspec makes of an absolute path, without its machinery
         return url.rstrip("/") or "/"
+    from fsspec.implementations.local import LocalFileSystem  # on first use (light import)
+
     path: str = LocalFileSystem._strip_protocol(url)
     return path
 
