@@ -6,6 +6,7 @@ reachable endpoint's transient failures are still retried."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,17 @@ def test_validate_asks_the_first_file_alone(
     code = main(["validate", str(_five_files(tmp_path)), "--storage-options", json.dumps(options)])
     assert code == 1
     assert asked == ["s3://bucket/f0.nc"]
+
+
+def test_scan_names_the_endpoint(
+    nowhere: tuple[str, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scan reaches S3 through fsspec, not the reader: its failure is told the same way."""
+    endpoint, options = nowhere
+    out = tmp_path / "refs.json"
+    argv = ["scan", "s3://bucket/a.nc", "-o", str(out), "--storage-options", json.dumps(options)]
+    assert main(argv) != 0
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "s3://bucket/a.nc" in err
+    assert re.search(rf"cannot connect to the S3 endpoint {endpoint} .*check the endpoint_url", err)

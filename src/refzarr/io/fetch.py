@@ -57,6 +57,7 @@ __all__ = [
     "FetchedBlock",
     "RangeReader",
     "call_within_deadline",
+    "described_failure",
     "set_read_deadline",
     "set_reference_retries",
     "unreachable_endpoint",
@@ -149,7 +150,7 @@ def unreachable_endpoint(exc: BaseException | None) -> str | None:
     return f"{parts.scheme}://{parts.netloc}" if parts.netloc else url or "(unknown)"
 
 
-def _described(exc: BaseException) -> str:
+def described_failure(exc: BaseException) -> str:
     """What failed, for messages: the exception's type and text; for an unreachable S3
     endpoint, which one and what to check."""
     endpoint = unreachable_endpoint(exc)
@@ -794,7 +795,7 @@ def _retried(
             failure = _answered(exc)
             if isinstance(failure, through):
                 raise
-            tries.last = _described(failure)
+            tries.last = described_failure(failure)
             if not _transient(failure):
                 raise fail(f"{tries.last} (not retried)") from exc
             late = tries.left() < delay

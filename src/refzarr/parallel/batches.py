@@ -64,6 +64,7 @@ class BatchScanner:
     on_error: OnError = "raise"
 
     def __call__(self, urls: Sequence[str]) -> list[Outcome]:
+        from refzarr.io.fetch import described_failure
         from refzarr.scan import scan
 
         out: list[Outcome] = Outcomes()
@@ -71,7 +72,7 @@ class BatchScanner:
             try:
                 out.append(scan(url, **self.options))
             except Exception as exc:  # every failure is reported with its file name
-                out.append(Failed(url, f"{type(exc).__name__}: {exc}", _picklable(exc)))
+                out.append(Failed(url, described_failure(exc), _picklable(exc)))
                 if self.on_error == "raise":
                     break
         return out
