@@ -34,6 +34,7 @@ __all__ = [
     "record_scan",
     "referenced_urls",
     "scanned_url",
+    "scans_of",
     "sources_document",
 ]
 
@@ -210,7 +211,11 @@ def read_record(group: RefGroup, where: str = "reference set") -> list[ScanRecor
     RefFormatError
         When the record is malformed or of a newer version (names ``where``).
     """
-    doc = group.sources
+    return scans_of(group.sources, where)
+
+
+def scans_of(doc: Mapping[str, Any] | None, where: str = "reference set") -> list[ScanRecord]:
+    """`read_record` of a record document (`RefGroup.sources`) itself."""
     if doc is None:
         return []
     if doc.get("version") != RECORD_VERSION or not isinstance(doc.get("scans"), Sequence):
