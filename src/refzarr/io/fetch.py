@@ -369,7 +369,7 @@ class RangeReader:
             found: Mapping[str, Any] = fs.info(_local_path(fs, url))
             return found
         path = _remote_path(fs, url)
-        what = f"{url}: cannot ask for its state"
+        what = f"{url}: cannot get its size and state"
         return _call_retried(
             lambda: fs.info(path),
             what,

@@ -128,9 +128,18 @@ class SourceGuard:
         self._found[url] = error
         raise SourceChangedError(error)
 
+    def recorded(self, url: str) -> SourceState | None:
+        """The state the record gives ``url`` (None when it names no such file); a local
+        file also under another spelling of its path (``file://``, ``.`` parts).
+
+        Raises
+        ------
+        RefFormatError
+            When the record is malformed, or of a newer version.
+        """
+        return self._recorded(url, is_local(url))
+
     def _recorded(self, url: str, local: bool) -> SourceState | None:
-        """The recorded state of ``url``; a local file also under another spelling of its
-        path (``file://``, ``.`` parts)."""
         states = self._states
         if states is None:
             states = self._states = _recorded_states(self.sources, self.where)
