@@ -17,7 +17,7 @@ from typing import Any, Literal
 from refzarr.errors import SourceChangedError
 from refzarr.io import RangeReader
 from refzarr.model import RefGroup
-from refzarr.sources.record import scans_of
+from refzarr.sources.record import recorded_files
 from refzarr.sources.state import SourceState, info_state, is_local, local_path, stat_state
 
 __all__ = ["CHECK_SOURCES", "CheckSources", "SourceGuard", "parse_check_sources", "source_guard"]
@@ -87,7 +87,7 @@ class SourceGuard:
         self.sources = sources
         self.remote = remote
         self.where = where
-        self._states: dict[str, SourceState] | None = None
+        self._files: dict[str, Any] | None = None  # url -> recorded state (JSON)
         self._by_path: dict[str, str] | None = None
         self._found: dict[str, str | None] = {}  # url -> None (as recorded) or the error
 
@@ -140,17 +140,22 @@ class SourceGuard:
         return self._recorded(url, is_local(url))
 
     def _recorded(self, url: str, local: bool) -> SourceState | None:
-        states = self._states
-        if states is None:
-            states = self._states = _recorded_states(self.sources, self.where)
-        then = states.get(url)
-        if then is not None or not local:
-            return then
-        by_path = self._by_path
-        if by_path is None:
-            by_path = self._by_path = {local_path(u): u for u in states if is_local(u)}
-        spelled = by_path.get(local_path(url))
-        return None if spelled is None else states[spelled]
+        files = self._files
+        if files is None:
+            files = self._files = recorded_files(self.sources, self._named)
+        if url not in files and local:
+            by_path = self._by_path
+            if by_path is None:
+                by_path = self._by_path = {local_path(u): u for u in files if is_local(u)}
+            url = by_path.get(local_path(url), url)
+        recorded = files.get(url)
+        if recorded is None:
+            return None
+        return SourceState.from_json(recorded, f"{self._named}: source {url}")
+
+    @property
+    def _named(self) -> str:
+        return self.where or "reference set"
 
     def _message(self, url: str, then: SourceState, now: SourceState) -> str:
         refresh = (
@@ -164,12 +169,6 @@ class SourceGuard:
             f"read. Scan it again with {refresh} (refzarr.refresh in Python), or read without "
             "this check with check_sources='none'"
         )
-
-
-def _recorded_states(sources: Mapping[str, Any], where: str | None) -> dict[str, SourceState]:
-    """Every recorded file's state, by URL as the references spell it (later scans win)."""
-    scans = scans_of(sources, where or "reference set")
-    return {url: state for scan in scans for url, state in scan.files.items()}
 
 
 def _local_state(url: str) -> SourceState | None:
