@@ -114,13 +114,17 @@ class SourceGuard:
 
     def _check(self, reader: RangeReader, url: str) -> None:
         local = is_local(url)
-        then = self._recorded(url, local) if local or self.remote else None
-        if then is None:
+        recorded = self._recorded_json(url, local) if local or self.remote else None
+        if recorded is None:
             self._found[url] = None
             return
         now = _local_state(url) if local else _remote_state(reader, url)
         if now is None:
             return  # the read says why it cannot be had
+        if _as_recorded(recorded, now):  # the usual case, without parsing the record
+            self._found[url] = None
+            return
+        then = SourceState.from_json(recorded, f"{self._named}: source {url}")
         if not then.changes(now):
             self._found[url] = None
             return
@@ -140,6 +144,13 @@ class SourceGuard:
         return self._recorded(url, is_local(url))
 
     def _recorded(self, url: str, local: bool) -> SourceState | None:
+        recorded = self._recorded_json(url, local)
+        if recorded is None:
+            return None
+        return SourceState.from_json(recorded, f"{self._named}: source {url}")
+
+    def _recorded_json(self, url: str, local: bool) -> Any:
+        """The record's JSON state of ``url`` (None when it names no such file)."""
         files = self._files
         if files is None:
             files = self._files = recorded_files(self.sources, self._named)
@@ -148,10 +159,7 @@ class SourceGuard:
             if by_path is None:
                 by_path = self._by_path = {local_path(u): u for u in files if is_local(u)}
             url = by_path.get(local_path(url), url)
-        recorded = files.get(url)
-        if recorded is None:
-            return None
-        return SourceState.from_json(recorded, f"{self._named}: source {url}")
+        return files.get(url)
 
     @property
     def _named(self) -> str:
@@ -171,9 +179,20 @@ class SourceGuard:
         )
 
 
+def _as_recorded(recorded: Any, now: SourceState) -> bool:
+    """Whether a recorded JSON state has exactly ``now``'s size, time and ETag (enough to
+    say unchanged; anything else is compared by `SourceState.changes`)."""
+    get = getattr(recorded, "get", None)
+    if get is None:
+        return False
+    return bool(get("size") == now.size and get("mtime") == now.mtime and get("etag") == now.etag)
+
+
 def _local_state(url: str) -> SourceState | None:
+    # an absolute path is stat-ed as it is spelled: the system resolves it as it opens it
+    path = url if url.startswith("/") else local_path(url)
     try:
-        stat = os.stat(local_path(url))
+        stat = os.stat(path)
     except OSError:
         return None
     return stat_state(stat)
