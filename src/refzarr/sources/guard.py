@@ -76,9 +76,11 @@ class SourceGuard:
     Called by `RangeReader` with the distinct URLs of each read. What a file was found to be
     is kept (a dict, written whole per file: threads need no lock, a forked child keeps what
     its parent found), so each file costs one ``stat`` per guard, not one per chunk; a
-    changed file raises again on every read without another ``stat``. A file that cannot be
-    asked for (vanished, no permission) is left to the read, which names why, and is asked
-    again next time. Pickled, the guard carries its record, not what it found.
+    changed file raises again on every read without another ``stat``. A file that does not
+    exist, or a local one that cannot be asked for (no permission), is left to the read,
+    which names why, and is asked again next time; a remote one whose state cannot be had
+    (after the reader's retries) raises the reader's `ChunkFetchError` naming it. Pickled,
+    the guard carries its record, not what it found.
     """
 
     def __init__(
