@@ -5,8 +5,10 @@ file per opened set, only for files read; remote files on request (``"all"``).""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import pickle
 import re
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -189,6 +191,28 @@ def test_a_pickled_store_checks_again(plain: tuple[Path, Path]) -> None:
         zarr.open_group(copy, mode="r", zarr_format=2)["v"][:]
     unchecked = pickle.loads(pickle.dumps(refzarr.ReferenceStore(target, check_sources=False)))
     assert zarr.open_group(unchecked, mode="r", zarr_format=2)["v"][1] == 2.0
+
+
+def test_a_forked_child_checks_with_the_reader_it_was_given(plain: tuple[Path, Path]) -> None:
+    source, target = plain
+    store = refzarr.ReferenceStore(target)
+    url = str(source.resolve())
+    assert bytes(store.reader.read([url], [0], [8])[0])  # the parent found the file unchanged
+    rewrite_in_place(source, 2.0)
+    context = multiprocessing.get_context("fork")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12)
+        with context.Pool(1) as pool:
+            outcome = pool.apply_async(_read_in_child, (store.reader, url)).get(timeout=60)
+    assert outcome.startswith(f"SourceChangedError: {url}: changed since it was scanned")
+
+
+def _read_in_child(reader: refzarr.io.RangeReader, url: str) -> str:
+    try:
+        reader.read([url], [0], [8])
+    except Exception as exc:  # told to the parent as text
+        return f"{type(exc).__name__}: {exc}"
+    return "read"
 
 
 def test_sets_without_record_and_inlined_chunks_read_as_before(
