@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from refzarr.errors import RefFormatError
 from refzarr.model import ChunkManifest, RefGroup
-from refzarr.model.frozen import FrozenDict, freeze_json, thaw_json
+from refzarr.model.frozen import FrozenDict, freeze_json, plain_mapping, thaw_json
 from refzarr.sources.state import SourceState, is_local, local_path, source_states
 
 __all__ = [
@@ -229,12 +229,15 @@ def recorded_files(doc: Mapping[str, Any], where: str = "reference set") -> dict
     """
     found: dict[str, Any] = {}
     for entry in _scans(doc, where):
-        files = entry.get("files") if isinstance(entry, Mapping) else None
+        # the dicts behind the FrozenDicts: their methods cost microseconds per call, and
+        # this runs for each of thousands of scans when a combined set is first read
+        plain = plain_mapping(entry)
+        files = plain_mapping(plain.get("files")) if isinstance(plain, Mapping) else None
         if not isinstance(files, Mapping):
             raise RefFormatError(
                 f"{where}: malformed scan entry in its record of sources: {entry!r}"
             )
-        found.update(files.items())
+        found.update(files)
     return found
 
 
