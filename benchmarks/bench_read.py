@@ -21,6 +21,12 @@ Three scenarios, each printed side by side with ratios:
     stored bytes checked by a second decode; ``check_chunks=False``, stored bytes unchecked)
     under ``xr.open_zarr`` (dask, as by default) and ``zarr.open_array``, vs
     ``refzarr.open_dataset`` and h5py.
+``sources``
+    What comparing each source file with its scan's record costs (``check_sources``): a
+    Parquet set combining ``--files`` daily netCDF4 files (those of ``bench_combine.py``),
+    opened before the clock, then ``air`` read whole (4 chunks per file) and one value per
+    file (one chunk each), with ``check_sources="local"`` (the default: one ``stat`` per file)
+    and ``"none"``, taking turns.
 
 Every measurement runs in a fresh Python process (imports before the clock, xarray's first-use
 import of dask included; peak resident memory is the child's own ``ru_maxrss``); times (wall
@@ -32,6 +38,7 @@ Usage::
     python benchmarks/bench_read.py                        # everything, as the issue asks
     python benchmarks/bench_read.py --only local --mb 128  # a quick run
     python benchmarks/bench_read.py --only store --steps 100
+    python benchmarks/bench_read.py --only sources --files 1000 --repeat 7
 """
 
 from __future__ import annotations
@@ -238,7 +245,25 @@ def task_store(tool: str, args: dict[str, Any]) -> Callable[[], object]:
     raise ValueError(tool)
 
 
-TASKS = {"local": task_local, "s3": task_s3, "first": task_first, "store": task_store}
+def task_sources(tool: str, args: dict[str, Any]) -> Callable[[], object]:
+    """``"<whole|point> <local|none>"``: a combined set opened (before the clock), then
+    ``air`` read whole or one value per file, its sources checked as the mode says."""
+    import refzarr
+
+    what, _, mode = tool.partition(" ")
+    ds = refzarr.open_dataset(args["refs"], check_sources=mode)
+    if what == "whole":
+        return lambda: ds[VARIABLE].values
+    return lambda: ds[VARIABLE][:, 0, 0].values
+
+
+TASKS = {
+    "local": task_local,
+    "s3": task_s3,
+    "first": task_first,
+    "store": task_store,
+    "sources": task_sources,
+}
 
 
 def _import_lazy_modules() -> None:
@@ -390,6 +415,33 @@ def scenario_store(steps: int, repeat: int) -> list[list[str]]:
     tools = [f"{reader} {mode}" for reader in ("xarray", "zarr") for mode in STORE_MODES]
     results = measure_interleaved("store", [*tools, "refzarr", "h5py"], args, repeat)
     return _rows(f"store ({steps}, 512, 512)", results, base="xarray unchecked")
+
+
+def scenario_sources(files: int, repeat: int) -> list[list[str]]:
+    refs = _combined_set(files)
+    tools = [f"{what} {mode}" for what in ("whole", "point") for mode in ("local", "none")]
+    results = measure_interleaved("sources", tools, {"refs": str(refs)}, repeat)
+    rows = _rows(f"sources, {files:,} files", {t: results[t] for t in tools[:2]}, base=tools[1])
+    return rows + _rows(
+        f"sources, {files:,} files", {t: results[t] for t in tools[2:]}, base=tools[3]
+    )
+
+
+def _combined_set(count: int) -> Path:
+    """The Parquet set of ``bench_combine.py``'s ``count`` daily files along ``time``."""
+    import bench_combine
+
+    refs = CACHE / f"sources_{count}.parq"
+    if refs.exists():
+        return refs
+    import refzarr
+
+    bench_combine.ensure_files(bench_combine.CACHE, count)
+    paths = bench_combine.files(bench_combine.CACHE, count)
+    group = refzarr.combine(refzarr.scan_many(paths), concat_dims=["time"])
+    CACHE.mkdir(parents=True, exist_ok=True)
+    refzarr.write(group, refs)
+    return refs
 
 
 def _store_file(steps: int) -> Path:
@@ -595,9 +647,12 @@ def _print(rows: list[list[str]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["local", "s3", "first", "store"], action="append")
+    parser.add_argument(
+        "--only", choices=["local", "s3", "first", "store", "sources"], action="append"
+    )
     parser.add_argument("--mb", type=int, default=1024, help="size of the local variable")
     parser.add_argument("--steps", type=int, default=400, help="length of the store array")
+    parser.add_argument("--files", type=int, default=1000, help="files of the sources set")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--generate-first", action="store_true", help=argparse.SUPPRESS)
@@ -608,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         run_worker(*args.worker)
         return 0
-    chosen = args.only or ["local", "s3", "first", "store"]
+    chosen = args.only or ["local", "s3", "first", "store", "sources"]
     print(f"bench_read: {os.cpu_count()} CPUs, repeat {args.repeat}, local {args.mb} MB")
     rows: list[list[str]] = []
     if "local" in chosen:
@@ -619,6 +674,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += scenario_first(args.repeat)
     if "store" in chosen:
         rows += scenario_store(args.steps, args.repeat)
+    if "sources" in chosen:
+        rows += scenario_sources(args.files, args.repeat)
     _print(rows)
     return 0
 

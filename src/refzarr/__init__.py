@@ -17,6 +17,7 @@ from refzarr.errors import (
     RefFormatError,
     RefzarrError,
     ScanError,
+    SourceChangedError,
     SourceNotFoundError,
     UnsupportedFeatureError,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "RefzarrError",
     "ScanError",
     "SourceChange",
+    "SourceChangedError",
     "SourceNotFoundError",
     "UnsupportedFeatureError",
     "__version__",

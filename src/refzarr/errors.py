@@ -12,6 +12,7 @@ __all__ = [
     "RefFormatError",
     "RefzarrError",
     "ScanError",
+    "SourceChangedError",
     "SourceNotFoundError",
     "UnsupportedFeatureError",
 ]
@@ -43,6 +44,12 @@ class ChunkFetchError(RefzarrError, OSError):
 class ReferenceFetchError(ChunkFetchError):
     """A remote reference set itself (a JSON file, a Parquet set's files) could not be
     fetched: no answer within the read deadline, or its server failed (names the URL)."""
+
+
+class SourceChangedError(ChunkFetchError):
+    """A source file is not as its scan recorded it (size, modification time or ETag): its
+    chunks are not read, for its references may point at other bytes now. Names the file,
+    what was recorded and what was found, and the ``refzarr refresh`` to run."""
 
 
 class ChunkDecodeError(RefzarrError, ValueError):

@@ -78,8 +78,10 @@ def test_decode_finds_corrupt_chunk_bytes(
     data = bytearray(source.read_bytes())
     data[offset : offset + length] = bytes(length)  # zeros: not a zlib stream
     source.write_bytes(bytes(data))
-    assert main(["validate", str(refs)]) == 0  # the ranges still exist
-    capsys.readouterr()
+    assert main(["validate", str(refs)]) == 1  # the ranges still exist, the file changed
+    out, _ = capsys.readouterr()
+    assert out.startswith(f"CHANGED {source}: changed: modified ")
+    assert "FAILED" not in out
     assert main(["validate", str(refs), "--decode"]) == 1
     out, _ = capsys.readouterr()
     assert f"FAILED air/0.0.0 ({source}): air/0.0.0: decoding failed" in out

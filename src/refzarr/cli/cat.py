@@ -11,6 +11,7 @@ from refzarr.cli.common import (
     EXIT_OK,
     REFS_HELP,
     CommandFailed,
+    add_check_sources,
     add_storage_options,
     read_refs,
 )
@@ -18,6 +19,7 @@ from refzarr.io import RangeReader
 from refzarr.model import ChunkRef, RefArray, RefGroup
 from refzarr.model.hierarchy import array_metadata, group_metadata
 from refzarr.model.kerchunk import metadata_text
+from refzarr.sources.guard import CheckSources, source_guard
 
 __all__ = ["register", "run"]
 
@@ -32,13 +34,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "key", metavar="KEY", help="a key: .zgroup, temp/.zarray, temp/.zattrs, temp/0.1, ..."
     )
     add_storage_options(parser)
+    add_check_sources(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the key's bytes (metadata as the JSON text a Zarr reader gets; chunks as stored)."""
     group = read_refs(args.refs, args.storage_options)
-    data = key_bytes(group, args.key, args.refs, args.storage_options)
+    data = key_bytes(group, args.key, args.refs, args.storage_options, args.check_sources)
     out = sys.stdout.buffer
     try:
         out.write(data)
@@ -51,14 +54,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def key_bytes(
-    group: RefGroup, key: str, where: str, storage_options: dict[str, Any] | None = None
+    group: RefGroup,
+    key: str,
+    where: str,
+    storage_options: dict[str, Any] | None = None,
+    check_sources: CheckSources = "local",
 ) -> bytes:
-    """The bytes of ``key`` in ``group`` (a chunk read with ``storage_options``).
+    """The bytes of ``key`` in ``group`` (a chunk read with ``storage_options``, its file
+    compared with the group's record of sources as ``check_sources`` says).
 
     Raises
     ------
     CommandFailed
         When the key names nothing, or a chunk that was never written.
+    SourceChangedError
+        When the chunk's file changed since it was scanned.
     ChunkFetchError
         When a referenced chunk cannot be read.
     """
@@ -85,7 +95,10 @@ def key_bytes(
         )
     if isinstance(entry, bytes):
         return entry
-    return _fetch(entry, key, storage_options)
+    reader = RangeReader(
+        storage_options=storage_options, url_check=source_guard(group, check_sources, where)
+    )
+    return _fetch(entry, key, reader)
 
 
 def _metadata(group: RefGroup) -> dict[str, Any]:
@@ -117,8 +130,7 @@ def _chunk_index(group: RefGroup, key: str, where: str) -> tuple[str, tuple[int,
     )
 
 
-def _fetch(entry: ChunkRef, key: str, storage_options: dict[str, Any] | None) -> bytes:
-    reader = RangeReader(storage_options=storage_options)
+def _fetch(entry: ChunkRef, key: str, reader: RangeReader) -> bytes:
     length = entry.length
     if length is None:  # a whole-file reference
         length = reader.size(entry.url) - entry.offset

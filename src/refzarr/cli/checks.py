@@ -1,5 +1,6 @@
-"""The checks of ``refzarr validate``: every referenced range inside its file (one size request
-per file, not per chunk) and, on request, every chunk fetched and decoded.
+"""The checks of ``refzarr validate``: every referenced range inside its file (one ``stat`` or
+metadata request per file, not per chunk), every file as its scan recorded it (from the same
+answers) and, on request, every chunk fetched and decoded.
 
 Fetching and decoding reuse `refzarr.io.RangeReader` (merged, concurrent, retried reads) and
 the reader's `ChunkDecoder`; chunks are taken a batch at a time, so memory stays bounded.
@@ -8,9 +9,11 @@ the reader's `ChunkDecoder`; chunks are taken a batch at a time, so memory stays
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,14 +21,25 @@ import numpy as np
 from refzarr.errors import RefzarrError
 from refzarr.io import RangeReader
 from refzarr.io.fetch import unreachable_endpoint
-from refzarr.model import INLINED, WHOLE_FILE, ManifestBlock, RefArray
+from refzarr.model import INLINED, WHOLE_FILE, ManifestBlock, RefArray, RefGroup
 from refzarr.model.hierarchy import chunk_key
 from refzarr.parallel.progress import progress_bar
+from refzarr.sources.check import SourceChange
+from refzarr.sources.guard import source_guard
+from refzarr.sources.state import SourceState, info_state, is_local, local_path, stat_state
 
 if TYPE_CHECKING:
     from refzarr.codecs.chunk import ChunkDecoder
 
-__all__ = ["Failure", "Report", "check_decode", "check_ranges", "file_sizes"]
+__all__ = [
+    "Failure",
+    "Report",
+    "changed_sources",
+    "check_decode",
+    "check_ranges",
+    "file_states",
+    "sizes_of",
+]
 
 _BATCH_CHUNKS = 1024
 _BATCH_BYTES = 64 * 2**20
@@ -60,34 +74,75 @@ class Report:
             self.shown.append(failure)
 
 
-def file_sizes(reader: RangeReader, urls: list[str], threads: int = 16) -> dict[str, int | str]:
-    """The size of every file, or why it could not be had (one request per file, concurrent
-    after the first, so that an unreachable endpoint is one wait, not the longest of many; a
-    progress bar on a terminal when there are many)."""
-
-    def size(url: str) -> int | str:
-        try:
-            return reader.size(url)
-        except RefzarrError as exc:
-            if isinstance(exc.__cause__, FileNotFoundError):
-                return "no such file"
-            if unreachable_endpoint(exc) is not None:
-                raise  # every remote file fails alike: one error, not one per file
-            return str(exc)
-
+def file_states(
+    reader: RangeReader, urls: list[str], threads: int = 16
+) -> dict[str, SourceState | str]:
+    """The state (size, modification time, ETag) of every file, or why it could not be had:
+    one ``stat`` per local file, one metadata request per remote one (what its size alone
+    costs), concurrent after the first, so that an unreachable endpoint is one wait, not the
+    longest of many; a progress bar on a terminal when there are many."""
     shown = None if len(urls) >= _BAR_FROM else False
     with ThreadPoolExecutor(threads) as pool, progress_bar(shown, len(urls), "sizes") as bar:
-        first = [size(url) for url in urls[:1]]  # alone: an unreachable endpoint fails once
-        asked = itertools.chain(first, pool.map(size, urls[1:]))
-        sizes: dict[str, int | str] = {}
+        state = partial(_state, reader)
+        first = [state(url) for url in urls[:1]]  # alone: an unreachable endpoint fails once
+        asked = itertools.chain(first, pool.map(state, urls[1:]))
+        states: dict[str, SourceState | str] = {}
         for url, found in zip(urls, asked, strict=True):
-            sizes[url] = found
+            states[url] = found
             bar.update(1)
-        return sizes
+        return states
+
+
+def sizes_of(states: dict[str, SourceState | str]) -> dict[str, int | str]:
+    """The sizes of `file_states` (or why there is none)."""
+    return {url: s.size if isinstance(s, SourceState) else s for url, s in states.items()}
+
+
+def _state(reader: RangeReader, url: str) -> SourceState | str:
+    if is_local(url):
+        try:
+            state = stat_state(os.stat(local_path(url)))
+        except FileNotFoundError:
+            return "no such file"
+        except OSError as exc:
+            return f"{url}: cannot get its size: {type(exc).__name__}: {exc}"
+        return "a directory, not a file" if state is None else state
+    try:
+        info = reader.info(url)
+    except FileNotFoundError:
+        return "no such file"
+    except RefzarrError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return "no such file"
+        if unreachable_endpoint(exc) is not None:
+            raise  # every remote file fails alike: one error, not one per file
+        return str(exc)
+    if info.get("size") is None:
+        return f"{url}: its size is unknown (the server did not give it)"
+    return info_state(info) or "a directory, not a file"
 
 
 _BAR_FROM = 100
 """Files from which looking up their sizes shows a progress bar (on a terminal)."""
+
+
+def changed_sources(
+    group: RefGroup, states: dict[str, SourceState | str], where: str
+) -> list[SourceChange]:
+    """The files whose state (`file_states`) differs from what their scan recorded (none
+    when the group records no sources; files it does not name are not compared)."""
+    guard = source_guard(group, "all", where)
+    if guard is None:
+        return []
+    found = []
+    for url, now in states.items():
+        then = guard.recorded(url)
+        if then is None or not isinstance(now, SourceState):
+            continue
+        differences = then.changes(now)
+        if differences:
+            found.append(SourceChange(url, "changed", "; ".join(differences), url))
+    return found
 
 
 def referenced_urls(arrays: list[tuple[str, RefArray]]) -> list[str]:

@@ -10,6 +10,7 @@ from refzarr.errors import RefFormatError, RefzarrError
 from refzarr.formats.api import format_from_suffix, read, source_given_error
 from refzarr.formats.target_lock import DEFAULT_LOCK_TIMEOUT
 from refzarr.model import RefGroup
+from refzarr.sources.guard import CHECK_SOURCES
 
 __all__ = [
     "EXIT_FAILURE",
@@ -18,6 +19,7 @@ __all__ = [
     "REFS_HELP",
     "CommandFailed",
     "UsageError",
+    "add_check_sources",
     "add_durable",
     "add_lock_timeout",
     "add_storage_options",
@@ -83,6 +85,18 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
         metavar="JSON",
         help="fsspec options for the source files, and for REFS when it is a URL, as JSON or "
         "@FILE (credentials, '{\"anon\": true}', an S3 endpoint_url in client_kwargs)",
+    )
+
+
+def add_check_sources(parser: argparse.ArgumentParser) -> None:
+    """The ``--check-sources`` option of the commands that read chunks of source files."""
+    parser.add_argument(
+        "--check-sources",
+        choices=CHECK_SOURCES,
+        default="local",
+        help="compare each source file read with the state its scan recorded and fail if it "
+        "changed (`refzarr refresh REFS` scans it again): local files (default: one stat "
+        "each), all (remote files too: one metadata request each) or none",
     )
 
 

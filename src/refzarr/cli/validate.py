@@ -1,6 +1,7 @@
 """``refzarr validate REFS [--decode | --sources]``: every referenced byte range exists (and
-decodes), or every source file is as its scan found it (REFS may then be an Icechunk
-repository refzarr wrote)."""
+decodes) and every referenced file has the size / modification time / ETag its scan recorded
+(compared from the same answers, no request more), or (``--sources``) every source file the
+record names is as its scan found it (REFS may then be an Icechunk repository refzarr wrote)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from typing import Any
 
 from refzarr.cli.checks import (
     Report,
+    changed_sources,
     check_decode,
     check_ranges,
-    file_sizes,
+    file_states,
     referenced_urls,
+    sizes_of,
 )
 from refzarr.cli.common import (
     EXIT_FAILURE,
@@ -30,6 +33,7 @@ from refzarr.cli.table import plural
 from refzarr.io import RangeReader
 from refzarr.model import RefGroup
 from refzarr.parallel.progress import progress_bar
+from refzarr.sources.check import SourceChange
 
 __all__ = ["register", "run"]
 
@@ -39,7 +43,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser = commands.add_parser(
         "validate",
         parents=[common],
-        help="check that every referenced byte range exists (--decode: and decodes)",
+        help="check that every referenced byte range exists (--decode: and decodes) and "
+        "that every referenced file is as scanned",
     )
     parser.add_argument("refs", metavar="REFS", help=REFS_HELP)
     parser.add_argument(
@@ -82,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     arrays = list(group.arrays())
     reader = RangeReader(storage_options=args.storage_options)
     urls = referenced_urls(arrays)
-    sizes = file_sizes(reader, urls)
+    states = file_states(reader, urls)
+    changes = changed_sources(group, states, args.refs)
+    sizes = sizes_of(states)
     report = Report(args.max_failures)
     for path, array in arrays:
         check_ranges(path, array, sizes, report)
@@ -96,17 +103,35 @@ def run(args: argparse.Namespace) -> int:
     checked = f"{plural(len(arrays), 'array')}, {plural(len(urls), 'file')}"
     if args.decode:
         checked += f", {plural(decoded, 'chunk')} decoded"
-    if not report.count:
+    if not report.count and not changes:
         print(f"{args.refs}: OK ({checked})")
         return EXIT_OK
+    _print_failures(args, report, changes, len(urls))
+    return EXIT_FAILURE
+
+
+def _print_failures(
+    args: argparse.Namespace, report: Report, changes: list[SourceChange], files: int
+) -> None:
+    """Changed sources, then failed checks, on stdout (at most ``--max-failures`` of each);
+    one summary line on stderr."""
+    for change in changes[: args.max_failures]:
+        print(f"CHANGED {change}")
     for failure in report.shown:
         print(f"FAILED {failure}")
-    more = report.count - len(report.shown)
-    suffix = f" ({more:,} more not shown; --max-failures N)" if more else ""
-    print(
-        f"refzarr: error: {args.refs}: {plural(report.count, 'failure')}{suffix}", file=sys.stderr
-    )
-    return EXIT_FAILURE
+    parts = []
+    if changes:
+        more = len(changes) - args.max_failures
+        hidden = f", {more:,} more not shown" if more > 0 else ""
+        parts.append(
+            f"{len(changes):,} of {plural(files, 'source file')} changed since scanned"
+            f"{hidden} (`refzarr refresh {args.refs}` scans them again)"
+        )
+    if report.count:
+        more = report.count - len(report.shown)
+        suffix = f" ({more:,} more not shown; --max-failures N)" if more else ""
+        parts.append(f"{plural(report.count, 'failure')}{suffix}")
+    print(f"refzarr: error: {args.refs}: {'; '.join(parts)}", file=sys.stderr)
 
 
 def _run_icechunk_sources(args: argparse.Namespace) -> int:

@@ -256,6 +256,11 @@ class RangeReader:
         Protocols (``"s3"``) and URL prefixes (``"s3://bucket/data/"``) that may be read; a
         request for any other URL raises `ForbiddenURLError` before any byte is requested.
         None (default) allows everything.
+    url_check
+        Called as ``url_check(reader, urls)`` with the distinct URLs of every read (and the URL
+        of every `size` asked) before any byte of them is requested; it raises to refuse them.
+        `refzarr.sources.guard.SourceGuard` compares each source file with its scan's record
+        there. None (default): no check. It travels with the reader when pickled.
 
     Examples
     --------
@@ -267,6 +272,7 @@ class RangeReader:
     local_policy: FetchPolicy = LOCAL_POLICY
     remote_policy: FetchPolicy = REMOTE_POLICY
     allowed: Sequence[str] | None = None
+    url_check: Callable[[RangeReader, Sequence[str]], None] | None = None
     _filesystems: dict[str, tuple[Any, bool]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -277,6 +283,7 @@ class RangeReader:
             "local_policy": self.local_policy,
             "remote_policy": self.remote_policy,
             "allowed": self.allowed,
+            "url_check": self.url_check,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -342,6 +349,8 @@ class RangeReader:
         """
         distinct = list(dict.fromkeys(urls))
         URLPolicy(self.allowed).check(distinct)
+        if self.url_check is not None:
+            self.url_check(self, distinct)
         _check_ends(urls, offsets, lengths, keys)
         is_local_url = {url: self._filesystem(url)[1] for url in distinct}
         local = [is_local_url[url] for url in urls]
@@ -360,6 +369,8 @@ class RangeReader:
             When the file cannot be found or asked.
         """
         URLPolicy(self.allowed).check([url])
+        if self.url_check is not None:
+            self.url_check(self, [url])
         fs, is_local = self._filesystem(url)
         what = f"{url}: cannot get its size"
         if is_local:
@@ -371,6 +382,35 @@ class RangeReader:
         policy = self.remote_policy
         return _call_retried(
             lambda: int(fs.size(path)), what, policy, ChunkFetchError, own_policy=True
+        )
+
+    def info(self, url: str) -> Mapping[str, Any]:
+        """fsspec's ``info`` of the file at ``url`` (``size`` and, as the storage gives them,
+        ``ETag``, ``LastModified``, ...): a remote one asked within ``remote_policy``'s
+        deadline, retried on transient failures like a block. The allowed URLs are checked,
+        not ``url_check`` (it is what asks).
+
+        Raises
+        ------
+        FileNotFoundError
+            When there is no such file.
+        ChunkFetchError
+            When the file cannot be asked.
+        """
+        URLPolicy(self.allowed).check([url])
+        fs, is_local = self._filesystem(url)
+        if is_local:
+            found: Mapping[str, Any] = fs.info(_local_path(fs, url))
+            return found
+        path = _remote_path(fs, url)
+        what = f"{url}: cannot get its size and state"
+        return _call_retried(
+            lambda: fs.info(path),
+            what,
+            self.remote_policy,
+            ChunkFetchError,
+            own_policy=True,
+            passing=(FileNotFoundError,),
         )
 
     def _read_group(

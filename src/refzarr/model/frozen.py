@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FrozenDict", "freeze_json", "json_identity", "thaw_json"]
+__all__ = ["FrozenDict", "freeze_json", "json_identity", "plain_mapping", "thaw_json"]
 
 
 class FrozenDict(Mapping[str, Any]):
@@ -62,6 +62,13 @@ class FrozenDict(Mapping[str, Any]):
 
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 """Exactly these types are JSON scalars as they are (subclasses take the general path)."""
+
+
+def plain_mapping(value: Any) -> Any:
+    """The dict behind a `FrozenDict` (to read only), else ``value`` as it is: for loops
+    over thousands of them, where the FrozenDict's Python-level methods cost a microsecond
+    or more per call."""
+    return value._data if type(value) is FrozenDict else value
 
 
 def freeze_json(value: Any, *, where: str = "value") -> Any:

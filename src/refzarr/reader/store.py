@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -52,6 +54,7 @@ from refzarr.model.hierarchy import (
     hierarchy_metadata,
 )
 from refzarr.model.kerchunk import metadata_text
+from refzarr.sources.guard import CheckSources, SourceGuard, source_guard
 
 __all__ = ["ReferenceStore"]
 
@@ -73,6 +76,12 @@ class ReferenceStore(Store):
     reader
         A `RangeReader` to share (it carries the fetch policies); built from the options above
         when not given.
+    check_sources
+        Compare each source file with the state its scan recorded (`RefGroup.sources`) the
+        first time a chunk of it is read, and raise `SourceChangedError` for one that changed:
+        ``"local"`` (default) local files (one ``stat`` each per store), ``"all"`` remote
+        ones too (one metadata request each), ``"none"`` / False nothing. A set that records
+        no sources is read unchecked; a ``reader`` given with its own ``url_check`` keeps it.
     check_chunks
         Decode every chunk served with refzarr's decoders, raising `ChunkDecodeError` (naming
         the key and the URL and range) for bytes that do not decode (default). False serves
@@ -118,14 +127,22 @@ class ReferenceStore(Store):
         reader: RangeReader | None = None,
         check_chunks: bool = True,
         decoded: bool = True,
+        check_sources: CheckSources | SourceGuard = "local",
     ) -> None:
         super().__init__(read_only=True)
         self.check_chunks = check_chunks
         self.decoded = decoded and check_chunks
         self.group = refs if isinstance(refs, RefGroup) else read(refs, storage_options)
-        self.reader = reader or RangeReader(
-            storage_options=storage_options, allowed=allowed_protocols
-        )
+        where = os.fspath(refs) if isinstance(refs, str | os.PathLike) else None
+        guard = source_guard(self.group, check_sources, where)
+        self.check_sources: CheckSources | SourceGuard = "none" if guard is None else guard
+        if reader is None:
+            reader = RangeReader(
+                storage_options=storage_options, allowed=allowed_protocols, url_check=guard
+            )
+        elif guard is not None and reader.url_check is None:
+            reader = replace(reader, url_check=guard)
+        self.reader = reader
         self._arrays = dict(self.group.arrays())
         self._names = {id(array): path or "/" for path, array in self._arrays.items()}
         self._decoders: dict[int, ChunkDecoder] = {}
@@ -141,6 +158,7 @@ class ReferenceStore(Store):
             "reader": self.reader,
             "check_chunks": self.check_chunks,
             "decoded": self.decoded,
+            "check_sources": self.check_sources,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -39,6 +39,7 @@ from refzarr.reader.netcdf_view import (
     single_source,
     vlen_element,
 )
+from refzarr.sources.guard import CheckSources, SourceGuard, source_guard
 
 __all__ = ["RefzarrBackendEntrypoint", "open_dataset", "open_datatree", "open_groups"]
 
@@ -207,6 +208,7 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
         "allowed_protocols",
         "use_zarr_fill_value_as_mask",
         "auto_complex",
+        "check_sources",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -232,20 +234,17 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
         allowed_protocols: Sequence[str] | None = None,
         use_zarr_fill_value_as_mask: bool = True,
         auto_complex: bool | None = None,
+        check_sources: CheckSources | SourceGuard = "local",
     ) -> xr.Dataset:
         # auto_complex: accepted as engine="netcdf4" accepts it; complex numbers stored as
         # netCDF-C's (r, i) compounds are complex whether or not it is given (h5py's reading)
         root = _load(filename_or_obj, storage_options)
-        reader = RangeReader(storage_options=storage_options, allowed=allowed_protocols)
-        path = (group or "").strip("/")
-        store = RefzarrDataStore(
-            _subgroup(root, path),
-            path,
+        reader = _reader(root, filename_or_obj, storage_options, allowed_protocols, check_sources)
+        return self._open_group(
+            root,
+            group,
             reader,
             use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
-        )
-        return StoreBackendEntrypoint().open_dataset(
-            store,
             mask_and_scale=mask_and_scale,
             decode_times=decode_times,
             concat_characters=concat_characters,
@@ -255,18 +254,47 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
             decode_timedelta=decode_timedelta,
         )
 
+    def _open_group(
+        self,
+        root: RefGroup,
+        group: str | None,
+        reader: RangeReader,
+        *,
+        use_zarr_fill_value_as_mask: bool,
+        **decoding: Any,
+    ) -> xr.Dataset:
+        """The group at path ``group`` of ``root``, read through ``reader``, CF-decoded."""
+        path = (group or "").strip("/")
+        store = RefzarrDataStore(
+            _subgroup(root, path),
+            path,
+            reader,
+            use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
+        )
+        return StoreBackendEntrypoint().open_dataset(store, **decoding)
+
     def open_groups_as_dict(
         self,
         filename_or_obj: Any,
         *,
         storage_options: Mapping[str, Any] | None = None,
-        **kwargs: Any,
+        allowed_protocols: Sequence[str] | None = None,
+        check_sources: CheckSources | SourceGuard = "local",
+        use_zarr_fill_value_as_mask: bool = True,
+        auto_complex: bool | None = None,
+        **decoding: Any,
     ) -> dict[str, xr.Dataset]:
+        # one reader for every group: each source file is checked once, not once per group
         root = _load(filename_or_obj, storage_options)
+        reader = _reader(root, filename_or_obj, storage_options, allowed_protocols, check_sources)
         paths = [""] + [path for path, _ in root.groups() if path]
         return {
-            "/" + path: self.open_dataset(
-                root, group=path, storage_options=storage_options, **kwargs
+            "/" + path: self._open_group(
+                root,
+                path,
+                reader,
+                use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
+                **decoding,
             )
             for path in paths
         }
@@ -298,6 +326,7 @@ def open_dataset(
     group: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     allowed_protocols: Sequence[str] | None = None,
+    check_sources: CheckSources = "local",
     **xarray_kwargs: Any,
 ) -> xr.Dataset:
     """Open a reference set as an xarray Dataset read by refzarr.
@@ -316,6 +345,12 @@ def open_dataset(
         fsspec options for the referenced files (and for ``refs`` when it is a URL).
     allowed_protocols
         Protocols or URL prefixes the references may read (see `ReferenceStore`).
+    check_sources
+        Compare each source file with the state its scan recorded (`RefGroup.sources`) the
+        first time a chunk of it is read, and raise `SourceChangedError` for one that changed:
+        ``"local"`` (default) local files (one ``stat`` each), ``"all"`` remote ones too (one
+        metadata request each), ``"none"`` / False nothing. A set that records no sources is
+        read unchecked.
     **xarray_kwargs
         Passed to `xarray.open_dataset` (``decode_times``, ``mask_and_scale``, ...).
 
@@ -331,29 +366,40 @@ def open_dataset(
         group=group,
         storage_options=storage_options,
         allowed_protocols=allowed_protocols,
+        check_sources=_named_guard(refs, source, check_sources),
         **xarray_kwargs,
     )
 
 
 def open_datatree(
-    refs: Any, *, storage_options: Mapping[str, Any] | None = None, **xarray_kwargs: Any
+    refs: Any,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    check_sources: CheckSources = "local",
+    **xarray_kwargs: Any,
 ) -> xr.DataTree:
     """Open every group of a reference set as an `xarray.DataTree` read by refzarr.
 
-    Raises ValueError, as `xarray.open_datatree` does, when a group does not align with its
-    parent (see `open_groups` for those reference sets).
+    ``check_sources`` as for `open_dataset` (each source file is checked once for all
+    groups). Raises ValueError, as `xarray.open_datatree` does, when a group does not align
+    with its parent (see `open_groups` for those reference sets).
     """
     source = refs if isinstance(refs, RefGroup) else _load(refs, storage_options)
     return xr.open_datatree(
         source,  # type: ignore[arg-type]
         engine=RefzarrBackendEntrypoint,
         storage_options=storage_options,
+        check_sources=_named_guard(refs, source, check_sources),
         **xarray_kwargs,
     )
 
 
 def open_groups(
-    refs: Any, *, storage_options: Mapping[str, Any] | None = None, **xarray_kwargs: Any
+    refs: Any,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    check_sources: CheckSources = "local",
+    **xarray_kwargs: Any,
 ) -> dict[str, xr.Dataset]:
     """Open every group of a reference set as its own `xarray.Dataset`, read by refzarr.
 
@@ -369,6 +415,8 @@ def open_groups(
         reference set.
     storage_options
         fsspec options for the referenced files (and for ``refs`` when it is a URL).
+    check_sources
+        As for `open_dataset` (each source file is checked once for all groups).
     **xarray_kwargs
         Passed to `xarray.open_groups` (``chunks``, ``decode_times``, ...).
 
@@ -383,7 +431,35 @@ def open_groups(
         source,  # type: ignore[arg-type]
         engine=RefzarrBackendEntrypoint,
         storage_options=storage_options,
+        check_sources=_named_guard(refs, source, check_sources),
         **xarray_kwargs,
+    )
+
+
+def _named_guard(
+    refs: Any, root: RefGroup, check_sources: CheckSources
+) -> CheckSources | SourceGuard:
+    """``check_sources`` as the engine takes it: a guard naming the reference set when
+    ``refs`` was its path or URL (the engine is given the set read already)."""
+    if not isinstance(refs, str | os.PathLike):
+        return check_sources
+    guard = source_guard(root, check_sources, os.fspath(refs))
+    return "none" if guard is None else guard
+
+
+def _reader(
+    root: RefGroup,
+    source: Any,
+    storage_options: Mapping[str, Any] | None,
+    allowed_protocols: Sequence[str] | None,
+    check_sources: CheckSources | SourceGuard,
+) -> RangeReader:
+    """The reader of a reference set, checking its sources as ``check_sources`` says."""
+    where = os.fspath(source) if isinstance(source, str | os.PathLike) else None
+    return RangeReader(
+        storage_options=storage_options,
+        allowed=allowed_protocols,
+        url_check=source_guard(root, check_sources, where),
     )
 
 

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from refzarr.errors import RefFormatError
 from refzarr.model import ChunkManifest, RefGroup
-from refzarr.model.frozen import FrozenDict, freeze_json, thaw_json
+from refzarr.model.frozen import FrozenDict, freeze_json, plain_mapping, thaw_json
 from refzarr.sources.state import SourceState, is_local, local_path, source_states
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "merged_sources",
     "read_record",
     "record_scan",
+    "recorded_files",
     "referenced_urls",
     "scanned_url",
     "sources_document",
@@ -213,12 +214,42 @@ def read_record(group: RefGroup, where: str = "reference set") -> list[ScanRecor
     doc = group.sources
     if doc is None:
         return []
-    if doc.get("version") != RECORD_VERSION or not isinstance(doc.get("scans"), Sequence):
+    return [_scan_record(entry, where) for entry in _scans(doc, where)]
+
+
+def recorded_files(doc: Mapping[str, Any], where: str = "reference set") -> dict[str, Any]:
+    """Every file a record document (`RefGroup.sources`) names -> its state as recorded (a
+    JSON object: `SourceState.from_json` reads it), later scans winning; built without
+    reading every state (a reader asks for the states of the files it reads only).
+
+    Raises
+    ------
+    RefFormatError
+        When the record or a scan entry is malformed, or of a newer version.
+    """
+    found: dict[str, Any] = {}
+    for entry in _scans(doc, where):
+        # the dicts behind the FrozenDicts: their methods cost microseconds per call, and
+        # this runs for each of thousands of scans when a combined set is first read
+        plain = plain_mapping(entry)
+        files = plain_mapping(plain.get("files")) if isinstance(plain, Mapping) else None
+        if not isinstance(files, Mapping):
+            raise RefFormatError(
+                f"{where}: malformed scan entry in its record of sources: {entry!r}"
+            )
+        found.update(files)
+    return found
+
+
+def _scans(doc: Mapping[str, Any], where: str) -> Sequence[Any]:
+    """The scan entries of a record document; RefFormatError for another version."""
+    scans = doc.get("scans")
+    if doc.get("version") != RECORD_VERSION or not isinstance(scans, Sequence):
         raise RefFormatError(
             f"{where}: its record of sources has version {doc.get('version')!r}; this refzarr "
             f"reads version {RECORD_VERSION} (upgrade refzarr)"
         )
-    return [_scan_record(entry, where) for entry in doc["scans"]]
+    return scans
 
 
 def _scan_record(entry: Any, where: str) -> ScanRecord:

@@ -20,6 +20,7 @@ __all__ = [
     "LISTING_MIN",
     "SourceState",
     "Unreachable",
+    "info_state",
     "is_local",
     "local_path",
     "scanned_remote",
@@ -188,6 +189,11 @@ def _info(fs: Any, path: str) -> SourceState | Unreachable | None:
     if info.get("type") == "directory":
         return None
     return _state(info)
+
+
+def info_state(info: Mapping[str, Any]) -> SourceState | None:
+    """The state fsspec's ``info`` of a file gives (None for a directory)."""
+    return None if info.get("type") == "directory" else _state(info)
 
 
 def _state(info: Mapping[str, Any]) -> SourceState:
