@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -97,17 +98,17 @@ def test_a_dropped_connection_is_still_retried(
 def test_validate_asks_the_first_file_alone(
     nowhere: tuple[str, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first size is asked before the others: an unreachable endpoint costs one of
+    """The first file's state is asked before the others: an unreachable endpoint costs one of
     botocore's waits (5-10 s), not the longest of many at once."""
     _, options = nowhere
     asked: list[str] = []
-    size = RangeReader.size
+    info = RangeReader.info
 
-    def counted(self: RangeReader, url: str) -> int:
+    def counted(self: RangeReader, url: str) -> Mapping[str, Any]:
         asked.append(url)
-        return size(self, url)
+        return info(self, url)
 
-    monkeypatch.setattr(RangeReader, "size", counted)
+    monkeypatch.setattr(RangeReader, "info", counted)
     code = main(["validate", str(_five_files(tmp_path)), "--storage-options", json.dumps(options)])
     assert code == 1
     assert asked == ["s3://bucket/f0.nc"]
