@@ -228,7 +228,8 @@ class _Combination:
         """The combined group of the placed files (values compared unless ``check`` is off)."""
         root = self._group("", list(self.inputs.groups))
         if self.check:
-            check_identical(self.sets, self.inputs.labels, self.inputs.storage_options)
+            inputs = self.inputs
+            check_identical(self.sets, inputs.labels, inputs.storage_options, inputs.url_check)
         return self._add_coordinates(root)
 
     def _length(self, d: int) -> int:
@@ -425,6 +426,7 @@ class _Combination:
             [arrays[k] for k in files],
             lambda i: f"{self.inputs.label(files[i])}: {path}",
             self.inputs.storage_options,
+            url_check=self.inputs.url_check,
         )
         info = self.infos[d]
         values, _ = reencode_times(

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from refzarr.combine.checks import CHECKED_ATTRIBUTES, certainly_alike, quick_key
-from refzarr.combine.values import fetch_raw, read_values
+from refzarr.combine.values import UrlCheck, fetch_raw, read_values
 from refzarr.errors import IncompatibleError
 from refzarr.model import ChunkManifest, ManifestBlock, RefArray
 from refzarr.model.frozen import json_identity
@@ -32,7 +32,10 @@ class SameSet:
 
 
 def check_identical(
-    sets: Sequence[SameSet], describe: Describe, storage_options: Mapping[str, Any] | None
+    sets: Sequence[SameSet],
+    describe: Describe,
+    storage_options: Mapping[str, Any] | None,
+    url_check: UrlCheck | None = None,
 ) -> None:
     """Raise IncompatibleError naming the first file whose array differs from the set's first.
 
@@ -60,7 +63,7 @@ def check_identical(
                 )
     chosen = [same.arrays[k] for same, reps in pending for k in reps]
     labels = [f"{describe([same.files[k]])}: {same.what}" for same, reps in pending for k in reps]
-    raws = iter(fetch_raw(chosen, storage_options, labels.__getitem__))
+    raws = iter(fetch_raw(chosen, storage_options, labels.__getitem__, url_check=url_check))
     still: list[tuple[SameSet, list[int]]] = []
     for same, reps in pending:
         keyed = {k: _raw_key(same.arrays[k], next(raws)) for k in reps}
@@ -69,7 +72,7 @@ def check_identical(
             distinct.setdefault(keyed[k], k)
         if len(distinct) > 1:
             still.append((same, list(distinct.values())))
-    _compare_values(still, describe, storage_options)
+    _compare_values(still, describe, storage_options, url_check)
 
 
 def _check_structure(same: SameSet, chosen: list[int], describe: Describe) -> None:
@@ -171,6 +174,7 @@ def _compare_values(
     pending: list[tuple[SameSet, list[int]]],
     describe: Describe,
     storage_options: Mapping[str, Any] | None,
+    url_check: UrlCheck | None,
 ) -> None:
     if not pending:
         return
@@ -181,7 +185,7 @@ def _compare_values(
         same, k = chosen[i]
         return f"{describe([same.files[k]])}: {same.what}"
 
-    values = iter(read_values(arrays, name, storage_options))
+    values = iter(read_values(arrays, name, storage_options, url_check=url_check))
     for same, reps in pending:
         first = next(values)
         for k in reps[1:]:

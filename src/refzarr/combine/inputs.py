@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from refzarr.model import RefGroup
+
+if TYPE_CHECKING:
+    from refzarr.combine.values import UrlCheck
+    from refzarr.io import RangeReader
 
 __all__ = ["Inputs", "group_urls"]
 
@@ -42,6 +47,17 @@ class Inputs:
 
     def __len__(self) -> int:
         return len(self.groups)
+
+    @cached_property
+    def url_check(self) -> UrlCheck | None:
+        """What combine's reads (coordinate values, identity checks) call before reading
+        source files: each local file compared once with the state its scan recorded
+        (`SourceChangedError` when it changed since); None when no group records its sources."""
+        if self.parent is not None:
+            return self.parent[0].url_check
+        if all(group.sources is None for group in self.groups):
+            return None
+        return _RecordedSources(self.groups)
 
     def referenced(self, index: int) -> tuple[str, ...]:
         """The URLs group ``index`` references, in first-use order (cached)."""
@@ -87,6 +103,28 @@ class Inputs:
         """Other groups (``groups[k]`` standing for input ``indices[k]``) named like these."""
         mapping = tuple(int(i) for i in indices)
         return Inputs(tuple(groups), None, self.storage_options, parent=(self, mapping))
+
+
+class _RecordedSources:
+    """A `refzarr.sources.guard.SourceGuard` over the merged records of ``groups``, made at
+    the first read (merging the records costs nothing when no source file is read)."""
+
+    def __init__(self, groups: Sequence[RefGroup]) -> None:
+        self._groups = groups
+        self._guard: UrlCheck | None = None
+
+    def __call__(self, reader: RangeReader, urls: Sequence[str]) -> None:
+        if self._guard is None:
+            from refzarr.sources.guard import SourceGuard
+            from refzarr.sources.record import merged_sources
+
+            merged = merged_sources(self._groups)
+            self._guard = _unchecked if merged is None else SourceGuard(merged)
+        self._guard(reader, urls)
+
+
+def _unchecked(reader: RangeReader, urls: Sequence[str]) -> None:
+    """No record: nothing to compare."""
 
 
 def group_urls(group: RefGroup) -> tuple[str, ...]:

@@ -168,7 +168,12 @@ def _from_data(
             f"coords[{dim!r}]: there is no variable {name!r} in {inputs.labels([0])}"
         )
     arrays = [_coordinate(inputs, k, path, dim, int(lengths[k]), new) for k in range(len(inputs))]
-    values = read_values(arrays, lambda k: f"{inputs.label(k)}: {path}", inputs.storage_options)
+    values = read_values(
+        arrays,
+        lambda k: f"{inputs.label(k)}: {path}",
+        inputs.storage_options,
+        url_check=inputs.url_check,
+    )
     attributes = dict(thaw_json(arrays[0].meta.attributes))
     reencoded = False
     if is_cf_time(attributes):

@@ -23,7 +23,7 @@ def merge_inputs(inputs: Inputs, *, check: bool = True) -> RefGroup:
     sets: list[SameSet] = []
     merged = _merge(inputs, list(range(len(inputs))), list(inputs.groups), "", sets)
     if check:
-        check_identical(sets, inputs.labels, inputs.storage_options)
+        check_identical(sets, inputs.labels, inputs.storage_options, inputs.url_check)
     return merged
 
 

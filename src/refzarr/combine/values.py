@@ -16,14 +16,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from refzarr.model import WHOLE_FILE, ArrayMeta, RefArray
 from refzarr.model.sparse import check_dense
 
-__all__ = ["fetch_raw", "read_values"]
+if TYPE_CHECKING:
+    from refzarr.io import RangeReader
+
+__all__ = ["UrlCheck", "fetch_raw", "read_values"]
+
+UrlCheck = Callable[["RangeReader", Sequence[str]], None]
+"""A reader's check of the files it is about to read (`refzarr.io.RangeReader.url_check`)."""
 
 Raw = list[bytes | memoryview | None]
 """The stored bytes of every chunk of one array in C order; None for a missing chunk."""
@@ -33,9 +39,12 @@ def fetch_raw(
     arrays: Sequence[RefArray],
     storage_options: Mapping[str, Any] | None = None,
     name: Callable[[int], str] | None = None,
+    *,
+    url_check: UrlCheck | None = None,
 ) -> list[Raw]:
     """The stored bytes of every chunk of every array, fetched in one batched read
-    (``name(k)`` names array k in errors: ``"file.nc: time"``)."""
+    (``name(k)`` names array k in errors: ``"file.nc: time"``; ``url_check``: the reader's
+    check of the files it reads, e.g. `Inputs.url_check`)."""
     out: list[Raw] = []
     keys: list[str] = []
     urls: list[str] = []
@@ -67,7 +76,7 @@ def fetch_raw(
         out.append(raw)
     if urls:
         for (a, number), data in zip(
-            slots, _read(urls, offsets, lengths, keys, storage_options), strict=True
+            slots, _read(urls, offsets, lengths, keys, storage_options, url_check), strict=True
         ):
             out[a][number] = data
     return out
@@ -79,10 +88,11 @@ def _read(
     lengths: list[int],
     keys: list[str],
     storage_options: Mapping[str, Any] | None,
+    url_check: UrlCheck | None,
 ) -> list[memoryview]:
     from refzarr.io import RangeReader
 
-    reader = RangeReader(storage_options=storage_options)
+    reader = RangeReader(storage_options=storage_options, url_check=url_check)
     for k, length in enumerate(lengths):
         if length < 0:  # a whole-file reference
             lengths[k] = reader.size(urls[k]) - offsets[k]
@@ -93,13 +103,15 @@ def read_values(
     arrays: Sequence[RefArray],
     name: Callable[[int], str],
     storage_options: Mapping[str, Any] | None = None,
+    *,
+    url_check: UrlCheck | None = None,
 ) -> list[np.ndarray[Any, Any]]:
     """The whole value of every array (regular or rectilinear grids), read in one batch.
 
     ``name(k)`` names array k in errors (``"file.nc: time"``). Missing chunks read as the
     fill value (zeros without one, as Zarr v2 reads them).
     """
-    raws = fetch_raw(arrays, storage_options, name)
+    raws = fetch_raw(arrays, storage_options, name, url_check=url_check)
     out: list[np.ndarray[Any, Any] | None] = [None] * len(arrays)
     simple = [k for k, a in enumerate(arrays) if _is_simple(a.meta, raws[k])]
     for key, members in _by_layout(arrays, simple).items():
