@@ -43,7 +43,7 @@ def _rioxarray_stack(paths: list[Path]) -> xr.DataArray:
             opened = rioxarray.open_rasterio(path)
             assert isinstance(opened, xr.DataArray)
             arrays.append(opened.load())
-    times = [np.datetime64(f"{m}-01", "ns") for m in MONTHS]
+    times = [np.datetime64(f"{m}-01", "ns") for m in MONTHS[: len(paths)]]
     return xr.concat(arrays, dim=xr.DataArray(times, dims="time", name="time"))
 
 
@@ -207,3 +207,28 @@ def test_a_stack_appends_to_parquet_with_every_level_s_time(
     np.testing.assert_array_equal(full["time"].values, expected)
     np.testing.assert_array_equal(level["time"].values, expected)
     assert level["band_data"].shape == (5, 20, 28)
+
+
+def test_multiband_cogs_keep_band_once(tmp_path: Path) -> None:
+    """Three-band scenes stacked along ``time``: ``band`` (1..3, as rioxarray numbers it) is
+    a dimension coordinate, kept once in every level, not stacked; the written set opened
+    with ``engine="refzarr"`` has rioxarray's coordinates plus ``time``."""
+    rng = np.random.default_rng(3)
+    paths = [
+        write_geotiff(
+            tmp_path / f"scene_{month}.tif", rng.integers(0, 10_000, (3, 40, 56), np.uint16)
+        )
+        for month in MONTHS[:4]
+    ]
+    cube = _stack(paths)
+    for prefix in ("", "overview_1/"):
+        assert cube[f"{prefix}band"].meta.shape == (3,)
+        assert cube[f"{prefix}band_data"].meta.dimension_names == ("time", "band", "y", "x")
+    target = tmp_path / "cube.json"
+    refzarr.write(cube, target)
+    ds = xr.open_dataset(target, engine="refzarr", mask_and_scale=False)
+    expected = _rioxarray_stack(paths)
+    assert set(ds["band_data"].coords) == set(expected.coords)
+    for name in ("time", "band", "x", "y"):
+        np.testing.assert_array_equal(ds[name].values, expected[name].values, strict=True)
+    np.testing.assert_array_equal(ds["band_data"].values, expected.values, strict=True)
