@@ -9,7 +9,7 @@ from typing import Any
 from refzarr.errors import IncompatibleError
 from refzarr.model import ArrayMeta, RefArray
 from refzarr.model.dtypes import encode_fill_value
-from refzarr.model.frozen import json_equal, json_identity, thaw_json
+from refzarr.model.frozen import json_identity, thaw_json
 
 __all__ = ["CHECKED_ATTRIBUTES", "certainly_alike", "check_same", "combined_fill", "quick_key"]
 
@@ -95,29 +95,11 @@ def _fields(meta: ArrayMeta, fixed_axes: Sequence[int], skip_units: bool) -> dic
         "codecs": meta.codecs,
         "memory order": meta.order,
         **{
-            f"attribute {name!r}": _Exact(attrs[name]) if name in attrs else None
+            f"attribute {name!r}": json_identity(attrs[name]) if name in attrs else None
             for name in CHECKED_ATTRIBUTES
             if not (skip_units and name in ("units", "calendar"))
         },
     }
-
-
-class _Exact:
-    """An attribute's value, equal to another as their JSON texts are (`json_equal`: NaN
-    equals NaN, 1 and 1.0 differ) and shown as that text, without writing it to compare."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Exact) and json_equal(self.value, other.value)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __str__(self) -> str:
-        return json_identity(self.value)
 
 
 _ADVICE = {
