@@ -139,5 +139,27 @@ def test_hash_unpickled_from_another_process_agrees() -> None:
     )
     checked = run_python("-c", check, env=child_env(PYTHONHASHSEED="2"))
     assert checked.returncode == 0, checked.stderr
-    local = pickle.loads(pickle.dumps(FrozenDict({"a": 1})))
-    assert local == {"a": 1}
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+@pytest.mark.parametrize("items", [{}, {"a": 1, "b": (NAN, "x")}])
+def test_pickle_and_copy_round_trip(items: dict[str, Any], protocol: int) -> None:
+    import copy
+
+    frozen = freeze_json(items)
+    hash(frozen)
+    for again in (
+        pickle.loads(pickle.dumps(frozen, protocol=protocol)),
+        copy.copy(frozen),
+        copy.deepcopy(frozen),
+    ):
+        assert again == frozen
+        assert hash(again) == hash(frozen)
+
+
+def test_pickles_made_before_still_load() -> None:
+    """A pickle of the former state (slots as a dict, the hash in it) loads, rehashed."""
+    old = FrozenDict.__new__(FrozenDict)
+    old.__setstate__((None, {"_data": {"a": 1}, "_hash": 12345}))
+    assert old == {"a": 1}
+    assert hash(old) == hash(FrozenDict({"a": 1}))

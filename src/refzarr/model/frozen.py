@@ -58,14 +58,15 @@ class FrozenDict(Mapping[str, Any]):
             return _same_mapping(self._data, other)
         return NotImplemented
 
-    # the cached hash is not pickled: str hashes differ between processes (hash seeds)
-    def __getstate__(self) -> dict[str, Any]:
-        return self._data
+    # the cached hash is not pickled: str hashes differ between processes (hash seeds); a
+    # 1-tuple, never empty (protocols 0 and 1 drop an empty state without __setstate__)
+    def __getstate__(self) -> tuple[dict[str, Any]]:
+        return (self._data,)
 
     def __setstate__(self, state: Any) -> None:
-        if isinstance(state, tuple):  # pickled before: (None, {"_data": ..., "_hash": ...})
-            state = state[1]["_data"]
-        self._data = state
+        if len(state) == 2:  # pickled before: (None, {"_data": ..., "_hash": ...})
+            state = (state[1]["_data"],)
+        self._data = state[0]
         self._hash = None
 
     def __repr__(self) -> str:
