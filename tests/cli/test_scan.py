@@ -75,6 +75,23 @@ def test_coord_regex(
         assert "units" not in ds["time"].attrs
 
 
+def test_coord_format_gives_dates(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path
+) -> None:
+    """``--coord-format time=%Y%m%d`` reads the names' digits as dates: the same dataset as
+    open_mfdataset (the dates written in the files' own time units)."""
+    out_path = tmp_path / "all.json"
+    regex = r"time=_(?P<time>\d{8})\.nc"
+    argv = ["scan", *archive, "--concat-dim", "time", "--coord-regex", regex]
+    assert _run(capsys, *argv, "--coord-format", "time=%Y%m%d", "-o", out_path)[0] == 0
+    with (
+        xr.open_dataset(out_path, engine="refzarr") as ours,
+        xr.open_mfdataset(archive, combine="by_coords") as theirs,
+    ):
+        xr.testing.assert_identical(ours.load(), theirs.load())
+        assert ours["time"].encoding["units"] == "days since 2020-01-01"
+
+
 def test_skip_errors_lists_the_files(
     capsys: pytest.CaptureFixture[str], archive: list[Path], tmp_path: Path
 ) -> None:
@@ -170,6 +187,12 @@ def test_missing_files(
         (["-o", "o.json", "--coord-regex", "time"], "expected DIM=REGEX"),
         (["-o", "o.json", "--coord-regex", "time=("], "not a regular expression"),
         (["-o", "o.json", "--coord-regex", "x=a"], "'x' is not a --concat-dim"),
+        (["-o", "o.json", "--coord-format", "%Y"], "expected DIM=FORMAT"),
+        (["-o", "o.json", "--coord-format", "time=%Y"], "no --coord-regex for 'time'"),
+        (
+            ["-o", "o.json", "--coord-regex", "time=(\\d+)", "--coord-format", "time=YYYYMMDD"],
+            "'YYYYMMDD' is no strptime format",
+        ),
     ],
 )
 def test_usage_errors_exit_2(

@@ -233,3 +233,29 @@ def test_different_fill_values_conflict() -> None:
         refzarr.combine(
             [_piece(0, -9.0, missing=True), _piece(1, 1.0, missing=True)], concat_dims="time"
         )
+
+
+def _float_file(k: int, add_offset: Any) -> RefGroup:
+    """One time step of ``x`` (float32, 4 values) whose attributes hold a NaN, passed
+    through pickle as scan_many delivers it (its own NaN object)."""
+    import pickle
+
+    attrs = {"missing_value": float("nan"), "add_offset": add_offset}
+    meta = ArrayMeta((1, 4), (1, 4), np.dtype("<f4"), float("nan"), (), attrs, ("time", "x"))
+    manifest = ChunkManifest.from_arrays(
+        [f"f{k}.nc"], np.zeros((1, 1), np.int32), np.full((1, 1), 8, np.uint64),
+        np.full((1, 1), 16, np.uint64),
+    )  # fmt: skip
+    return pickle.loads(pickle.dumps(RefGroup({}, {"x": RefArray(meta, manifest)})))
+
+
+@pytest.mark.parametrize(("second", "refused"), [(1.0, False), (1, True), (True, True)])
+def test_packing_beside_a_nan_is_compared_as_json(second: Any, refused: bool) -> None:
+    """NaN attributes take the exact comparison: a NaN equals a NaN, and ``add_offset``
+    1.0 differs from 1 and True (as their JSON texts do)."""
+    groups = [_float_file(0, 1.0), _float_file(1, second)]
+    if not refused:
+        assert refzarr.combine(groups, concat_dims="time")["x"].meta.shape == (2, 4)
+        return
+    with pytest.raises(IncompatibleError, match=r"attribute 'add_offset' differs: 1\.0 in"):
+        refzarr.combine(groups, concat_dims="time")

@@ -84,6 +84,73 @@ def test_regex_named_group_and_callable(tmp_path: Path) -> None:
     )
 
 
+def test_regex_with_a_date_format_gives_a_cf_time(tmp_path: Path) -> None:
+    """``date_format`` reads the matched digits as dates: a CF time xarray decodes to
+    datetime64 (days since the first date, proleptic Gregorian); without it, integers."""
+    days = ["2001-03-05", "2001-03-01", "2001-03-02"]
+    paths = _one_day_files(tmp_path, days)
+    combined = refzarr.combine(
+        scan_all(paths),
+        concat_dims="time",
+        coords={"time": FromRegex(r"air_(\d{8})\.nc", date_format="%Y%m%d")},
+    )
+    order = np.argsort(days)
+    expected = _expected([paths[k] for k in order], [days[k] for k in order])
+    assert_same_dataset(combined, expected, tmp_path)
+    time = combined["time"]
+    assert isinstance(time, RefArray)
+    assert sorted(time.meta.attributes) == ["calendar", "units"]
+    assert time.meta.attributes["calendar"] == "proleptic_gregorian"
+    assert time.meta.attributes["units"].startswith("days since 2001-03-01")  # the earliest
+    raw = refzarr.open_dataset(combined, decode_times=False)["time"]
+    np.testing.assert_array_equal(raw.values, [0, 1, 4], strict=True)
+    in_order = refzarr.combine(
+        scan_all([paths[k] for k in order]),
+        concat_dims="time",
+        coords={"time": FromRegex(r"air_(\d{8})\.nc", date_format="%Y%m%d")},
+    )
+    assert in_order == combined  # counted from the earliest date, not the first given
+
+
+def test_regex_group_named_like_the_dimension(tmp_path: Path) -> None:
+    paths = _one_day_files(tmp_path, ["2001-03-02", "2001-03-01"])
+    pattern = r"(?P<prefix>[a-z]+)_(?P<time>\d{8})"
+    by_dim = refzarr.combine(
+        scan_all(paths), concat_dims="time", coords={"time": FromRegex(pattern)}
+    )
+    np.testing.assert_array_equal(refzarr.open_dataset(by_dim)["time"].values, [20010301, 20010302])
+
+
+def test_dates_with_an_offset_are_utc(tmp_path: Path) -> None:
+    """``%z`` dates are converted to UTC (numpy holds no time zone)."""
+    paths = _one_day_files(tmp_path, ["2001-03-01", "2001-03-02"])
+    named = [p.rename(p.with_name(f"{p.stem}T0100+0200.nc")) for p in paths]
+    combined = refzarr.combine(
+        scan_all(named),
+        concat_dims="time",
+        coords={"time": FromRegex(r"_(\d{8}T\d{4}[+-]\d{4})", date_format="%Y%m%dT%H%M%z")},
+    )
+    got = refzarr.open_dataset(combined)["time"].values
+    np.testing.assert_array_equal(
+        got, np.array(["2001-02-28T23:00", "2001-03-01T23:00"], dtype="datetime64[ns]")
+    )
+
+
+def test_a_name_not_in_the_date_format_is_named(tmp_path: Path) -> None:
+    paths = _one_day_files(tmp_path, ["2001-03-01", "2001-03-02"])
+    bad = paths[1].rename(paths[1].with_name("air_20011302.nc"))  # month 13
+    spec = FromRegex(r"_(\d{8})\.nc", date_format="%Y%m%d")
+    with pytest.raises(IncompatibleError, match=r"'20011302', taken from .*air_20011302\.nc"):
+        refzarr.combine(scan_all([paths[0], bad]), concat_dims="time", coords={"time": spec})
+
+
+def test_date_format_is_checked() -> None:
+    with pytest.raises(ValueError, match="parse or date_format, not both"):
+        FromRegex(r"(\d+)", parse=int, date_format="%Y")
+    with pytest.raises(ValueError, match="expected a strptime format such as '%Y%m%d'"):
+        FromRegex(r"(\d+)", date_format="YYYYMMDD")
+
+
 def test_global_and_variable_attributes(tmp_path: Path) -> None:
     days = ["2001-03-01", "2001-03-04", "2001-03-02"]
     paths = _one_day_files(tmp_path, days)

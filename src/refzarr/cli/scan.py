@@ -23,6 +23,7 @@ from refzarr.cli.common import (
 )
 from refzarr.cli.sources import expand_sources
 from refzarr.cli.table import plural
+from refzarr.combine.specs import FromRegex
 from refzarr.errors import IncompatibleError, UnsupportedFeatureError
 from refzarr.formats.api import write
 from refzarr.model import RefGroup
@@ -97,7 +98,16 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="DIM=REGEX",
-        help="take DIM's coordinate from each file's URL: the first group of REGEX",
+        help="take DIM's coordinate from each file's URL: the group of REGEX named 'value' or "
+        "DIM, else its first group (an integer when it is digits only)",
+    )
+    parser.add_argument(
+        "--coord-format",
+        action="append",
+        default=[],
+        metavar="DIM=FORMAT",
+        help="read the text --coord-regex takes for DIM as a date with this strptime format "
+        "(e.g. time=%%Y%%m%%d): DIM becomes a CF time coordinate xarray decodes to dates",
     )
     parser.add_argument(
         "--inline-threshold",
@@ -164,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     concat_dims = _names(args.concat_dim)
     if args.append_dim and args.append_dim not in concat_dims:  # new files join along it too
         concat_dims.append(args.append_dim)
-    coords = _coord_regexes(args.coord_regex, concat_dims)
+    coords = _coord_regexes(args.coord_regex, args.coord_format, concat_dims)
     storage = args.storage_options
     urls = expand_sources(args.sources, storage)
     options: dict[str, Any] = {} if storage is None else {"storage_options": storage}
@@ -194,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     _report_skipped(results)
     if not results:
         raise CommandFailed(f"none of the {plural(len(urls), 'file')} could be scanned")
-    if len(results) == 1:
+    if len(results) == 1 and not coords:  # one file's coordinate from its name is combined
         group: RefGroup = results[0]
     else:
         group = _combine(results, concat_dims, _names(args.identical_dim), coords, storage)
@@ -246,28 +256,51 @@ def _names(values: Sequence[str]) -> list[str]:
     return [name.strip() for value in values for name in value.split(",") if name.strip()]
 
 
-def _coord_regexes(values: Sequence[str], concat_dims: list[str]) -> dict[str, tuple[str, str]]:
-    """``DIM=REGEX`` options as ``combine`` coordinate specs ``{DIM: ("regex", REGEX)}``."""
-    coords: dict[str, tuple[str, str]] = {}
+def _coord_regexes(
+    values: Sequence[str], formats: Sequence[str], concat_dims: list[str]
+) -> dict[str, FromRegex]:
+    """``DIM=REGEX`` options (with their ``DIM=FORMAT`` date formats) as ``combine``
+    coordinate specs."""
+    patterns: dict[str, str] = {}
     for value in values:
-        dim, sep, pattern = value.partition("=")
-        if not sep or not dim or not pattern:
-            raise UsageError(f"--coord-regex {value!r}: expected DIM=REGEX, e.g. time=_(\\d{{8}})")
+        dim, pattern = _dim_option("--coord-regex", value, "REGEX", r"time=_(\d{8})")
         if dim not in concat_dims:
             raise UsageError(f"--coord-regex {value!r}: {dim!r} is not a --concat-dim")
         try:
             re.compile(pattern)
         except re.error as exc:
             raise UsageError(f"--coord-regex {value!r}: not a regular expression: {exc}") from None
-        coords[dim] = ("regex", pattern)
-    return coords
+        patterns[dim] = pattern
+    dates: dict[str, str] = {}
+    for value in formats:
+        dim, date_format = _dim_option("--coord-format", value, "FORMAT", "time=%Y%m%d")
+        if dim not in patterns:
+            raise UsageError(
+                f"--coord-format {value!r}: there is no --coord-regex for {dim!r} (the format "
+                "reads the text that --coord-regex takes from each file name)"
+            )
+        if "%" not in date_format:
+            raise UsageError(
+                f"--coord-format {value!r}: {date_format!r} is no strptime format "
+                "(directives start with %: %Y%m%d, %Y-%m-%dT%H%M, ...)"
+            )
+        dates[dim] = date_format
+    return {dim: FromRegex(p, date_format=dates.get(dim)) for dim, p in patterns.items()}
+
+
+def _dim_option(option: str, value: str, what: str, example: str) -> tuple[str, str]:
+    """``DIM=TEXT`` split; a UsageError naming the option otherwise."""
+    dim, sep, text = value.partition("=")
+    if not sep or not dim or not text:
+        raise UsageError(f"{option} {value!r}: expected DIM={what}, e.g. {example}")
+    return dim, text
 
 
 def _combine(
     results: ScanResults,
     concat_dims: list[str],
     identical_dims: list[str],
-    coords: dict[str, tuple[str, str]],
+    coords: dict[str, FromRegex],
     storage_options: dict[str, Any] | None,
 ) -> RefGroup:
     from refzarr.combine import combine

@@ -5,6 +5,7 @@ attribute or a callable; all files' variable reads batched into one fetch."""
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from refzarr.combine.specs import (
     FromData,
     FromRegex,
     default_parse,
+    parse_date,
 )
 from refzarr.combine.values import read_values
 from refzarr.errors import IncompatibleError
@@ -253,11 +255,26 @@ def _value(inputs: Inputs, k: int, dim: str, spec: CoordSpec) -> Any:
         raise IncompatibleError(
             f"coords[{dim!r}]: the regular expression {pattern.pattern!r} does not match {url}"
         )
-    if "value" in pattern.groupindex:
-        text = match.group("value")
-    else:
-        text = match.group(1) if pattern.groups else match.group(0)
-    return (spec.parse or default_parse)(text)
+    text = _matched_text(match, dim)
+    if spec.date_format is None:
+        return (spec.parse or default_parse)(text)
+    try:
+        return parse_date(text, spec.date_format)
+    except ValueError as exc:
+        raise IncompatibleError(
+            f"coords[{dim!r}]: {text!r}, taken from {url} by {pattern.pattern!r}, is not a "
+            f"date of the format {spec.date_format!r} ({exc})"
+        ) from None
+
+
+def _matched_text(match: re.Match[str], dim: str) -> str:
+    """The group named ``value``, else the one named like the dimension, else the first
+    group, else the whole match."""
+    named = match.re.groupindex
+    for name in ("value", dim):
+        if name in named:
+            return match.group(name)
+    return match.group(1) if match.re.groups else match.group(0)
 
 
 def _attribute(inputs: Inputs, k: int, dim: str, spec: FromAttribute) -> Any:
@@ -300,10 +317,21 @@ def _encode_dates(
         return values, attributes
     from xarray.coding.times import encode_cf_datetime
 
-    units = attributes.get("units") if is_cf_time(attributes) else None
+    units = attributes.get("units") if is_cf_time(attributes) else _earliest_units(values)
     calendar = attributes.get("calendar")
     encoded, units, calendar = encode_cf_datetime(values, units, calendar)
     return np.asarray(encoded), {**attributes, "units": units, "calendar": calendar}
+
+
+def _earliest_units(values: np.ndarray[Any, Any]) -> str | None:
+    """CF units counting from the earliest date (xarray counts from the first given), so
+    the written coordinate does not depend on the input order; None: xarray's choice."""
+    from xarray.coding.times import infer_datetime_units
+
+    try:
+        return str(infer_datetime_units(np.sort(values.reshape(-1))))
+    except (TypeError, ValueError):  # dates that do not sort (mixed calendars)
+        return None
 
 
 def _is_dates(values: np.ndarray[Any, Any]) -> bool:

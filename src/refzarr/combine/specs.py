@@ -3,10 +3,13 @@ concatenation dimension (the coordinate variable's data, the URL, an attribute, 
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
+
+import numpy as np
 
 from refzarr.model import RefGroup
 
@@ -21,6 +24,7 @@ __all__ = [
     "default_parse",
     "parse_coord_spec",
     "parse_coord_specs",
+    "parse_date",
 ]
 
 Parse: TypeAlias = Callable[[str], Any]
@@ -49,18 +53,38 @@ class FromRegex:
     Parameters
     ----------
     pattern
-        Searched for in the URL (`re.search`). The first capture group is the value (the
-        whole match when the pattern has no group; a group named ``value`` when present).
+        Searched for in the URL (`re.search`). The value is the text of the group named
+        ``value``, else of the group named like the dimension (``(?P<time>\\d{8})``), else
+        of the first group, else the whole match.
     parse
         Turns the matched text into the value (default: an int when the text is digits
         only, else the text). E.g. ``lambda s: np.datetime64(f"{s[:4]}-{s[4:6]}-{s[6:]}")``.
+    date_format
+        A `datetime.datetime.strptime` format (``"%Y%m%d"``, ``"%Y-%m-%dT%H%M"``): the text
+        is a date, and the combined coordinate a CF time (``units: "days since ..."``,
+        ``calendar: "proleptic_gregorian"``) that xarray decodes to ``datetime64``. Dates
+        with a UTC offset (``%z``) are converted to UTC. Not together with ``parse``.
+
+    Examples
+    --------
+    >>> FromRegex(r"_(\\d{8})\\.tif$", date_format="%Y%m%d")  # doctest: +SKIP
     """
 
     pattern: str | re.Pattern[str]
     parse: Parse | None = None
+    date_format: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pattern", re.compile(self.pattern))
+        if self.date_format is None:
+            return
+        if self.parse is not None:
+            raise ValueError("FromRegex takes parse or date_format, not both")
+        if not isinstance(self.date_format, str) or "%" not in self.date_format:
+            raise ValueError(
+                f"FromRegex(date_format={self.date_format!r}): expected a strptime format "
+                "such as '%Y%m%d' (directives start with %)"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,3 +185,17 @@ def _bad(dim: str, spec: object) -> str:
 def default_parse(text: str) -> Any:
     """An int when ``text`` is only digits (with an optional sign), else ``text``."""
     return int(text) if re.fullmatch(r"[+-]?\d+", text) else text
+
+
+def parse_date(text: str, date_format: str) -> np.datetime64:
+    """``text`` read with a strptime format, as a naive UTC ``datetime64[us]``.
+
+    Raises
+    ------
+    ValueError
+        When the text does not match the format (strptime's message).
+    """
+    moment = datetime.datetime.strptime(text, date_format)  # naive unless %z
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.UTC).replace(tzinfo=None)
+    return np.datetime64(moment, "us")

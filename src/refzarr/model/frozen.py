@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FrozenDict", "freeze_json", "json_identity", "plain_mapping", "thaw_json"]
+__all__ = [
+    "FrozenDict",
+    "freeze_json",
+    "json_equal",
+    "json_identity",
+    "plain_mapping",
+    "thaw_json",
+]
 
 
 class FrozenDict(Mapping[str, Any]):
@@ -51,10 +59,22 @@ class FrozenDict(Mapping[str, Any]):
         return self._hash
 
     def __eq__(self, other: object) -> bool:
-        """Equal to any mapping with the same items; NaN equals NaN, key order is ignored."""
+        """Equal to any mapping with the same items as JSON (`json_equal`): NaN equals NaN,
+        1, 1.0 and True differ, key order is ignored."""
         if isinstance(other, Mapping):
-            return json_identity(self) == json_identity(other)
+            return _same_mapping(self._data, other)
         return NotImplemented
+
+    # the cached hash is not pickled: str hashes differ between processes (hash seeds); a
+    # 1-tuple, never empty (protocols 0 and 1 drop an empty state without __setstate__)
+    def __getstate__(self) -> tuple[dict[str, Any]]:
+        return (self._data,)
+
+    def __setstate__(self, state: Any) -> None:
+        if len(state) == 2:  # pickled before: (None, {"_data": ..., "_hash": ...})
+            state = (state[1]["_data"],)
+        self._data = state[0]
+        self._hash = None
 
     def __repr__(self) -> str:
         return f"FrozenDict({self._data!r})"
@@ -112,3 +132,99 @@ def thaw_json(value: Any) -> Any:
 def json_identity(value: Any) -> str:
     """Canonical JSON text of a value: equal for equal values, NaN included, key order ignored."""
     return json.dumps(thaw_json(value), sort_keys=True, allow_nan=True)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Whether two JSON values have the same `json_identity`, without writing it.
+
+    Types count as in JSON text: 1, 1.0 and True differ, and so do 0.0 and -0.0; NaN equals
+    NaN; key order is ignored; a list equals a tuple of the same items; subclasses of JSON
+    types (numpy's float64) compare as the text JSON writes for them.
+
+    Raises
+    ------
+    TypeError
+        For a value JSON cannot write (bytes, numpy integers, ...) met while comparing.
+    """
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is type(b):  # the usual case: one exact type
+        if kind is str or kind is int or kind is bool:
+            return bool(a == b)
+        if kind is float:
+            return _same_float(a, b)
+        if kind is FrozenDict or kind is dict:
+            return _same_mapping(a, b)
+        if kind is tuple or kind is list:
+            return _same_sequence(a, b)
+    return _same_as_json(a, b)
+
+
+def _same_float(a: float, b: float) -> bool:
+    if a == b:
+        return a != 0.0 or math.copysign(1.0, a) == math.copysign(1.0, b)  # JSON: 0.0, -0.0
+    return a != a and b != b  # NaN
+
+
+def _same_mapping(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    if len(a) != len(b):
+        return False
+    other = b._data if type(b) is FrozenDict else b  # its dict: lookups without a call
+    for key, x in a.items():
+        y = other.get(key, _ABSENT)
+        if x is y:
+            continue
+        kind = type(x)
+        if kind is type(y) and (kind is str or kind is int):  # the usual values, inline
+            if x != y:
+                return False
+        elif y is _ABSENT or not json_equal(x, y):
+            return False
+    return True
+
+
+_ABSENT = object()
+
+
+def _same_sequence(a: tuple[Any, ...] | list[Any], b: Any) -> bool:
+    return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _same_as_json(a: Any, b: Any) -> bool:
+    """`json_equal` of values of different types: compared as the JSON kind each writes."""
+    kind = _json_kind(a)
+    if kind != _json_kind(b):
+        return False
+    if kind == "number":
+        return bool(int(a) == int(b))
+    if kind == "real":
+        return _same_float(float(a), float(b))
+    if kind == "text":
+        return str.__eq__(a, b) is True
+    if kind == "object":
+        return _same_mapping(a, b)
+    if kind == "array":
+        return _same_sequence(a, b)
+    return True  # null, or two booleans of one value (distinct values are caught above)
+
+
+def _json_kind(value: Any) -> str:
+    """What JSON writes a value as (`json.dumps` after `thaw_json`); TypeError if nothing."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return f"bool {value}"
+    for kind, types in _JSON_KINDS:
+        if isinstance(value, types):
+            return kind
+    raise TypeError(f"{type(value).__name__} is not a JSON value: {value!r}")
+
+
+_JSON_KINDS: tuple[tuple[str, Any], ...] = (
+    ("number", int),  # bools are caught before
+    ("real", float),
+    ("text", str),
+    ("array", (list, tuple)),
+    ("object", Mapping),
+)

@@ -43,7 +43,7 @@ def _rioxarray_stack(paths: list[Path]) -> xr.DataArray:
             opened = rioxarray.open_rasterio(path)
             assert isinstance(opened, xr.DataArray)
             arrays.append(opened.load())
-    times = [np.datetime64(f"{m}-01", "ns") for m in MONTHS]
+    times = [np.datetime64(f"{m}-01", "ns") for m in MONTHS[: len(paths)]]
     return xr.concat(arrays, dim=xr.DataArray(times, dims="time", name="time"))
 
 
@@ -207,3 +207,82 @@ def test_a_stack_appends_to_parquet_with_every_level_s_time(
     np.testing.assert_array_equal(full["time"].values, expected)
     np.testing.assert_array_equal(level["time"].values, expected)
     assert level["band_data"].shape == (5, 20, 28)
+
+
+def test_multiband_cogs_keep_band_once(tmp_path: Path) -> None:
+    """Three-band scenes stacked along ``time``: ``band`` (1..3, as rioxarray numbers it) is
+    a dimension coordinate, kept once in every level, not stacked; the written set opened
+    with ``engine="refzarr"`` has rioxarray's coordinates plus ``time``."""
+    rng = np.random.default_rng(3)
+    paths = [
+        write_geotiff(
+            tmp_path / f"scene_{month}.tif", rng.integers(0, 10_000, (3, 40, 56), np.uint16)
+        )
+        for month in MONTHS[:4]
+    ]
+    cube = _stack(paths)
+    for prefix in ("", "overview_1/"):
+        assert cube[f"{prefix}band"].meta.shape == (3,)
+        assert cube[f"{prefix}band_data"].meta.dimension_names == ("time", "band", "y", "x")
+    target = tmp_path / "cube.json"
+    refzarr.write(cube, target)
+    ds = xr.open_dataset(target, engine="refzarr", mask_and_scale=False)
+    expected = _rioxarray_stack(paths)
+    assert set(ds["band_data"].coords) == set(expected.coords)
+    for name in ("time", "band", "x", "y"):
+        np.testing.assert_array_equal(ds[name].values, expected[name].values, strict=True)
+    np.testing.assert_array_equal(ds["band_data"].values, expected.values, strict=True)
+
+
+DAYS = ["20240130", "20240131", "20240201", "20240202"]
+
+
+@pytest.fixture(scope="module")
+def daily_cogs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("daily")
+    rng = np.random.default_rng(8)
+    return [
+        write_geotiff(folder / f"cog_{day}.tif", rng.integers(0, 99, (3, 24, 32), np.uint16))
+        for day in DAYS
+    ]
+
+
+def _open_cube(target: Path, output: str, sources: Path) -> xr.Dataset:
+    if output == "json":
+        return xr.open_dataset(target, engine="refzarr", mask_and_scale=False)
+    from refzarr.formats.icechunk.repository import open_repository
+
+    prefixes = [sources.resolve().as_uri() + "/"]
+    repository = open_repository(str(target), None, prefixes=prefixes)
+    store = repository.readonly_session("main").store
+    return xr.open_zarr(store, consolidated=False, mask_and_scale=False)
+
+
+@pytest.mark.parametrize("output", ["json", "icechunk"])
+def test_daily_cogs_by_name_on_the_command_line(
+    daily_cogs: list[Path], tmp_path: Path, output: str
+) -> None:
+    """``--coord-regex`` with ``--coord-format %Y%m%d``: a CF time axis (dates, not
+    20240131), and tomorrow's one file appended with its own date; ``band`` kept once."""
+    from refzarr.cli import main
+
+    if output == "icechunk":
+        pytest.importorskip("icechunk")
+    target = tmp_path / ("cube.json" if output == "json" else "repo")
+    by_name = ["--coord-regex", r"time=_(?P<time>\d{8})\.tif$", "--coord-format", "time=%Y%m%d"]
+    common = ["--concat-dim", "time", *by_name, "-o", str(target), "--format", output]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Icechunk's local-storage warning
+        assert main(["scan", *map(str, daily_cogs[:3]), *common]) == 0
+        assert main(["scan", str(daily_cogs[3]), *common, "--append-dim", "time"]) == 0
+    with _open_cube(target, output, daily_cogs[0].parent) as ds:
+        expected = np.array(["2024-01-30", "2024-01-31", "2024-02-01", "2024-02-02"], "M8[ns]")
+        np.testing.assert_array_equal(ds["time"].values, expected, strict=True)
+        assert ds["time"].encoding["calendar"] == "proleptic_gregorian"
+        assert ds["time"].encoding["units"].startswith("days since 2024-01-30")
+        assert ds["band_data"].dims == ("time", "band", "y", "x")
+        np.testing.assert_array_equal(ds["band"].values, [1, 2, 3], strict=True)
+        import tifffile
+
+        stacked = np.stack([tifffile.imread(p) for p in daily_cogs])
+        np.testing.assert_array_equal(ds["band_data"].values, stacked, strict=True)

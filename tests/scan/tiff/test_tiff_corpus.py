@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+import xarray as xr
 from tiffkit import (
     assert_geo_matches_rioxarray,
     assert_matches_tiff,
@@ -73,11 +75,38 @@ def test_corpus_text_tags_as_rioxarray(path: Path) -> None:
     assert {k: v for k, v in attrs.items() if k.startswith("TIFFTAG_")} == expected
 
 
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_corpus_band_coordinate_as_rioxarray(path: Path, tmp_path: Path) -> None:
+    """``band`` is numbered 1..n (int64) as rioxarray numbers it, in every level of the
+    written set opened with ``engine="refzarr"``; a single band has no ``band`` dimension
+    (``y, x``, FORMATS.md), so no coordinate either. Coordinates named alike hold equal
+    values (rioxarray also gives pixel-index ``x`` / ``y`` to files without georeferencing,
+    and 2-D ``xc`` / ``yc`` to rotated ones: refzarr gives neither)."""
+    from tiffkit import _rioxarray
+
+    group = _scan(path)
+    target = tmp_path / f"{path.name}.json"
+    refzarr.write(group, target)
+    overviews = sum(1 for n in group.members if n.startswith("overview_"))
+    for level, name in enumerate([None, *(f"overview_{k}" for k in range(1, overviews + 1))]):
+        expected = _rioxarray(path, None if level == 0 else level - 1)
+        bands = expected.sizes["band"]
+        ds = xr.open_dataset(target, engine="refzarr", group=name)
+        assert ("band" in ds["band_data"].dims) == (bands > 1), name
+        assert ("band" in ds.variables) == (bands > 1), name
+        if bands > 1:
+            assert "band" in ds.indexes, name
+            np.testing.assert_array_equal(ds["band"].values, expected["band"].values, strict=True)
+        for coord in set(ds.coords) & set(expected.coords) - {"spatial_ref"}:
+            np.testing.assert_array_equal(ds[coord].values, expected[coord].values, strict=True)
+
+
 def test_corpus_layout_cogeo() -> None:
     """The COG: series 0 with six overviews, its GDAL mask as series_1 (bool), JPEG tables."""
     path = next(p for p in FILES if p.name == "cogeo.tif")
     group = _scan(path)
     assert sorted(group.members) == [
+        "band",
         "band_data",
         *[f"overview_{k}" for k in range(1, 7)],
         "series_1",

@@ -105,3 +105,29 @@ def test_stacks_with_their_own_time_units_append(scenes: list[Path], tmp_path: P
     np.testing.assert_array_equal(
         ds["band_data"].values, np.stack([tifffile.imread(p) for p in named]), strict=True
     )
+
+
+def test_multiband_scenes_append_with_one_band(tmp_path: Path) -> None:
+    """``band`` (1..3) is a dimension coordinate: written once, compared (not stacked) when
+    scenes are appended, and still ``(3,)`` after the append."""
+    import xarray as xr
+
+    from refzarr.formats.icechunk.repository import open_repository
+
+    rng = np.random.default_rng(5)
+    paths = [
+        write_geotiff(
+            tmp_path / f"rgb_{k}.tif", rng.integers(0, 5000, (3, 40, 56), np.uint16), overviews=0
+        )
+        for k in range(3)
+    ]
+    repo = tmp_path / "repo"
+    _commit(_stack(paths[:2]), repo, append=False)
+    _commit(_stack(paths[2:]), repo, append=True)
+    repository = open_repository(str(repo), None, prefixes=[tmp_path.resolve().as_uri() + "/"])
+    ds = xr.open_zarr(repository.readonly_session("main").store, consolidated=False)
+    assert ds["band_data"].dims == ("time", "band", "y", "x")
+    np.testing.assert_array_equal(ds["band"].values, np.arange(1, 4), strict=True)
+    np.testing.assert_array_equal(
+        ds["band_data"].values, np.stack([tifffile.imread(p) for p in paths]), strict=True
+    )

@@ -37,8 +37,9 @@ class TiffScanner(ScanOptions):
     Takes the options every scanner takes (`ScanOptions`: ``storage_options``,
     ``inline_threshold``, ``on_unsupported``, ``inline_coordinates``). Series 0 is the root
     group, series ``i`` the group ``series_{i}``; each holds its image as ``band_data`` and
-    its reduced-resolution levels as groups ``overview_{l}``. GeoTIFFs add ``x``, ``y`` and
-    ``spatial_ref`` (see ``docs/formats/tiff.md``).
+    its reduced-resolution levels as groups ``overview_{l}``; images of several bands have a
+    ``band`` coordinate (1..n, as rioxarray). GeoTIFFs add ``x``, ``y`` and ``spatial_ref``
+    (see ``docs/formats/tiff.md``).
 
     Examples
     --------
@@ -131,6 +132,8 @@ class _Walk:
                 f"{where}: reading its TIFF tags failed (damaged file?): {exc}"
             ) from exc
         members: dict[str, RefArray | RefGroup] = {"band_data": array}
+        if "band" in layout.dims:  # numbered from 1, as rioxarray has it (GDAL's indexes)
+            members["band"] = _inlined_1d("band", np.arange(1, _bands(layout) + 1, dtype="<i8"))
         if geo is not None:
             members.update(_geo_members(geo, layout))
         return members
@@ -212,8 +215,8 @@ def _geo_members(geo: Georeference, layout: SeriesLayout) -> dict[str, RefArray]
     members = {"spatial_ref": _scalar(geo.spatial_ref)}
     coords = geo.coordinates(height, width)
     if coords is not None:
-        members["y"] = _inlined_1d("y", coords[0])
-        members["x"] = _inlined_1d("x", coords[1])
+        members["y"] = _inlined_1d("y", coords[0].astype("<f8"))
+        members["x"] = _inlined_1d("x", coords[1].astype("<f8"))
     return members
 
 
@@ -225,7 +228,8 @@ def _scalar(attrs: dict[str, Any]) -> RefArray:
 
 
 def _inlined_1d(name: str, values: np.ndarray[Any, Any]) -> RefArray:
-    data = np.ascontiguousarray(values, dtype="<f8")
+    """A 1-D coordinate held in the reference set, stored little-endian in one chunk."""
+    data = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
     meta = ArrayMeta(
         shape=data.shape, chunks=(max(data.size, 1),), dtype=data.dtype, dimension_names=(name,)
     )
