@@ -156,6 +156,7 @@ def test_missing_variable_in_one_file(tmp_path: Path) -> None:
     message = _raises([a, b], r"do not all hold the same variables")
     _names_both(message, [a, b])
     assert "'rhum'" in message
+    assert "both hold ['air'] along time" in message  # what both hold along it, not in all
 
 
 def test_hole_in_grid(tmp_path: Path) -> None:
@@ -259,3 +260,9 @@ def test_packing_beside_a_nan_is_compared_as_json(second: Any, refused: bool) ->
         return
     with pytest.raises(IncompatibleError, match=r"attribute 'add_offset' differs: 1\.0 in"):
         refzarr.combine(groups, concat_dims="time")
+
+
+def test_first_difference_names_dtypes() -> None:
+    from refzarr.combine.identical import _first_difference
+
+    assert _first_difference(np.zeros(2, "f4"), np.zeros(2, "f8")) == "dtypes float32 and float64"

@@ -212,12 +212,14 @@ def _equal(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
 def _first_difference(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> str:
     if a.shape != b.shape:
         return f"shapes {a.shape} and {b.shape}"
+    if a.dtype != b.dtype:
+        return f"dtypes {a.dtype} and {b.dtype}"
     if a.dtype.kind in "fc":
         differ = ~((a == b) | (np.isnan(a) & np.isnan(b)))
     else:
         differ = a != b
     where = np.argwhere(np.asarray(differ))
-    if not where.size:
-        return "values differ"
+    if not where.size:  # NaT against NaT-like values, structured fields
+        return "they differ in a value that compares equal element-wise"
     index = tuple(int(i) for i in where[0])
     return f"first at index {index}: {a[index]!r} vs {b[index]!r}"

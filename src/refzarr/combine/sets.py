@@ -76,7 +76,8 @@ def reject_overlap(inputs: Inputs, parts: list[list[int]], dims: tuple[str, ...]
                 raise IncompatibleError(
                     f"the files do not all hold the same variables: {inputs.labels(parts[a])} "
                     f"hold {only_a}, {inputs.labels(parts[b])} hold {only_b}, and both hold "
-                    f"{sorted(shared)}; add the missing variables, or leave those files out"
+                    f"{sorted(shared)} along {', '.join(dims)}; add the missing variables, or "
+                    "leave those files out"
                 )
 
 
