@@ -29,6 +29,7 @@ from refzarr.combine.sets import partitions, reject_misaligned, reject_overlap
 from refzarr.combine.specs import CoordSpecLike, parse_coord_specs
 from refzarr.combine.values import read_values
 from refzarr.errors import IncompatibleError
+from refzarr.gcpause import gc_paused
 from refzarr.model import RefArray, RefGroup
 from refzarr.model.frozen import thaw_json
 
@@ -123,8 +124,9 @@ def combine(
         raise ValueError(f"urls has {len(urls)} entries for {len(chosen)} groups")
     specs = parse_coord_specs(dims, coords)
     inputs = Inputs(chosen, None if urls is None else tuple(urls), storage_options)
-    result = _combined(inputs, dims, specs, frozenset(identical_dims or ()), compat == "equals")
-    return _with_sources(result, chosen)
+    with gc_paused():  # thousands of lasting objects: collections would walk the caller's too
+        result = _combined(inputs, dims, specs, frozenset(identical_dims or ()), compat == "equals")
+        return _with_sources(result, chosen)
 
 
 def _combined(

@@ -6,7 +6,6 @@ a round trip) is about what scanning the file costs.
 
 from __future__ import annotations
 
-import gc
 import math
 import pickle
 from collections.abc import Mapping, Sequence
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from refzarr.errors import ScanError
+from refzarr.gcpause import gc_paused
 from refzarr.model import RefGroup
 
 __all__ = ["BatchScanner", "Failed", "OnError", "Outcome", "check_options", "split"]
@@ -97,13 +97,8 @@ def _unpickled_outcomes(payload: bytes) -> list[Outcome]:
     paused: unpickling makes thousands of objects (none of them garbage) that would set off
     collections of every object the caller holds, its results so far; that cost three
     times the unpickling itself in a `scan_many` of small files."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         outcomes: list[Outcome] = pickle.loads(payload)
-    finally:
-        if paused:
-            gc.enable()
     return outcomes
 
 
