@@ -4,7 +4,7 @@ The public API is what ``__all__`` lists; everything else is private.
 """
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from refzarr.combine import FromAttribute, FromCallable, FromData, FromRegex, combine, merge
 from refzarr.errors import (
@@ -27,6 +27,15 @@ from refzarr.model.kerchunk import from_kerchunk, to_kerchunk
 from refzarr.parallel import scan_many
 from refzarr.scan import scan
 from refzarr.scan.base import registered_formats as scan_formats
+
+if TYPE_CHECKING:  # the lazy names below, typed for users' type checkers
+    from refzarr.formats.icechunk.repository import CommitConflictError, commit_icechunk
+    from refzarr.formats.icechunk.write import to_icechunk
+    from refzarr.interop.virtualizarr import from_virtual_dataset, to_virtual_dataset
+    from refzarr.reader.store import ReferenceStore
+    from refzarr.reader.xarray_backend import open_dataset, open_datatree, open_groups
+    from refzarr.sources.check import SourceChange, check_sources
+    from refzarr.sources.refresh import refresh
 
 __version__ = "0.1.0.dev0"
 

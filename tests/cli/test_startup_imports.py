@@ -57,3 +57,21 @@ def test_every_public_name_is_there() -> None:
     )
     done = run_python("-c", code, env=child_env())
     assert done.returncode == 0, done.stderr
+
+
+def test_lazy_names_are_typed() -> None:
+    """Every name loaded on first use is also imported, from the same module, under
+    ``TYPE_CHECKING`` (users' type checkers see its signature, not ``Any``)."""
+    import ast
+    import inspect
+
+    import refzarr
+
+    tree = ast.parse(inspect.getsource(refzarr))
+    typed: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom)
+                typed.update({alias.name: str(stmt.module) for alias in stmt.names})
+    assert typed == refzarr._LAZY
