@@ -187,6 +187,12 @@ def run(args: argparse.Namespace) -> int:
     if args.grib_index is not None:
         options["grib_index"] = args.grib_index
     if args.data_url is not None:
+        from refzarr.scan.dmrpp.locate import check_shared_data_url
+
+        try:
+            check_shared_data_url(args.data_url, len(urls))
+        except ValueError as exc:
+            raise UsageError(f"--data-url: {exc}") from None
         options["data_url"] = args.data_url
     if args.check_data_file:
         options["check_data_file"] = True

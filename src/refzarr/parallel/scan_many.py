@@ -91,6 +91,10 @@ def scan_many(
     if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     check_options(scan_options)
+    if "data_url" in scan_options:
+        from refzarr.scan.dmrpp.locate import check_shared_data_url
+
+        check_shared_data_url(scan_options["data_url"], len(names))
     built = _built_at_once(names, scan_options)
     rest = [name for k, name in enumerate(names) if k not in built]
     scanner = BatchScanner(scan_options, on_error)

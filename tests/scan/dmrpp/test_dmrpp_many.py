@@ -90,6 +90,21 @@ def test_cli_data_url(days: list[Path], apart: list[Path], tmp_path: Path) -> No
         xr.testing.assert_identical(ours.load(), truth.load())
 
 
+def test_one_fixed_data_url_for_many_sidecars_is_refused(
+    days: list[Path], apart: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every sidecar would read its chunks from the one file named: wrong for all but one."""
+    one = str(days[0])
+    with pytest.raises(ValueError, match=r"names one data file for \d+ files.*\{name\}"):
+        refzarr.scan_many([str(p) for p in apart], data_url=one, progress=False)
+    out = tmp_path / "days.json"
+    args = ["scan", str(apart[0].parent / "*.dmrpp"), "--concat-dim", "time", "--data-url", one]
+    assert main([*args, "-o", str(out)]) != 0
+    assert "--data-url" in capsys.readouterr().err
+    assert not out.exists()
+    refzarr.scan_many([str(apart[0])], data_url=one, progress=False)  # one sidecar: its file
+
+
 def test_missing_data_file_named_with_its_sidecar(days: list[Path], apart: list[Path]) -> None:
     """Scanning needs the sidecar only; combining along time reads the time coordinates from
     the data files, and a missing one is named with the sidecar and the variable."""

@@ -25,7 +25,14 @@ from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.scan.hdf5.signature import HDF5_MAGIC
 from refzarr.scan.paths import reference_url
 
-__all__ = ["PLACEHOLDER", "DataFiles", "data_file_url", "is_absolute_url", "local_or_url"]
+__all__ = [
+    "PLACEHOLDER",
+    "DataFiles",
+    "check_shared_data_url",
+    "data_file_url",
+    "is_absolute_url",
+    "local_or_url",
+]
 
 PLACEHOLDER = "OPeNDAP_DMRpp_DATA_ACCESS_URL"
 """What ``build_dmrpp -u`` writes where the data URL is filled in when the sidecar is served."""
@@ -75,6 +82,27 @@ def data_file_url(
     raise ScanError(
         f"{sidecar}: cannot tell where the data file is: the sidecar's name does not end with "
         f"'.dmrpp' and its dmrpp:href ({href!r}) is not an absolute URL; pass data_url=..."
+    )
+
+
+def check_shared_data_url(data_url: object, sidecars: int) -> None:
+    """Refuse one fixed ``data_url`` (no ``{name}`` or ``{href}`` in it) for several sidecars:
+    every one would read its chunks from the same data file, in silence for all but one.
+
+    Raises
+    ------
+    ValueError
+        Naming the option, the count and the template to use instead.
+    """
+    if sidecars < 2 or not isinstance(data_url, str):
+        return
+    if "{name}" in data_url or "{href}" in data_url:
+        return
+    raise ValueError(
+        f"data_url {data_url!r} names one data file for {sidecars} files: every DMR++ sidecar "
+        "would read its chunks from it; give a template with {name} (the sidecar's file name "
+        "without .dmrpp, e.g. 's3://bucket/granules/{name}') or {href}, or scan the sidecars "
+        "one by one"
     )
 
 
