@@ -123,6 +123,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "set (default 65536; 0: reference them)",
     )
     parser.add_argument(
+        "--drop-variables",
+        metavar="NAMES",
+        action="append",
+        help="leave these variables out of every file's scan (comma-separated paths, e.g. "
+        "granule_id,geo/lat; repeatable; names a file lacks are ignored; refresh leaves them "
+        "out again)",
+    )
+    parser.add_argument(
         "--grib-index",
         choices=["auto"],
         help="GRIB: build the files whose .idx sidecar agrees with a scanned file of the same "
@@ -186,6 +194,10 @@ def run(args: argparse.Namespace) -> int:
         options["format"] = args.input_format
     if args.grib_index is not None:
         options["grib_index"] = args.grib_index
+    if args.drop_variables:
+        options["drop_variables"] = [
+            name for names in args.drop_variables for name in names.split(",") if name
+        ]
     if args.data_url is not None:
         from refzarr.scan.dmrpp.locate import check_shared_data_url
 

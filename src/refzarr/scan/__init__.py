@@ -20,6 +20,7 @@ from refzarr.scan.base import (
     format_named,
     registered_formats,
     scanner_for,
+    without_members,
 )
 from refzarr.scan.detect import detect_format, detect_probe, open_local
 from refzarr.scan.known import known_info
@@ -92,6 +93,7 @@ def scan(url: str | os.PathLike[str], *, format: str | None = None, **options: A
     before, info = _state_before(name, options.get("storage_options"))
     with known_info(name, info):
         group = scanner(name)
+    group = without_members(group, getattr(scanner, "drop_variables", ()))
     return record_scan(group, name, scan_format.name, scanner, before)
 
 
@@ -119,6 +121,7 @@ def _scan_local(name: str, options: dict[str, Any]) -> RefGroup:
             before = scanned_state(name)
         scan_opened = None if file is None else getattr(scanner, "scan_opened", None)
         group = scanner(name) if scan_opened is None else scan_opened(file)
+        group = without_members(group, getattr(scanner, "drop_variables", ()))
     finally:
         if file is not None:
             os.close(file.fd)

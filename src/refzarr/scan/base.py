@@ -30,6 +30,7 @@ __all__ = [
     "format_named",
     "registered_formats",
     "scanner_for",
+    "without_members",
 ]
 
 OnUnsupported = Literal["raise", "skip"]
@@ -77,15 +78,21 @@ class ScanOptions:
     inline_coordinates
         Dimension coordinates (1-D arrays named like their dimension) of at most this many
         bytes, decoded, are held in the reference set (default 64 KiB); 0: referenced.
+    drop_variables
+        Members left out of the result, by path (``"granule_id"``, ``"geo/lat"``; a name or
+        a sequence of them), as xarray's ``drop_variables``: names a file lacks are ignored.
+        Recorded with the scan, so that `refzarr.refresh` leaves them out again.
     """
 
     storage_options: Mapping[str, Any] | None = None
     inline_threshold: int = 0
     on_unsupported: OnUnsupported = "raise"
     inline_coordinates: int = DEFAULT_COORDINATE_BYTES
+    drop_variables: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_coordinate_bytes(self.inline_coordinates)
+        object.__setattr__(self, "drop_variables", _member_paths(self.drop_variables))
         if isinstance(self.inline_threshold, bool) or not isinstance(self.inline_threshold, int):
             raise TypeError(f"inline_threshold must be an int, got {self.inline_threshold!r}")
         if self.inline_threshold < 0:
@@ -96,6 +103,45 @@ class ScanOptions:
             )
         if self.storage_options is not None and not isinstance(self.storage_options, Mapping):
             raise TypeError(f"storage_options must be a mapping, got {self.storage_options!r}")
+
+
+def _member_paths(value: Any) -> tuple[str, ...]:
+    """``drop_variables`` as a tuple of paths (a single name accepted), leading and trailing
+    slashes taken off."""
+    names = (value,) if isinstance(value, str) else value
+    if not isinstance(names, Sequence) or not all(isinstance(n, str) and n for n in names):
+        raise TypeError(f"drop_variables must be a name or a sequence of names, got {value!r}")
+    return tuple(name.strip("/") for name in names)
+
+
+def without_members(group: RefGroup, paths: Sequence[str]) -> RefGroup:
+    """``group`` without the members at ``paths`` (arrays or groups; paths it lacks are
+    ignored), of the same class (a `ScannedGroup` keeps its ``skipped``)."""
+    if not paths:
+        return group
+    by_parent: dict[str, set[str]] = {}
+    for path in paths:
+        parent, _, name = path.rpartition("/")
+        by_parent.setdefault(parent, set()).add(name)
+    return _pruned(group, "", by_parent)
+
+
+def _pruned(group: RefGroup, prefix: str, by_parent: Mapping[str, set[str]]) -> RefGroup:
+    gone = by_parent.get(prefix.rstrip("/"), set())
+    members: dict[str, Any] = {}
+    changed = False
+    for name, member in group.members.items():
+        if name in gone:
+            changed = True
+            continue
+        if isinstance(member, RefGroup) and any(
+            p == f"{prefix}{name}" or p.startswith(f"{prefix}{name}/") for p in by_parent
+        ):
+            pruned = _pruned(member, f"{prefix}{name}/", by_parent)
+            changed = changed or pruned is not member
+            member = pruned
+        members[name] = member
+    return dataclasses.replace(group, members=members) if changed else group
 
 
 @dataclass(frozen=True, slots=True)

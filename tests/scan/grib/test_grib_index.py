@@ -63,3 +63,12 @@ def test_missing_sidecar_scans_the_file(tmp_path: Path) -> None:
     Path(f"{files[1]}.idx").unlink()
     groups = scan_indexed([str(f) for f in files])
     assert_groups_identical(groups[1], scan(files[1]))
+
+
+def test_files_built_from_their_sidecars_drop_variables(tmp_path: Path) -> None:
+    """What a scan leaves out, the sidecars' groups leave out too."""
+    files = indexed_run(tmp_path, [20250101, 20250102], [0, 6])
+    full = [scan(f) for f in files]
+    name = next(path for path, array in full[0].arrays() if len(array.meta.shape) > 1)
+    groups = scan_indexed([str(f) for f in files], drop_variables=[name])
+    assert all(name not in group for group in groups)

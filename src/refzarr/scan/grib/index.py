@@ -192,10 +192,13 @@ def _states(
 
 
 def _recorded(scanner: GribScanner, url: str, before: SourceState | None, group: Any) -> Any:
-    """``group`` with the record of sources `refzarr.scan` gives it."""
+    """``group`` with the members ``drop_variables`` names left out and the record of sources
+    `refzarr.scan` gives it."""
+    from refzarr.scan.base import without_members
     from refzarr.scan.grib import FORMAT
     from refzarr.sources.record import record_scan
 
+    group = without_members(group, scanner.drop_variables)
     return record_scan(group, url, FORMAT.name, scanner, before)
 
 
