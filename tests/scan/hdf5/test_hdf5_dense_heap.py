@@ -20,6 +20,7 @@ import h5py
 import numpy as np
 import pytest
 from h5py import h5a
+from numcodecs.jenkins import jenkins_lookup3
 from test_hdf5_fast_paths import _assert_same
 
 import refzarr
@@ -244,9 +245,36 @@ def _no_direct_signature(data: bytearray) -> str:
     return "no direct block signature at address"
 
 
+def _reseal_indirect(data: bytearray, original: bytes, at: int) -> None:
+    """Give the indirect block at ``at`` the checksum of its damaged bytes (the damage is then
+    found by the structure's own checks, not its checksum)."""
+    end = next(
+        e
+        for e in range(at + 18, len(original) - 3)
+        if jenkins_lookup3(original[at:e], 0) == int.from_bytes(original[e : e + 4], "little")
+    )
+    data[end : end + 4] = jenkins_lookup3(bytes(data[at:end]), 0).to_bytes(4, "little")
+
+
+def _reseal_direct(data: bytearray, original: bytes, at: int) -> None:
+    """Give the direct block at ``at`` the checksum of its damaged bytes (HDF5 computes it
+    over the whole block, its checksum field zeroed: 18 bytes in, for these heaps)."""
+
+    def checksum(block: bytes, size: int) -> int:
+        zeroed = bytearray(block[at : at + size])
+        zeroed[18:22] = bytes(4)
+        return int(jenkins_lookup3(bytes(zeroed), 0))
+
+    stored = int.from_bytes(original[at + 18 : at + 22], "little")
+    size = next(1 << k for k in range(10, 20) if checksum(original, 1 << k) == stored)
+    data[at + 18 : at + 22] = checksum(bytes(data), size).to_bytes(4, "little")
+
+
 def _block_past_the_end(data: bytearray) -> str:
     at = _root_entries(data)
+    original = bytes(data)
     data[at : at + 8] = struct.pack("<Q", len(data) * 4)
+    _reseal_indirect(data, original, at - 18)
     return r"direct block at address \d+ \(1024 bytes at \d+\) runs past the file's end"
 
 
@@ -254,13 +282,17 @@ def _loop_to_the_root(data: bytearray) -> str:
     entries = _root_entries(data)
     root = entries - 18  # its address (the file has no user block)
     first_indirect = entries + 8 * 8 * 4  # after 8 rows of 4 direct blocks
+    original = bytes(data)
     data[first_indirect : first_indirect + 8] = struct.pack("<Q", root)
+    _reseal_indirect(data, original, root)
     return "indirect block at address .* listed twice"
 
 
 def _moved_block(data: bytearray) -> str:
     at = _blocks(data, b"FHDB")[1][0]
+    original = bytes(data)
     data[at + 13 : at + 18] = (12345).to_bytes(5, "little")
+    _reseal_direct(data, original, at)
     return "says heap offset 12345, its place in the doubling table"
 
 

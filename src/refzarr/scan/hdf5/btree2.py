@@ -18,6 +18,7 @@ from refzarr.scan.hdf5.ohdr import (
     Read,
     Superblock,
     undefined,
+    verify_checksum,
 )
 
 __all__ = ["btree_records"]
@@ -40,6 +41,7 @@ def btree_records(
         raise DamagedStructure(f"no B-tree header signature at address {address}")
     if head[4] != 0:
         raise FormatMismatch(f"B-tree header version {head[4]}")
+    verify_checksum(head, f"B-tree header at address {address}")
     if head[5] != kind:
         raise DamagedStructure(f"B-tree at address {address} of type {head[5]}, not {kind}")
     (node_size,) = struct.unpack_from("<I", head, 6)
@@ -98,13 +100,16 @@ class _Tree:
         if at > self.node_size:
             raise DamagedStructure(f"B-tree node at address {address} overflows")
         records = [data[6 + k * size : 6 + (k + 1) * size] for k in range(count)]
+        what = f"B-tree {'leaf' if depth == 0 else 'internal'} node at address {address}"
         if depth == 0:
+            verify_checksum(data, what, at)
             out.extend(records)
             return
         below = self.total_bytes[depth - 1] if depth > 1 else 0
         step = o + self.count_bytes + below
-        if at + (count + 1) * step > self.node_size:
+        if at + (count + 1) * step + 4 > self.node_size:
             raise DamagedStructure(f"B-tree node at address {address} overflows")
+        verify_checksum(data, what, at + (count + 1) * step)
         for k in range(count + 1):
             child = int.from_bytes(data[at : at + o], "little")
             n = int.from_bytes(data[at + o : at + o + self.count_bytes], "little")

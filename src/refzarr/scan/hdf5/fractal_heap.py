@@ -23,6 +23,7 @@ from refzarr.scan.hdf5.ohdr import (
     Read,
     Superblock,
     undefined,
+    verify_checksum,
 )
 
 __all__ = ["FractalHeap"]
@@ -88,6 +89,7 @@ class FractalHeap:
         "_address",
         "_block_head",
         "_blocks",
+        "_checksummed",
         "_directs",
         "_huge",
         "_huge_tree",
@@ -108,7 +110,9 @@ class FractalHeap:
         self._blocks: dict[int, tuple[int, int, int]] = {}
         """`_locate` by ``offset // starting block size`` (no block is smaller)."""
         self._huge: dict[int, tuple[int, int]] | None = None
-        self._parse_header(_read_or_damaged(read, sb.base + address, _header_size(sb), "header"))
+        head = _read_or_damaged(read, sb.base + address, _header_size(sb) + 4, "header")
+        self._parse_header(head)
+        verify_checksum(head, f"fractal heap header at address {address}")
 
     def _parse_header(self, head: bytes) -> None:
         o, ln = self._sb.offset_size, self._sb.length_size
@@ -127,8 +131,8 @@ class FractalHeap:
         direct_rows = max_direct.bit_length() - start.bit_length() + 2
         self._table = _Table(width, start, direct_rows, (bits + 7) // 8)
         self._length_bytes = min((max_direct.bit_length() + 6) // 8, _encoded_size(max_object))
-        checksummed = bool(head[9] & 0x02)
-        self._block_head = 5 + o + self._table.offset_bytes + (4 if checksummed else 0)
+        self._checksummed = bool(head[9] & 0x02)
+        self._block_head = 5 + o + self._table.offset_bytes + (4 if self._checksummed else 0)
         self._root, self._root_rows = root, rows
 
     def object(self, heap_id: bytes) -> bytes:
@@ -209,10 +213,13 @@ class FractalHeap:
         head = 5 + o + table.offset_bytes
         what = f"indirect block at address {address}"
         data = _read_or_damaged(
-            self._read, self._sb.base + address, head + (n_direct + n_indirect) * o, what
+            self._read, self._sb.base + address, head + (n_direct + n_indirect) * o + 4, what
         )
         self._check_prefix(data, b"FHIB", address, start)
-        entries = [int.from_bytes(data[at : at + o], "little") for at in range(head, len(data), o)]
+        verify_checksum(data, f"fractal heap {what}")
+        entries = [
+            int.from_bytes(data[at : at + o], "little") for at in range(head, len(data) - 4, o)
+        ]
         return _Indirect(start, rows, tuple(entries[:n_direct]), tuple(entries[n_direct:]))
 
     def _direct(self, address: int, size: int, start: int) -> bytes:
@@ -222,6 +229,8 @@ class FractalHeap:
             what = f"direct block at address {address}"
             block = _read_or_damaged(self._read, self._sb.base + address, size, what)
             self._check_prefix(block, b"FHDB", address, start)
+            if self._checksummed:
+                _verify_direct(block, self._block_head - 4, f"fractal heap {what}")
             self._directs[address] = block
         elif len(block) != size:
             raise DamagedStructure(f"direct block at address {address} listed with two sizes")
@@ -274,6 +283,15 @@ class FractalHeap:
             length = int.from_bytes(raw[o : o + ln], "little")
             out[int.from_bytes(raw[o + ln :], "little")] = (address, length)
         return out
+
+
+def _verify_direct(block: bytes, at: int, what: str) -> None:
+    """`ChecksumMismatch` unless the checksum at ``at`` of a direct block is that of the whole
+    block with its checksum field zeroed (as HDF5 computes it)."""
+    zeroed = bytearray(block)
+    zeroed[at : at + 4] = bytes(4)
+    zeroed += block[at : at + 4]
+    verify_checksum(zeroed, what)
 
 
 _HUGE_INDEX = 1

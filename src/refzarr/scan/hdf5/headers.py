@@ -32,6 +32,7 @@ from refzarr.scan.hdf5.ohdr import (
     DATASPACE,
     SIGNATURE,
     BeyondEnd,
+    ChecksumMismatch,
     DamagedStructure,
     FormatMismatch,
     Header,
@@ -141,6 +142,8 @@ class ObjectHeaders:
         try:
             space = dataspace_body(self._header(_at(oid, address), sb))
             found = None if space is None else dataspace_max_dims(space, sb)
+        except DamagedStructure as exc:
+            raise self._damaged(oid, address, exc) from exc
         except _FALLBACK:
             return None
         if found is None or found[0] != shape:
@@ -195,6 +198,8 @@ class ObjectHeaders:
         sb = self._superblock_once()
         try:
             body = None if sb is None else find_message(self._read, sb, _at(oid, address), 8)
+        except DamagedStructure as exc:
+            raise self._damaged(oid, address, exc) from exc
         except _FALLBACK:
             return None
         return None if body is None else _compact_raw(body)
@@ -204,6 +209,11 @@ class ObjectHeaders:
         dense storage (HDF5 would stop there too, or worse: read on through it)."""
         name = h5py.h5i.get_name(oid)
         where = repr(name.decode("utf8", "replace")) if name else f"at address {_at(oid, address)}"
+        if isinstance(exc, ChecksumMismatch):
+            return ScanError(
+                f"{self._url}: object {where}: its {exc}; the file is corrupt (checksum "
+                "mismatch: rewrite it, or restore it from a good copy)"
+            )
         return ScanError(
             f"{self._url}: object {where}: the dense storage of its attributes is damaged: "
             f"{exc}; the file is corrupt (rewrite it, or copy the object's attributes anew)"

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import h5py
+from numcodecs.jenkins import jenkins_lookup3
 
 __all__ = [
     "CONTINUATION",
@@ -20,6 +21,7 @@ __all__ = [
     "SHARED",
     "SIGNATURE",
     "BeyondEnd",
+    "ChecksumMismatch",
     "DamagedStructure",
     "FormatMismatch",
     "Header",
@@ -33,6 +35,7 @@ __all__ = [
     "read_header",
     "read_superblock",
     "undefined",
+    "verify_checksum",
 ]
 
 Read = Callable[[int, int], bytes]
@@ -62,6 +65,21 @@ class BeyondEnd(FormatMismatch):
 class DamagedStructure(Exception):
     """A structure of the file (a heap block, a B-tree node) is not where or what the
     structures pointing to it say: the file is damaged (`ScanError` for the caller)."""
+
+
+class ChecksumMismatch(DamagedStructure):
+    """A checksummed metadata structure whose bytes fail their checksum."""
+
+
+def verify_checksum(data: bytes | bytearray, what: str, at: int | None = None) -> None:
+    """`ChecksumMismatch` naming ``what`` unless the 4 bytes of ``data`` at ``at`` (default:
+    its last 4) are the Jenkins lookup3 checksum (initial value 0) of the bytes before them."""
+    end = len(data) - 4 if at is None else at
+    if end < 0 or end + 4 > len(data):
+        raise DamagedStructure(f"{what} too short for its checksum")
+    stored = int.from_bytes(data[end : end + 4], "little")
+    if jenkins_lookup3(data[:end], 0) != stored:
+        raise ChecksumMismatch(f"{what} fails its checksum")
 
 
 class Superblock(NamedTuple):
@@ -176,7 +194,7 @@ def read_header(
     position = sb.base + address
     prefix = read(position, 16)
     if prefix[:4] == b"OHDR":
-        blocks = [_v2_first_block(read, position, prefix)]
+        blocks = [_v2_first_block(read, position, prefix, address)]
         version, tracked = 2, bool(prefix[5] & 0x04)
     elif prefix[0] == 1:
         (size,) = struct.unpack_from("<I", prefix, 8)
@@ -217,8 +235,9 @@ _V2 = struct.Struct("<BHB")  # type, size, flags
 _V2_ORDERED = struct.Struct("<BHBH")  # type, size, flags, creation order
 
 
-def _v2_first_block(read: Read, position: int, prefix: bytes) -> bytes:
-    """The messages of a version 2 header's first chunk (signature and prefix skipped)."""
+def _v2_first_block(read: Read, position: int, prefix: bytes, address: int) -> bytes:
+    """The messages of a version 2 header's first chunk (signature and prefix skipped), its
+    checksum verified."""
     if prefix[4] != 2:
         raise FormatMismatch("unknown OHDR version")
     flags = prefix[5]
@@ -226,7 +245,9 @@ def _v2_first_block(read: Read, position: int, prefix: bytes) -> bytes:
     width = 1 << (flags & 0x03)
     field = read(position + at, width)
     size = int.from_bytes(field, "little")
-    return read(position + at + width, size)
+    chunk = read(position, at + width + size + 4)
+    verify_checksum(chunk, f"object header at address {address}")
+    return chunk[at + width : -4]
 
 
 def _continuation(read: Read, sb: Superblock, body: bytes, version: int) -> bytes:
@@ -242,6 +263,7 @@ def _continuation(read: Read, sb: Superblock, body: bytes, version: int) -> byte
         return block
     if len(block) < 8 or block[:4] != b"OCHK":
         raise FormatMismatch("no OCHK signature")
+    verify_checksum(block, f"object header continuation block at address {address}")
     return block[4:-4]  # signature and checksum
 
 

@@ -212,6 +212,12 @@ class _Walk:
                 f"{self.where(path, 'link')}: soft links that lead round in a circle (HDF5: "
                 "too many links); nothing to reference there"
             ) from None
+        except _ChecksumError as exc:
+            raise ScanError(
+                f"{self.where(path, 'object')}: its object header fails its checksum (HDF5: "
+                f"{exc}); the file is corrupt (checksum mismatch: rewrite it, or restore it "
+                "from a good copy)"
+            ) from None
         if item is None:
             raise UnsupportedFeatureError(f"{self.where(path, 'link')}: dangling soft link")
         if item.id.fileno != group.id.fileno:  # a soft link through an external link
@@ -361,7 +367,9 @@ def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLOb
     (``address``: the header address of the object a hard link names, when known)."""
     try:
         oid = h5o.open(group.id, _encode(name))
-    except KeyError:
+    except KeyError as exc:
+        if "checksum" in str(exc):  # HDF5 verified the object's header: not a dangling link
+            raise _ChecksumError(str(exc.args[0]) if exc.args else str(exc)) from exc
         return None
     except RuntimeError as exc:  # soft links that lead round in a circle
         if "too many links" not in str(exc):
@@ -405,6 +413,10 @@ def _heap_string_data(
 
 class _LinkCycleError(Exception):
     """Soft links that lead round in a circle (HDF5 gives up: "too many links")."""
+
+
+class _ChecksumError(Exception):
+    """An object whose header HDF5 found failing its checksum."""
 
 
 def _encode(name: str | bytes) -> bytes:
