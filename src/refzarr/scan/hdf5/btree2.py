@@ -21,7 +21,7 @@ from refzarr.scan.hdf5.ohdr import (
     verify_checksum,
 )
 
-__all__ = ["btree_records"]
+__all__ = ["btree_records", "encoded_size", "read_or_damaged"]
 
 _PREFIX = 10
 """Bytes of a B-tree node besides its records and child pointers: signature, version, type,
@@ -36,7 +36,9 @@ def btree_records(
 ) -> list[bytes]:
     """Every record of the version 2 B-tree of type ``kind`` at ``address``, in order."""
     o, ln = sb.offset_size, sb.length_size
-    head = _read(read, sb.base + address, 16 + o + 2 + ln + 4, f"B-tree header at {address}")
+    head = read_or_damaged(
+        read, sb.base + address, 16 + o + 2 + ln + 4, f"B-tree header at {address}"
+    )
     if head[:4] != b"BTHD":
         raise DamagedStructure(f"no B-tree header signature at address {address}")
     if head[4] != 0:
@@ -75,7 +77,7 @@ class _Tree:
         leaf_max = (node_size - _PREFIX) // record_size
         if leaf_max < 1:
             raise DamagedStructure(f"B-tree node size {node_size}")
-        self.count_bytes = _encoded_size(leaf_max)
+        self.count_bytes = encoded_size(leaf_max)
         self.total_bytes = [0]  # by depth: bytes of "records below a child" (depth > 1)
         cumulative = leaf_max
         for level in range(1, depth + 1):
@@ -84,7 +86,7 @@ class _Tree:
             if most < 1:
                 raise DamagedStructure(f"B-tree node size {node_size}")
             cumulative = (most + 1) * cumulative + most
-            self.total_bytes.append(_encoded_size(cumulative))
+            self.total_bytes.append(encoded_size(cumulative))
 
     def node(self, address: int, count: int, depth: int, out: list[bytes]) -> None:
         """Append the records of the node at ``address`` (``count`` records, ``depth`` above
@@ -92,7 +94,9 @@ class _Tree:
         if len(out) + count > _MAX_RECORDS:
             raise DamagedStructure("B-tree: more records than any index holds")
         o, size = self.sb.offset_size, self.record_size
-        data = _read(self.read, self.sb.base + address, self.node_size, f"B-tree node at {address}")
+        data = read_or_damaged(
+            self.read, self.sb.base + address, self.node_size, f"B-tree node at {address}"
+        )
         signature = b"BTLF" if depth == 0 else b"BTIN"
         if data[:4] != signature or data[4] != 0 or data[5] != self.kind:
             raise DamagedStructure(f"no B-tree node of type {self.kind} at address {address}")
@@ -123,12 +127,12 @@ class _Tree:
             at += step
 
 
-def _encoded_size(n: int) -> int:
-    """Bytes HDF5 encodes a count of at most ``n`` in (``H5VM_limit_enc_size``)."""
+def encoded_size(n: int) -> int:
+    """Bytes HDF5 encodes a value of at most ``n`` in (``H5VM_limit_enc_size``)."""
     return (max(n, 1).bit_length() - 1) // 8 + 1
 
 
-def _read(read: Read, position: int, length: int, what: str) -> bytes:
+def read_or_damaged(read: Read, position: int, length: int, what: str) -> bytes:
     """``read(position, length)``; DamagedStructure naming ``what`` past the file's end."""
     try:
         return read(position, length)

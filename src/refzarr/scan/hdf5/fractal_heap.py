@@ -15,9 +15,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from refzarr.scan.hdf5.btree2 import btree_records
+from refzarr.scan.hdf5.btree2 import btree_records, encoded_size, read_or_damaged
 from refzarr.scan.hdf5.ohdr import (
-    BeyondEnd,
     DamagedStructure,
     FormatMismatch,
     Read,
@@ -110,7 +109,7 @@ class FractalHeap:
         self._blocks: dict[int, tuple[int, int, int]] = {}
         """`_locate` by ``offset // starting block size`` (no block is smaller)."""
         self._huge: dict[int, tuple[int, int]] | None = None
-        head = _read_or_damaged(read, sb.base + address, _header_size(sb) + 4, "header")
+        head = read_or_damaged(read, sb.base + address, _header_size(sb) + 4, "header")
         self._parse_header(head)
         verify_checksum(head, f"fractal heap header at address {address}")
 
@@ -130,7 +129,7 @@ class FractalHeap:
         _check_table(width, start, max_direct, bits, rows, self._id_length)
         direct_rows = max_direct.bit_length() - start.bit_length() + 2
         self._table = _Table(width, start, direct_rows, (bits + 7) // 8)
-        self._length_bytes = min((max_direct.bit_length() + 6) // 8, _encoded_size(max_object))
+        self._length_bytes = min((max_direct.bit_length() + 6) // 8, encoded_size(max_object))
         self._checksummed = bool(head[9] & 0x02)
         self._block_head = 5 + o + self._table.offset_bytes + (4 if self._checksummed else 0)
         self._root, self._root_rows = root, rows
@@ -212,7 +211,7 @@ class FractalHeap:
         n_indirect = max(rows - table.direct_rows, 0) * table.width
         head = 5 + o + table.offset_bytes
         what = f"indirect block at address {address}"
-        data = _read_or_damaged(
+        data = read_or_damaged(
             self._read, self._sb.base + address, head + (n_direct + n_indirect) * o + 4, what
         )
         self._check_prefix(data, b"FHIB", address, start)
@@ -227,7 +226,7 @@ class FractalHeap:
         block = self._directs.get(address)
         if block is None:
             what = f"direct block at address {address}"
-            block = _read_or_damaged(self._read, self._sb.base + address, size, what)
+            block = read_or_damaged(self._read, self._sb.base + address, size, what)
             self._check_prefix(block, b"FHDB", address, start)
             if self._checksummed:
                 _verify_direct(block, self._block_head - 4, f"fractal heap {what}")
@@ -270,7 +269,7 @@ class FractalHeap:
             address, length = self._huge[key]
         if length < 1 or length > _MAX_HUGE:
             raise FormatMismatch(f"a huge heap object of {length} bytes")
-        return _read_or_damaged(self._read, self._sb.base + address, length, "huge object")
+        return read_or_damaged(self._read, self._sb.base + address, length, "huge object")
 
     def _huge_index(self) -> dict[int, tuple[int, int]]:
         """ID -> (address, length) of the huge objects (B-tree records of type 1)."""
@@ -339,18 +338,3 @@ def _check_table(
 
 def _power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
-
-
-def _encoded_size(n: int) -> int:
-    """Bytes HDF5 encodes a value of at most ``n`` in."""
-    return (max(n, 1).bit_length() - 1) // 8 + 1
-
-
-def _read_or_damaged(read: Read, position: int, length: int, what: str) -> bytes:
-    """``read(position, length)``; DamagedStructure naming ``what`` when it runs past the file."""
-    try:
-        return read(position, length)
-    except BeyondEnd as exc:
-        raise DamagedStructure(
-            f"{what} ({length} bytes at {position}) runs past the file's end"
-        ) from exc
