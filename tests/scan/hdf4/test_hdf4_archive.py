@@ -4,6 +4,7 @@ granule of another tile mixed in (named as such)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 import xarray as xr
 from pyhdf.SD import SD
 
+import refzarr
 from corpus import CORPUS
 from refzarr.cli import main
 
@@ -71,3 +73,25 @@ def test_granule_of_another_tile_is_named(
     assert "A2008297.h15v17" in err
     assert "first at index (0,): -4447338.76" in err  # values as numbers, not np.float64(...)
     assert "on different grids (is one of another tile" in err
+
+
+@pytest.mark.parametrize("form", ["json", "icechunk"])
+def test_refresh_along_a_new_dimension(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    """A granule rewritten (here: only touched) is scanned again into its place along the
+    ``time`` dimension combine added (the fresh scan has no ``time`` axis)."""
+    days = [_daily(tmp_path, day) for day in (296, 297, 298)]
+    out = tmp_path / f"archive.{form}"
+    assert main(["scan", str(tmp_path / "*.hdf"), *SCAN, "-o", str(out), "--format", form]) == 0
+    before = refzarr.read(out) if form == "json" else None
+    stat = days[1].stat()
+    os.utime(days[1], ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert main(["validate", "--sources", str(out)]) == 1
+    assert main(["refresh", str(out)]) == 0
+    assert main(["validate", "--sources", str(out)]) == 0
+    assert "refreshed" in capsys.readouterr().out
+    if before is not None:
+        after = refzarr.read(out)
+        for path, array in before.arrays():
+            assert after[path] == array, path
