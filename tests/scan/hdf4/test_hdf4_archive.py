@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -95,3 +96,29 @@ def test_refresh_along_a_new_dimension(
         after = refzarr.read(out)
         for path, array in before.arrays():
             assert after[path] == array, path
+
+
+@pytest.mark.parametrize(
+    ("broken", "says"),
+    [
+        (lambda data: data[:1_000_000], "past the file's end (1000000 bytes; truncated file?)"),
+        (lambda data: b"<html>404 not found</html>", "--input-format NAME"),
+    ],
+    ids=["truncated", "not-hdf4"],
+)
+def test_a_broken_granule_among_many_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], broken: Any, says: str
+) -> None:
+    """A broken download in the archive: named, with the CLI option that leaves it out."""
+    _daily(tmp_path, 296)
+    bad = _daily(tmp_path, 297)
+    bad.write_bytes(broken(bad.read_bytes()))
+    out = tmp_path / "a.json"
+    assert main(["scan", str(tmp_path / "*.hdf"), *SCAN, "-o", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert bad.name in err
+    assert says in err
+    assert "(--skip-errors leaves out the files that cannot be scanned)" in err
+    assert main(["scan", str(tmp_path / "*.hdf"), *SCAN, "-o", str(out), "--skip-errors"]) == 0
+    assert "1 file, 1 skipped" in capsys.readouterr().out
+    assert refzarr.read(out)["sur_refl_b01_1"].meta.dimension_names[0] == "time"
