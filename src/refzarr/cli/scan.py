@@ -24,7 +24,7 @@ from refzarr.cli.common import (
 from refzarr.cli.sources import expand_sources
 from refzarr.cli.table import plural
 from refzarr.combine.specs import FromRegex
-from refzarr.errors import IncompatibleError, UnsupportedFeatureError
+from refzarr.errors import IncompatibleError, ScanError, UnsupportedFeatureError
 from refzarr.formats.api import write
 from refzarr.model import RefGroup
 from refzarr.parallel import ScanResults, scan_many
@@ -218,6 +218,12 @@ def run(args: argparse.Namespace) -> int:
             raise CommandFailed(
                 f"{exc} (pass --on-unsupported skip to leave such arrays out, or "
                 "--skip-errors to leave out the files)"
+            ) from exc
+        except ScanError as exc:  # one broken file of many (a truncated download, ...)
+            if len(urls) == 1:
+                raise
+            raise CommandFailed(
+                f"{exc} (--skip-errors leaves out the files that cannot be scanned)"
             ) from exc
     _report_skipped(results)
     if not results:

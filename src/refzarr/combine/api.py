@@ -316,7 +316,11 @@ class _Combination:
                     chosen = tuple(arrays[k] for k in members)
                     if self.check and path in self.grid_mappings:
                         check_grid_mapping(path, chosen, members, self.inputs.labels)
-                    self.sets.append(SameSet(f"variable {path!r}", members, chosen))
+                    self.sets.append(
+                        SameSet(
+                            f"variable {path!r}", members, chosen, _is_coordinate(path, chosen[0])
+                        )
+                    )
         if not along:
             return arrays[int(reduced)]
         files = reduced.ravel()
@@ -492,3 +496,9 @@ def _put(group: RefGroup, path: str, array: RefArray) -> RefGroup:
     else:
         members[head] = array
     return RefGroup(group.attributes, members)
+
+
+def _is_coordinate(path: str, array: RefArray) -> bool:
+    """Whether ``path`` is a dimension coordinate (1-D, named like its dimension)."""
+    names = array.meta.dimension_names or ()
+    return len(names) == 1 and path.rsplit("/", 1)[-1] == names[0]

@@ -29,6 +29,8 @@ class SameSet:
     what: str
     files: tuple[int, ...]
     arrays: tuple[RefArray, ...]
+    coordinate: bool = False
+    """A dimension coordinate: values that differ mean the files are on different grids."""
 
 
 def check_identical(
@@ -195,8 +197,18 @@ def _compare_values(
                     f"{same.what} must be identical in every file, but its values differ "
                     f"between {describe([same.files[reps[0]]])} and "
                     f"{describe([same.files[k]])} ({_first_difference(first, other)}); "
-                    "concatenate along that variable's dimension, or leave it out of the files"
+                    f"{_advice(same)}"
                 )
+
+
+def _advice(same: SameSet) -> str:
+    if same.coordinate:
+        return (
+            "the files are on different grids (is one of another tile, region or "
+            "resolution?): leave such files out or combine each grid separately, or "
+            "concatenate along that variable's dimension"
+        )
+    return "concatenate along that variable's dimension, or leave it out of the files"
 
 
 def _equal(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
@@ -222,4 +234,13 @@ def _first_difference(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> str:
     if not where.size:  # NaT against NaT-like values, structured fields
         return "they differ in a value that compares equal element-wise"
     index = tuple(int(i) for i in where[0])
-    return f"first at index {index}: {a[index]!r} vs {b[index]!r}"
+    return f"first at index {index}: {_plain(a[index])} vs {_plain(b[index])}"
+
+
+def _plain(value: Any) -> str:
+    """A value as Python shows it (``-3.5``, not ``np.float64(-3.5)``)."""
+    return (
+        repr(value.item())
+        if isinstance(value, np.generic) and value.dtype.kind != "V"
+        else repr(value)
+    )

@@ -188,7 +188,7 @@ def detect_probe(probe: Probe) -> ScanFormat:
     raise ScanError(
         f"{probe.url}: not a format refzarr recognises from its first bytes "
         f"({describe_head(probe.head)}); refzarr scans: {formats_summary()}. "
-        "Pass format=... to scan it as one of these anyway"
+        "Pass format=... (refzarr scan --input-format NAME) to scan it as one of these anyway"
     )
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "refresh_group",
     "refuse_unscannable",
     "rescan",
+    "with_new_axes",
     "written_form",
 ]
 
@@ -261,6 +262,7 @@ def _fresh_array(path: str, array: RefArray, fresh: RefGroup, url: str) -> RefAr
         new = None
     if not isinstance(new, RefArray):
         raise IncompatibleError(f"{url}: array {path!r} is gone from the file; {_AGAIN}")
+    new = with_new_axes(new, array.meta.dimension_names, array.meta.chunks)
     old, now = array.meta, new.meta
     for what in ("dtype", "chunks", "codecs", "fill_value", "order"):
         if not _same(getattr(old, what), getattr(now, what)):
@@ -272,6 +274,46 @@ def _fresh_array(path: str, array: RefArray, fresh: RefGroup, url: str) -> RefAr
 
 
 _AGAIN = "the file's layout changed: scan and combine the files again"
+
+
+def with_new_axes(
+    new: RefArray, dimension_names: Sequence[str] | None, chunks: Sequence[int]
+) -> RefArray:
+    """``new`` (a fresh scan's array) with a length-1 axis where combine added a dimension
+    the file lacks (e.g. ``time`` taken from file names), so its chunk grid lines up with the
+    set's array of those ``dimension_names`` and ``chunks``; else ``new`` itself."""
+    was, now = dimension_names, new.meta.dimension_names
+    if was is None or now is None or len(was) <= len(now):
+        return new
+    added = [k for k, name in enumerate(was) if name not in now]
+    kept = [name for name in was if name in now]
+    if kept != list(now) or any(chunks[k] != 1 for k in added):
+        return new
+    meta, manifest = new.meta, new.manifest
+    grid = _inserted(manifest.grid_shape, added, 1)
+    rectilinear = None if meta.rectilinear is None else _inserted(meta.rectilinear, added, None)
+    inlined = {_inserted(k, added, 0): v for k, v in manifest.inlined.items()}
+    ids, offsets, lengths = (
+        np.reshape(c, grid) for c in (manifest.path_id, manifest.offset, manifest.length)
+    )
+    return RefArray(
+        replace(
+            meta,
+            shape=_inserted(meta.shape, added, 1),
+            chunks=_inserted(meta.chunks, added, 1),
+            dimension_names=tuple(was),
+            rectilinear=rectilinear,
+        ),
+        ChunkManifest.from_arrays(manifest.paths, ids, offsets, lengths, inlined),
+    )
+
+
+def _inserted(values: Sequence[Any], at: Sequence[int], value: Any) -> tuple[Any, ...]:
+    """``values`` with ``value`` inserted so that it lands at each position of ``at``."""
+    out = list(values)
+    for k in at:
+        out.insert(k, value)
+    return tuple(out)
 
 
 def _same(old: Any, now: Any) -> bool:

@@ -136,9 +136,11 @@ def _replace(
 
     from refzarr.formats.icechunk.append import check_alike
     from refzarr.formats.icechunk.write import write_chunks
+    from refzarr.sources.refresh import with_new_axes
 
-    array = _fresh_array(group, path, url)
     existing = zarr.open_array(store, path=path, mode="r")
+    names = getattr(existing.metadata, "dimension_names", None)  # Zarr v3 only
+    array = with_new_axes(_fresh_array(group, path, url), names, existing.chunks)
     try:
         check_alike(path, array, existing, loaded=False)
     except IncompatibleError as exc:

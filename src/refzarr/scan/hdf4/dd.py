@@ -101,13 +101,36 @@ def read_dd_table(source: Source) -> DDTable:
 def _descriptors(raw: bytes, count: int, source: Source) -> list[Descriptor]:
     table = np.frombuffer(raw, dtype=_DD, count=count)
     keep = (table["tag"] != DFTAG_NULL) & (table["tag"] != DFTAG_FREE) & (table["tag"] != 0)
-    out = []
-    for tag, ref, offset, length in table[keep].tolist():
-        if length > 0 and offset >= 0 and offset + length > source.size:
-            raise ScanError(
-                f"{source.url}: descriptor of tag {tag} ref {ref} points at bytes "
-                f"{offset}..{offset + length}, past the file's end ({source.size} bytes; "
-                "truncated file?)"
-            )
-        out.append(Descriptor(tag, ref, offset, length))
-    return out
+    rows = table[keep].tolist()
+    past = [(t, r, o, n) for t, r, o, n in rows if n > 0 and o >= 0 and o + n > source.size]
+    if past:
+        tag, ref, offset, length = past[0]
+        reach = max(o + n for _, _, o, n in past)
+        raise ScanError(
+            f"{source.url}: descriptor of tag {tag}{_tag_name(tag)} ref {ref} points at bytes "
+            f"{offset}..{offset + length}, past the file's end ({source.size} bytes; "
+            f"truncated file?): its objects reach at least byte {reach:,}, "
+            f"{reach - source.size:,} bytes more than the file holds; copy or download it again"
+        )
+    return [Descriptor(tag, ref, offset, length) for tag, ref, offset, length in rows]
+
+
+_TAG_NAMES = {
+    106: "number type",
+    300: "raster image dimensions",
+    302: "raster image",
+    306: "GR raster image",
+    701: "SDS dimensions",
+    702: "scientific data",
+    720: "numeric data group",
+    1962: "vdata header",
+    1963: "vdata records",
+    1965: "vgroup",
+}
+"""Names of the tags whose objects hold the bulk of a file (for error messages)."""
+
+
+def _tag_name(tag: int) -> str:
+    name = _TAG_NAMES.get(tag & ~SPECIAL_BIT)
+    special = ", special element" if tag & SPECIAL_BIT else ""
+    return f" ({name}{special})" if name else (f" ({special[2:]})" if special else "")
