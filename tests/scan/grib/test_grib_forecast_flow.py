@@ -15,7 +15,7 @@ import refzarr
 import refzarr.scan.grib.scanner
 from refzarr.cli import main
 from refzarr.codecs.grib_eccodes import load_eccodes
-from refzarr.errors import RefFormatError
+from refzarr.errors import RefFormatError, ScanError
 
 PARAMS = {"t": (0, 0, 0), "u": (0, 2, 2)}  # discipline, parameterCategory, parameterNumber
 
@@ -114,3 +114,10 @@ def test_icechunk_append_of_a_run_missing_a_step_names_step(
 def test_reading_an_icechunk_repository_as_a_set_says_what_it_is(sets: dict[str, str]) -> None:
     with pytest.raises(RefFormatError, match="is an Icechunk repository, not a reference set"):
         refzarr.open_dataset(sets["icechunk"], group="t/instant/surface")
+
+
+def test_a_grid_whose_shape_does_not_hold_its_points_is_a_scan_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad_grid.grib2"  # Ni changed alone: 361 x 360 points, 259920 values
+    path.write_bytes(grib_variant(20250101, 0, Ni=360))
+    with pytest.raises(ScanError, match=r"message 0 .*Ny x Nx = 361 x 360 = 129960 points"):
+        refzarr.scan(str(path), format="grib")
