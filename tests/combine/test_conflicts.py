@@ -120,7 +120,7 @@ def test_units_differ_for_a_data_variable(tmp_path: Path) -> None:
 
 def test_shape_along_other_dimension_differs(tmp_path: Path) -> None:
     paths = _pair(tmp_path, lambda ds: ds.isel(lat=slice(0, 3)))
-    message = _raises(paths, r"shape along the other dimensions differs: \[4, 5\] in")
+    message = _raises(paths, r"shape along \(lat, lon\) differs: \[4, 5\] in")
     _names_both(message, paths)
 
 

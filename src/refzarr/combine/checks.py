@@ -146,10 +146,20 @@ def check_same(
                 "files chunked (tiled) differently cannot share one array: rewrite them "
                 "alike, or combine each chunking's files separately"
             )
+        shown = _name_axes(name, metas[0], fixed_axes)
         raise IncompatibleError(
-            f"{what}: {name} differs: {_show(first[name])} in {describe([0])}, "
+            f"{what}: {shown} differs: {_show(first[name])} in {describe([0])}, "
             f"{_show(fields[name])} in {describe([k])}; {advice}"
         )
+
+
+def _name_axes(name: str, meta: ArrayMeta, fixed_axes: Sequence[int]) -> str:
+    """``name`` with "the other dimensions" spelled out as the array's dimension names (so
+    that a file with one step less, or another grid, says which dimension differs)."""
+    names = meta.dimension_names
+    if names is None or "the other dimensions" not in name:
+        return name
+    return name.replace("the other dimensions", f"({', '.join(names[a] for a in fixed_axes)})")
 
 
 def _show(value: Any) -> str:

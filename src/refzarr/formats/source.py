@@ -118,7 +118,8 @@ def detect_format(
     SourceNotFoundError
         Nothing is at ``location``.
     RefFormatError
-        A directory without ``.zmetadata`` is there.
+        A directory without ``.zmetadata`` is there (named as such when it is an Icechunk
+        repository).
     """
     if location.path.lower().endswith((".parq", ".parquet")):
         return "parquet", b""
@@ -129,6 +130,14 @@ def detect_format(
         if zmetadata is not None:
             return "parquet", zmetadata
         if isinstance(exc, IsADirectoryError):
+            if _is_icechunk(location):
+                raise RefFormatError(
+                    f"{location.shown}: is an Icechunk repository, not a reference set: open "
+                    "it with Icechunk (xr.open_zarr(repo.readonly_session('main').store, "
+                    "group=..., consolidated=False), the repository opened with its virtual "
+                    "chunk containers authorized), or read the JSON / Parquet set it was "
+                    "written from"
+                ) from exc
             raise RefFormatError(
                 f"{location.shown}: is a directory but holds no .zmetadata (not a Parquet "
                 "reference set)"
@@ -178,6 +187,19 @@ def _first_bytes(fs: Any, path: str, size: int) -> bytes:
 def looks_like_json(data: bytes) -> bool:
     """Whether ``data`` begins like a JSON object, or a zstd or gzip stream (of one)."""
     return data.startswith((ZSTD_MAGIC, GZIP_MAGIC)) or data.lstrip()[:1] == b"{"
+
+
+def _is_icechunk(location: Location) -> bool:
+    """Whether the directory at ``location`` looks like an Icechunk repository (``snapshots/``
+    and ``refs/`` or a ``repo`` object), to name it in the error for reading it as a set."""
+    fs = location.fs
+    try:
+        return bool(
+            fs.isdir(location.join("snapshots"))
+            and (fs.isdir(location.join("refs")) or fs.isfile(location.join("repo")))
+        )
+    except OSError:
+        return False
 
 
 def _zmetadata(location: Location) -> bytes | None:

@@ -202,8 +202,12 @@ def _growth(path: str, array: RefArray, existing: Any, axis: int, dim: str) -> G
     shape, new = tuple(existing.shape), array.meta.shape
     others = [k for k in range(len(shape)) if k != axis]
     if any(shape[k] != new[k] for k in others):
+        names = array.meta.dimension_names or tuple(f"dim_{k}" for k in range(len(new)))
+        differ = ", ".join(repr(names[k]) for k in others if shape[k] != new[k])
         raise IncompatibleError(
-            f"array {path!r}: shape {new} does not fit the store's {shape} apart from {dim!r}"
+            f"array {path!r}: shape {new} does not fit the store's {shape} apart from {dim!r}: "
+            f"it differs along {differ} (dimensions {', '.join(names)}); only {dim!r} may "
+            "differ between the store and the appended data"
         )
     chunk = array.meta.chunks[axis]
     if shape[axis] % chunk:

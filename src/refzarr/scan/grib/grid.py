@@ -88,11 +88,13 @@ def grid_of(handle: Any) -> Grid:
     attributes = _grid_attributes(handle, grid_type)
     if grid_type in REGULAR:
         ny, nx = _ny_nx(handle)
+        _check_points(handle, grid_type, ny, nx)
         lat = _array(handle, "distinctLatitudes")
         lon = _array(handle, "distinctLongitudes")
         return Grid(grid_type, ("latitude", "longitude"), (ny, nx), lat, lon, attributes)
     if grid_type in PROJECTED:
         ny, nx = _ny_nx(handle)
+        _check_points(handle, grid_type, ny, nx)
         lat, lon = _array(handle, "latitudes"), _array(handle, "longitudes")
         shape = (ny, nx)
         lat = None if lat is None else lat.reshape(shape)
@@ -104,6 +106,18 @@ def grid_of(handle: Any) -> Grid:
     if lat is None or lon is None or lat.size != points or lon.size != points:
         lat = lon = None
     return Grid(grid_type, ("values",), (points,), lat, lon, attributes)
+
+
+def _check_points(handle: Any, grid_type: str, ny: int, nx: int) -> None:
+    """Raise ValueError when the grid's shape does not hold its number of points (a corrupt or
+    badly written grid: its values could not be shaped, its coordinates not computed)."""
+    points = read_key(handle, "numberOfDataPoints", int)
+    if points is not None and int(points) != ny * nx:
+        raise ValueError(
+            f"its {grid_type} grid of Ny x Nx = {ny} x {nx} = {ny * nx} points does not hold "
+            f"its numberOfDataPoints {int(points)}: the grid description is inconsistent "
+            "(ecCodes and cfgrib cannot shape it either); fix Ni / Nj or leave the message out"
+        )
 
 
 def _ny_nx(handle: Any) -> tuple[int, int]:

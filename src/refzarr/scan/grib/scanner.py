@@ -222,7 +222,10 @@ class _Scan:
             raise ScanError(f"{where}: ecCodes cannot read it: {exc}") from exc
         try:
             keys = field_keys(handle, edition, where)
-            grid = self._grid(handle, edition, layout.grid)
+            try:
+                grid = self._grid(handle, edition, layout.grid)
+            except ValueError as exc:
+                raise ScanError(f"{where}: {exc}") from exc
             exact = keys.time == layout.time and layout.step in (None, keys.step)
             attributes = self._attributes(handle, keys, grid)
             return _Template(keys, grid, *attributes, exact)
