@@ -117,6 +117,9 @@ class _Walk:
     source: OpenSource
     skipped: list[Skipped] = field(default_factory=list)
     arrays: dict[int, RefArray] = field(default_factory=dict)
+    datasets: dict[int, RefArray | None] = field(default_factory=dict)
+    """What each dataset reached through a link became (None: a netCDF dimension), by header
+    address."""
     phony: PhonyDimensions = field(default_factory=PhonyDimensions)
     netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
     walked: Collections = field(default_factory=dict)
@@ -233,21 +236,29 @@ class _Walk:
             return self.group(item, ancestors)
         if not isinstance(item, h5py.Dataset):
             return None
-        header = self.headers.attributes(item.id, getattr(item, "header_address", None))
-        attrs = AttributeTable(item, creation_plist(item), header)
-        self.check_attribute_heaps(
-            item, attrs, getattr(item, "header_address", None), self.where(path)
-        )
-        if is_dimension_only(item, attrs):
-            return None
-        array = self.array(item, path, attrs)
+        array = self.linked_dataset(item, path)
         limit = self.options.inline_coordinates
+        if array is None:
+            return None
         if not limit:
             return array
         key = variable_name(name, group)
         return load_coordinate(
             array, key, self.source.url, self.source.read_range, limit, self.where(path)
         )
+
+    def linked_dataset(self, ds: h5py.Dataset, path: str) -> RefArray | None:
+        """The array a dataset reached through a link (at ``path``) is, or None for a netCDF
+        dimension; each object (by header address) is scanned once, whatever links name it."""
+        key = ds.header_address if isinstance(ds, ScannedDataset) else header_address(ds.id)
+        if key in self.datasets:  # another hard or soft link to the same object
+            return self.datasets[key]
+        header = self.headers.attributes(ds.id, key)
+        attrs = AttributeTable(ds, creation_plist(ds), header)
+        self.check_attribute_heaps(ds, attrs, key, self.where(path))
+        array = None if is_dimension_only(ds, attrs) else self.array(ds, path, attrs)
+        self.datasets[key] = array
+        return array
 
     def array(self, ds: h5py.Dataset, path: str, attrs: AttributeTable | None = None) -> RefArray:
         """A dataset as an array; one seen before under another name is not scanned again."""
