@@ -221,6 +221,11 @@ class _Walk:
                 f"{exc}); the file is corrupt (checksum mismatch: rewrite it, or restore it "
                 "from a good copy)"
             ) from None
+        except _DamagedHeaderError as exc:
+            raise ScanError(
+                f"{self.where(path, 'object')}: its object header cannot be read (HDF5: {exc}); "
+                "the file is damaged (restore it from a good copy)"
+            ) from None
         if item is None:
             raise UnsupportedFeatureError(f"{self.where(path, 'link')}: dangling soft link")
         if item.id.fileno != group.id.fileno:  # a soft link through an external link
@@ -373,6 +378,11 @@ def _is_external(group: h5py.Group, name: str) -> bool:
     return bool(group.id.links.get_info(_encode(name)).type == h5l.TYPE_EXTERNAL)
 
 
+def _is_hard(group: h5py.Group, name: str) -> bool:
+    """Whether the link ``name`` of ``group`` is a hard link."""
+    return bool(group.id.links.get_info(_encode(name)).type == h5l.TYPE_HARD)
+
+
 def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLObject | None:
     """``group.get(name)`` for a hard or soft link (None when dangling), opened directly
     (``address``: the header address of the object a hard link names, when known)."""
@@ -381,6 +391,8 @@ def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLOb
     except KeyError as exc:
         if "checksum" in str(exc):  # HDF5 verified the object's header: not a dangling link
             raise _ChecksumError(str(exc.args[0]) if exc.args else str(exc)) from exc
+        if _is_hard(group, name):  # a hard link names an object: its header is damaged
+            raise _DamagedHeaderError(str(exc.args[0]) if exc.args else str(exc)) from exc
         return None
     except RuntimeError as exc:  # soft links that lead round in a circle
         if "too many links" not in str(exc):
@@ -428,6 +440,10 @@ class _LinkCycleError(Exception):
 
 class _ChecksumError(Exception):
     """An object whose header HDF5 found failing its checksum."""
+
+
+class _DamagedHeaderError(Exception):
+    """An object a hard link names whose header HDF5 cannot read (signature, version, ...)."""
 
 
 def _encode(name: str | bytes) -> bytes:
