@@ -68,6 +68,19 @@ def test_a_large_source_file_on_s3_is_named_after_its_head(
     assert [(r.method, r.range, r.sent) for r in asked] == [("GET", "bytes=0-65535", HEAD_READ)]
 
 
+@pytest.mark.parametrize("reader", ["read", "expand_references", "open_dataset"])
+def test_a_source_file_costs_one_request_in_all(put: Any, s3_proxy: S3Proxy, reader: str) -> None:
+    """Named from its head alone: no HEAD or listing for ``big.nc/.zmetadata`` (a Parquet set
+    cannot be inside a file that begins like a netCDF)."""
+    bucket, options, proxy = s3_proxy
+    url = put("big.nc", ONE_PER_FORMAT["netcdf3"].read_bytes())
+    proxy.reset()
+    with pytest.raises(refzarr.RefFormatError, match="is not a reference set but a netCDF3"):
+        getattr(refzarr, reader)(url, storage_options=options)
+    asked = [(r.method, r.path) for r in proxy.matching()]
+    assert asked == [("GET", f"/{bucket}/big.nc")]
+
+
 @pytest.mark.parametrize("reader", ["read", "expand_references"])
 def test_a_small_json_set_costs_one_get(put: Any, s3_proxy: S3Proxy, reader: str) -> None:
     bucket, options, proxy = s3_proxy

@@ -5,7 +5,8 @@ fixed-array chunk indexes, and the messages that matter (dataspace, datatype, fi
 layout, filter pipeline, attribute, link info, symbol table) of files the tests write.
 
 Every scan must end, within a hard timeout, in a result (a flip HDF5 does not notice) or in
-a refzarr error naming the file; never a foreign error, a crash or a hang. The scans run in
+a refzarr error naming the file; never a foreign error, a crash or a hang. A flip inside a
+checksummed structure refzarr reads itself (`CHECKSUMMED`) is always a `ScanError`. The scans run in
 one child process (`childkit`: a crash in the HDF5 library must fail the test, not kill
 pytest; a "started" line per file, so a crash or hang names the file that caused it). The
 flips are drawn from a seeded generator, reproducible; ``REFZARR_HDF5_FLIPS`` (default 3)
@@ -59,6 +60,17 @@ MESSAGES = {
     0x11: "symbol table message",
 }
 LIBVERS: dict[str, Any] = {"v0": "earliest", "v2": ("v108", "v108"), "v3": "latest"}
+CHECKSUMMED = (
+    "object header prefix",
+    "object header continuation",
+    "fractal heap header",
+    "fractal heap direct block",
+    "v2 B-tree header",
+    "v2 B-tree leaf",
+    *MESSAGES.values(),
+)
+"""Structures of the v2 and v3 files (version 2 object headers) that carry a checksum and
+that refzarr reads itself (`ohdr.verify_checksum`): any flip there is a `ScanError`."""
 
 
 def _write(path: Path, libver: Any) -> None:
@@ -121,6 +133,11 @@ def structures(path: Path, version: str) -> dict[str, list[tuple[int, int]]]:
             at = data.find(signature, at + 1)
     with h5py.File(path, "r") as f:
         addresses = [h5py.h5o.get_info(f[name].id).addr for name in ("/", *f, "g/d0")]
+        every = [h5py.h5o.get_info(f[name].id).addr for name in ("/", *_names(f))]
+    blocks = dict(_continuations(data, every))  # continuation blocks: flips inside them only
+    if "object header continuation" in found:
+        chunks = found["object header continuation"]
+        found["object header continuation"] = [(at, blocks.get(at, n)) for at, n in chunks]
     for address in addresses:
         prefix = 16 if data[address : address + 4] != b"OHDR" else 6
         found.setdefault("object header prefix", []).append((address, prefix))
@@ -128,6 +145,20 @@ def structures(path: Path, version: str) -> dict[str, list[tuple[int, int]]]:
             if kind in MESSAGES and length:
                 found.setdefault(MESSAGES[kind], []).append((offset, length))
     return found
+
+
+def _names(f: h5py.File) -> list[str]:
+    names: list[str] = []
+    f.visit(names.append)
+    return names
+
+
+def _continuations(data: bytes, addresses: list[int]) -> Iterator[tuple[int, int]]:
+    """(offset, length) of the continuation blocks of the object headers at ``addresses``."""
+    for address in addresses:
+        for kind, offset, _ in _messages(data, address):
+            if kind == 0x10:
+                yield struct.unpack_from("<QQ", data, offset)
 
 
 def flipped(data: bytes, regions: list[tuple[int, int]], rng: random.Random) -> bytes:
@@ -196,6 +227,20 @@ def test_every_failure_is_a_refzarr_error_naming_the_file(outcomes: dict[str, An
         if "RefzarrError" not in outcome.bases or name not in outcome.message:
             foreign.append((name, outcome.type, outcome.message[:200]))
     assert not foreign, foreign
+
+
+def test_a_flip_in_a_checksummed_structure_is_a_scan_error(outcomes: dict[str, Any]) -> None:
+    """Never a result, nor an `UnsupportedFeatureError` (skipped in silence by
+    ``on_unsupported="skip"``): the checksum, or HDF5 opening the header, tells."""
+    prefixes = tuple(f"{v}-{n.replace(' ', '-')}-" for v in ("v2", "v3") for n in CHECKSUMMED)
+    cases = [case for case in outcomes["cases"] if case.startswith(prefixes)]
+    wrong = []
+    for case in cases:
+        outcome = outcomes["outcomes"][case]
+        if outcome.outcome != "error" or outcome.type != "ScanError":
+            wrong.append((case, outcome.outcome, outcome.type, outcome.message[:200]))
+    assert not wrong, wrong
+    assert len(cases) >= 2 * (len(CHECKSUMMED) - 1) * FLIPS  # no symbol table message there
 
 
 def test_the_healthy_files_scan(outcomes: dict[str, Any]) -> None:

@@ -107,8 +107,13 @@ def _reference_bytes(location: Location, data: bytes) -> bytes:
     head = data[: 8 * HEAD_BYTES]
     error = source_given_error(Probe(location.shown, head, lambda at, n: head[at : at + n]))
     if error is not None:
-        raise error
+        raise _SourceFileGiven(str(error))
     return data
+
+
+class _SourceFileGiven(RefFormatError):
+    """`source_given_error` for a file whose first bytes were read: `_stores_named` need not
+    ask whether it is a directory (over S3 a listing)."""
 
 
 _STORE_KEYS = frozenset({".zgroup", ".zarray", "zarr.json"})
@@ -148,6 +153,8 @@ def _stores_named(location: Location) -> Iterator[None]:
     `source_given_error`'s when the directory is a Zarr store (given by mistake)."""
     try:
         yield
+    except _SourceFileGiven:
+        raise
     except RefFormatError as exc:
         error = _store_given(location)
         if error is None:

@@ -143,10 +143,27 @@ def detect_format(
                 "reference set)"
             ) from exc
         raise SourceNotFoundError(f"{location.shown}: no such reference set") from exc
-    if looks_like_json(data):
-        return "json", data
+    if looks_like_json(data) or _is_source_file(location, data):
+        return "json", data  # a source file (a netCDF given by mistake): the caller names it
     zmetadata = _zmetadata(location)
     return ("json", data) if zmetadata is None else ("parquet", zmetadata)
+
+
+def _is_source_file(location: Location, data: bytes) -> bool:
+    """Whether ``data``, the first bytes of the file at ``location``, begin like a file
+    refzarr scans (netCDF, HDF5, TIFF, GRIB, ...): then no Parquet set is looked for inside
+    it (on an object store a HEAD for ``big.nc/.zmetadata``). Only the scanners' detectors
+    are asked, on those bytes alone."""
+    from refzarr.errors import ScanError
+    from refzarr.scan.base import HEAD_BYTES, Probe
+    from refzarr.scan.detect import detect_probe
+
+    head = data[: 8 * HEAD_BYTES]
+    try:
+        detect_probe(Probe(location.shown, head, lambda at, n: head[at : at + n]))
+    except (ScanError, SourceNotFoundError):
+        return False
+    return True
 
 
 HEAD_READ = 65536

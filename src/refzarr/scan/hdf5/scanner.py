@@ -117,6 +117,9 @@ class _Walk:
     source: OpenSource
     skipped: list[Skipped] = field(default_factory=list)
     arrays: dict[int, RefArray] = field(default_factory=dict)
+    datasets: dict[int, RefArray | None] = field(default_factory=dict)
+    """What each dataset reached through a link became (None: a netCDF dimension), by header
+    address."""
     phony: PhonyDimensions = field(default_factory=PhonyDimensions)
     netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
     walked: Collections = field(default_factory=dict)
@@ -218,6 +221,11 @@ class _Walk:
                 f"{exc}); the file is corrupt (checksum mismatch: rewrite it, or restore it "
                 "from a good copy)"
             ) from None
+        except _DamagedHeaderError as exc:
+            raise ScanError(
+                f"{self.where(path, 'object')}: its object header cannot be read (HDF5: {exc}); "
+                "the file is damaged (restore it from a good copy)"
+            ) from None
         if item is None:
             raise UnsupportedFeatureError(f"{self.where(path, 'link')}: dangling soft link")
         if item.id.fileno != group.id.fileno:  # a soft link through an external link
@@ -233,21 +241,29 @@ class _Walk:
             return self.group(item, ancestors)
         if not isinstance(item, h5py.Dataset):
             return None
-        header = self.headers.attributes(item.id, getattr(item, "header_address", None))
-        attrs = AttributeTable(item, creation_plist(item), header)
-        self.check_attribute_heaps(
-            item, attrs, getattr(item, "header_address", None), self.where(path)
-        )
-        if is_dimension_only(item, attrs):
-            return None
-        array = self.array(item, path, attrs)
+        array = self.linked_dataset(item, path)
         limit = self.options.inline_coordinates
+        if array is None:
+            return None
         if not limit:
             return array
         key = variable_name(name, group)
         return load_coordinate(
             array, key, self.source.url, self.source.read_range, limit, self.where(path)
         )
+
+    def linked_dataset(self, ds: h5py.Dataset, path: str) -> RefArray | None:
+        """The array a dataset reached through a link (at ``path``) is, or None for a netCDF
+        dimension; each object (by header address) is scanned once, whatever links name it."""
+        key = ds.header_address if isinstance(ds, ScannedDataset) else header_address(ds.id)
+        if key in self.datasets:  # another hard or soft link to the same object
+            return self.datasets[key]
+        header = self.headers.attributes(ds.id, key)
+        attrs = AttributeTable(ds, creation_plist(ds), header)
+        self.check_attribute_heaps(ds, attrs, key, self.where(path))
+        array = None if is_dimension_only(ds, attrs) else self.array(ds, path, attrs)
+        self.datasets[key] = array
+        return array
 
     def array(self, ds: h5py.Dataset, path: str, attrs: AttributeTable | None = None) -> RefArray:
         """A dataset as an array; one seen before under another name is not scanned again."""
@@ -362,6 +378,11 @@ def _is_external(group: h5py.Group, name: str) -> bool:
     return bool(group.id.links.get_info(_encode(name)).type == h5l.TYPE_EXTERNAL)
 
 
+def _is_hard(group: h5py.Group, name: str) -> bool:
+    """Whether the link ``name`` of ``group`` is a hard link."""
+    return bool(group.id.links.get_info(_encode(name)).type == h5l.TYPE_HARD)
+
+
 def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLObject | None:
     """``group.get(name)`` for a hard or soft link (None when dangling), opened directly
     (``address``: the header address of the object a hard link names, when known)."""
@@ -370,6 +391,8 @@ def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLOb
     except KeyError as exc:
         if "checksum" in str(exc):  # HDF5 verified the object's header: not a dangling link
             raise _ChecksumError(str(exc.args[0]) if exc.args else str(exc)) from exc
+        if _is_hard(group, name):  # a hard link names an object: its header is damaged
+            raise _DamagedHeaderError(str(exc.args[0]) if exc.args else str(exc)) from exc
         return None
     except RuntimeError as exc:  # soft links that lead round in a circle
         if "too many links" not in str(exc):
@@ -417,6 +440,10 @@ class _LinkCycleError(Exception):
 
 class _ChecksumError(Exception):
     """An object whose header HDF5 found failing its checksum."""
+
+
+class _DamagedHeaderError(Exception):
+    """An object a hard link names whose header HDF5 cannot read (signature, version, ...)."""
 
 
 def _encode(name: str | bytes) -> bytes:
