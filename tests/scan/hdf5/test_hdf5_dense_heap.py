@@ -19,7 +19,6 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
-from h5py import h5a
 from numcodecs.jenkins import jenkins_lookup3
 from test_hdf5_fast_paths import _assert_same
 
@@ -97,20 +96,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("dense")
     kinds = {"numbers": _numbers, "strings": _strings, "huge": _huge, "members": _members}
     return {kind: _write(folder / f"{kind}.h5", fill) for kind, fill in kinds.items()}
-
-
-@pytest.fixture
-def opened(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """The names of the attributes HDF5 is asked to open (h5py reading them)."""
-    names: list[bytes] = []
-    real = h5a.open
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        names.append(args[1] if len(args) > 1 else kwargs.get("name", b""))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(h5a, "open", counting)
-    return names
 
 
 def _headers(f: h5py.File) -> ObjectHeaders:

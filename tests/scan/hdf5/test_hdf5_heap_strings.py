@@ -10,7 +10,6 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
-from h5py import h5a
 
 import refzarr
 from refzarr.scan.hdf5.attrs import attribute_to_json
@@ -44,20 +43,6 @@ def written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     path = tmp_path_factory.mktemp("strings") / f"{request.param}.h5"
     _write(path, request.param, 300)
     return path
-
-
-@pytest.fixture
-def opened(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """The names of the attributes HDF5 is asked to open by name."""
-    names: list[bytes] = []
-    real = h5a.open
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        names.append(args[1] if len(args) > 1 else kwargs.get("name", b""))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(h5a, "open", counting)
-    return names
 
 
 def test_string_attributes_are_h5py_values(written: Path) -> None:
