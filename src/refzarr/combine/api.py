@@ -126,7 +126,7 @@ def combine(
     inputs = Inputs(chosen, None if urls is None else tuple(urls), storage_options)
     with gc_paused():  # thousands of lasting objects: collections would walk the caller's too
         result = _combined(inputs, dims, specs, frozenset(identical_dims or ()), compat == "equals")
-        return _with_sources(result, chosen)
+        return replace(result, sources=inputs.record)  # merged once: url_check reads it too
 
 
 def _combined(
@@ -154,13 +154,6 @@ def _combined(
     combined = [run.build() for run in runs]
     names = tuple(f"the {len(ix)} files starting with {inputs.label(ix[0])}" for ix in parts)
     return merge_inputs(Inputs(tuple(combined), None, storage_options, names=names), check=check)
-
-
-def _with_sources(result: RefGroup, groups: Sequence[RefGroup]) -> RefGroup:
-    """The combined group with the records of every input's sources merged."""
-    from refzarr.sources.record import merged_sources
-
-    return replace(result, sources=merged_sources(groups))
 
 
 def merge(

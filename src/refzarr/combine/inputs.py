@@ -57,7 +57,18 @@ class Inputs:
             return self.parent[0].url_check
         if all(group.sources is None for group in self.groups):
             return None
-        return _RecordedSources(self.groups)
+        return _RecordedSources(self)
+
+    @cached_property
+    def record(self) -> dict[str, Any] | None:
+        """The records of every group's sources merged (`refzarr.sources.record.
+        merged_sources`): what the combined group records, and what `url_check` compares
+        with; made once, when first asked."""
+        if self.parent is not None:
+            return self.parent[0].record
+        from refzarr.sources.record import merged_sources
+
+        return merged_sources(self.groups)
 
     def referenced(self, index: int) -> tuple[str, ...]:
         """The URLs group ``index`` references, in first-use order (cached)."""
@@ -106,19 +117,18 @@ class Inputs:
 
 
 class _RecordedSources:
-    """A `refzarr.sources.guard.SourceGuard` over the merged records of ``groups``, made at
-    the first read (merging the records costs nothing when no source file is read)."""
+    """A `refzarr.sources.guard.SourceGuard` over `Inputs.record`, made at the first read
+    (merging the records costs nothing when no source file is read)."""
 
-    def __init__(self, groups: Sequence[RefGroup]) -> None:
-        self._groups = groups
+    def __init__(self, inputs: Inputs) -> None:
+        self._inputs = inputs
         self._guard: UrlCheck | None = None
 
     def __call__(self, reader: RangeReader, urls: Sequence[str]) -> None:
         if self._guard is None:
             from refzarr.sources.guard import SourceGuard
-            from refzarr.sources.record import merged_sources
 
-            merged = merged_sources(self._groups)
+            merged = self._inputs.record
             self._guard = _unchecked if merged is None else SourceGuard(merged)
         self._guard(reader, urls)
 
