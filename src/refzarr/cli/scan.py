@@ -21,6 +21,7 @@ from refzarr.cli.common import (
     positive_int,
     quiet_icechunk,
 )
+from refzarr.cli.scan_summary import appended_lengths, summary
 from refzarr.cli.sources import expand_sources
 from refzarr.cli.table import plural
 from refzarr.combine.specs import FromRegex
@@ -256,23 +257,20 @@ def run(args: argparse.Namespace) -> int:
             durable=args.durable,
             lock_timeout=args.lock_timeout,
         )
-    skipped = f", {len(results.errors):,} skipped" if results.errors else ""
-    print(f"{args.output}: {plural(len(results), 'file')}{_how(results, concat_dims)}{skipped}")
+    appended = None
+    if args.append_dim:
+        out_options = storage if same else None
+        output = str(args.output)
+        appended = appended_lengths(group, args.append_dim, output, chosen, out_options)
+    line = summary(
+        str(args.output),
+        results,
+        concat_dims,
+        appended=appended,
+        from_sidecars=args.grib_index is not None,
+    )
+    print(line)
     return EXIT_OK
-
-
-def _how(results: ScanResults, concat_dims: list[str]) -> str:
-    """How the files were combined, for the summary line: along which dimensions, and how
-    many sets of files holding different variables were merged side by side."""
-    if len(results) < 2:
-        return ""
-    from refzarr.combine.sets import variable_sets
-
-    sets = variable_sets(results)
-    if not concat_dims:
-        return " merged"
-    merged = f", {sets:,} sets of variables merged" if sets > 1 else ""
-    return f" along {', '.join(concat_dims)}{merged}"
 
 
 def _names(values: Sequence[str]) -> list[str]:

@@ -31,7 +31,8 @@ class ScanResults(Sequence[RefGroup]):
     """The groups of the files scanned, in input order, with the failures left out.
 
     A sequence of `RefGroup` (``combine(scan_many(urls), ...)`` works as is); ``urls[i]`` is the
-    file ``self[i]`` came from, and ``errors`` lists the files skipped and why. Picklable.
+    file ``self[i]`` came from, ``errors`` lists the files skipped and why, and ``indexed``
+    the files built from an index instead of being scanned whole. Picklable.
 
     Parameters
     ----------
@@ -41,11 +42,15 @@ class ScanResults(Sequence[RefGroup]):
         The file of each group.
     errors
         The files that failed (only with ``on_error="skip"``), in input order.
+    indexed
+        The files (among ``urls``) built from an index without reading their data: GRIB
+        files from their ``.idx`` sidecars (``grib_index="auto"``), in input order.
     """
 
     groups: tuple[RefGroup, ...]
     urls: tuple[str, ...]
     errors: tuple[ScanFailure, ...] = ()
+    indexed: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.groups) != len(self.urls):

@@ -95,7 +95,7 @@ def scan_many(
         from refzarr.scan.dmrpp.locate import check_shared_data_url
 
         check_shared_data_url(scan_options["data_url"], len(names))
-    built = _built_at_once(names, scan_options)
+    built, indexed = _built_at_once(names, scan_options)
     rest = [name for k, name in enumerate(names) if k not in built]
     scanner = BatchScanner(scan_options, on_error)
     outcomes: list[list[Outcome] | None]
@@ -110,24 +110,29 @@ def scan_many(
                     raise done[-1].exception()
                 outcomes[index] = done
                 bar.update(len(done))
-    return _results(names, outcomes, built)
+    return _results(names, outcomes, built, indexed)
 
 
-def _built_at_once(names: list[str], options: dict[str, Any]) -> dict[int, RefGroup]:
+def _built_at_once(
+    names: list[str], options: dict[str, Any]
+) -> tuple[dict[int, RefGroup], set[int]]:
     """The groups that formats build other than file by file (`ScanFormat.many`: GRIB from
-    ``.idx`` sidecars), by position, when one of their own options is given."""
+    ``.idx`` sidecars), by position, when one of their own options is given; and the
+    positions of those built from an index."""
     from refzarr.scan.base import format_named, registered_formats
 
     chosen = options.get("format")
     formats = registered_formats() if chosen is None else (format_named(chosen),)
     built: dict[int, RefGroup] = {}
+    indexed: set[int] = set()
     for scan_format in formats:
         if scan_format.many is None or not set(options) & set(scan_format.options):
             continue
         left = [k for k in range(len(names)) if k not in built]
         got = scan_format.many_builder()([names[k] for k in left], options)
-        built.update({left[j]: group for j, group in got.items()})
-    return built
+        built.update({left[j]: group for j, group in got.groups.items()})
+        indexed.update(left[j] for j in got.indexed)
+    return built, indexed
 
 
 def _default_size(names: list[str], workers: int) -> int:
@@ -135,7 +140,10 @@ def _default_size(names: list[str], workers: int) -> int:
 
 
 def _results(
-    names: list[str], outcomes: list[list[Outcome] | None], built: dict[int, RefGroup]
+    names: list[str],
+    outcomes: list[list[Outcome] | None],
+    built: dict[int, RefGroup],
+    indexed: set[int],
 ) -> ScanResults:
     groups: list[RefGroup] = []
     urls: list[str] = []
@@ -148,4 +156,5 @@ def _results(
         else:
             groups.append(outcome)
             urls.append(url)
-    return ScanResults(tuple(groups), tuple(urls), tuple(errors))
+    from_index = tuple(names[k] for k in sorted(indexed))
+    return ScanResults(tuple(groups), tuple(urls), tuple(errors), from_index)

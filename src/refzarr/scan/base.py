@@ -14,7 +14,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from refzarr.errors import MissingDependencyError
 from refzarr.model import RefGroup
@@ -22,6 +22,7 @@ from refzarr.scan.coordinates import DEFAULT_COORDINATE_BYTES, check_coordinate_
 
 __all__ = [
     "BUILTIN_FORMATS",
+    "ManyBuilt",
     "OnUnsupported",
     "Probe",
     "ScanFormat",
@@ -144,6 +145,23 @@ def _pruned(group: RefGroup, prefix: str, by_parent: Mapping[str, set[str]]) -> 
     return dataclasses.replace(group, members=members) if changed else group
 
 
+class ManyBuilt(NamedTuple):
+    """What a format's ``many`` function (`ScanFormat.many`) gives `refzarr.scan_many`.
+
+    Parameters
+    ----------
+    groups
+        The groups it made, by position in the urls it was given (files it scanned whole
+        among them).
+    indexed
+        The positions of those built from an index (GRIB ``.idx`` sidecars) without reading
+        the file's data.
+    """
+
+    groups: dict[int, RefGroup]
+    indexed: frozenset[int] = frozenset()
+
+
 @dataclass(frozen=True, slots=True)
 class Probe:
     """What detection knows of a source: its first bytes, or that it is a directory.
@@ -205,9 +223,9 @@ class ScanFormat:
         options are checked without importing the format's library).
     many
         ``"module:function"`` that `refzarr.scan_many` calls, when one of the format's own
-        ``options`` is given, as ``function(urls, options) -> {position: RefGroup}``: the
-        groups of files it builds other than one by one (GRIB from ``.idx`` sidecars); the
-        files it leaves out are scanned as usual. None: every file is scanned.
+        ``options`` is given, as ``function(urls, options) -> ManyBuilt``: the groups of
+        files it builds other than one by one (GRIB from ``.idx`` sidecars), by position;
+        the files it leaves out are scanned as usual. None: every file is scanned.
     """
 
     name: str
@@ -240,12 +258,12 @@ class ScanFormat:
         cls: type[ScanOptions] = getattr(importlib.import_module(module_name), class_name)
         return cls
 
-    def many_builder(self) -> Callable[[Sequence[str], Mapping[str, Any]], dict[int, RefGroup]]:
+    def many_builder(self) -> Callable[[Sequence[str], Mapping[str, Any]], ManyBuilt]:
         """The function ``many`` names, imported now (requires a ``many``)."""
         if self.many is None:
             raise ValueError(f"{self.title} files have no way of being built many at once")
         module_name, _, function = self.many.partition(":")
-        builder: Callable[[Sequence[str], Mapping[str, Any]], dict[int, RefGroup]]
+        builder: Callable[[Sequence[str], Mapping[str, Any]], ManyBuilt]
         builder = getattr(importlib.import_module(module_name), function)
         return builder
 

@@ -149,6 +149,24 @@ def test_appends_in_three_commits_read_back_version_by_version(tmp_path: Path) -
         xr.testing.assert_identical(got, expected.load())
 
 
+def test_an_append_to_an_empty_repository_writes_the_group(tmp_path: Path) -> None:
+    """As `refzarr.write` to a set that does not exist (was: "array 'time' is not in the
+    Icechunk store appended to"); then appends as usual."""
+    from dailykit import write_days
+
+    sources = tmp_path / "days"
+    sources.mkdir()
+    scanned = [refzarr.scan(path) for path in write_days(sources, 3)]
+    repo = _repository(tmp_path, sources)
+    for k in (0, 1, 2):
+        session = repo.writable_session("main")
+        refzarr.to_icechunk(scanned[k], session.store, append_dim="time")
+        session.commit(f"day {k}")
+    got = xr.open_zarr(repo.readonly_session("main").store, consolidated=False).load()
+    expected = refzarr.open_dataset(refzarr.combine(scanned, concat_dims=["time"])).load()
+    xr.testing.assert_identical(got, expected)
+
+
 def test_appending_what_does_not_fit_writes_nothing(tmp_path: Path) -> None:
     from dailykit import write_days
 

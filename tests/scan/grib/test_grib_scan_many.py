@@ -37,6 +37,7 @@ def test_files_built_from_sidecars(tmp_path: Path, ecmwf: bool, executor: str | 
         blank_all_but_last_head(path)
     results = refzarr.scan_many(files, grib_index="auto", executor=executor, progress=False)
     assert results.urls == tuple(str(f) for f in files)
+    assert results.indexed == tuple(str(f) for f in files[1:])  # the first one scanned
     for got, want in zip(results, full, strict=True):
         assert_groups_identical(got, want)
     combined = refzarr.combine(results, concat_dims="time")
@@ -156,6 +157,7 @@ def test_disagreeing_or_missing_sidecar_means_a_full_scan(tmp_path: Path, how: s
     _spoil(files, how)
     results = refzarr.scan_many(files, grib_index="auto", executor="serial", progress=False)
     _assert_equal_scans(results, files)
+    assert results.indexed == ()  # scanned whole: the second file's sidecar did not serve
     if how == "member":  # the file's own member, not the first file's
         group = "soilw/instant/depthBelowLandLayer"
         with refzarr.open_dataset(results[1], group=group) as ds:
@@ -203,7 +205,8 @@ def test_cli_grib_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     out = tmp_path / "run.json"
     argv = ["scan", *map(str, files), "--grib-index", "auto", "--concat-dim", "time", "-o"]
     assert main([*argv, str(out)]) == 0
-    assert capsys.readouterr().out == f"{out}: 3 files along time\n"
+    said = capsys.readouterr().out
+    assert said == f"{out}: 3 files along time, 2 from .idx sidecars, 1 scanned whole\n"
     assert_groups_identical(refzarr.read(out), full)
 
 

@@ -124,5 +124,5 @@ def test_a_broken_granule_among_many_is_named(
     assert says in err
     assert "(--skip-errors leaves out the files that cannot be scanned)" in err
     assert main(["scan", str(tmp_path / "*.hdf"), *SCAN, "-o", str(out), "--skip-errors"]) == 0
-    assert "1 file, 1 skipped" in capsys.readouterr().out
+    assert f"{out}: 1 file along time, 1 skipped\n" == capsys.readouterr().out
     assert refzarr.read(out)["sur_refl_b01_1"].meta.dimension_names[0] == "time"

@@ -55,7 +55,8 @@ def to_icechunk(
         them: arrays with the dimension grow (their new chunks follow the stored ones), the
         others must be identical to the stored ones, coordinate values along it must be new;
         everything is checked before anything is written. Commit each append to keep every
-        version readable.
+        version readable. A store with no group at ``path`` (a new repository) gets
+        ``group`` written as it is.
     storage_options
         fsspec options for the group's sources (read to compare values when appending).
 
@@ -89,7 +90,7 @@ def to_icechunk(
     require_regular_grids(group)
     refuse_empty_chunks(group, ICECHUNK_REFUSES, path)
     checksums = source_checksums(group)
-    if append_dim is not None:
+    if append_dim is not None and _holds_group(store, path):
         _append(group, store, path, append_dim, storage_options, checksums)
         return
     from refzarr.formats.icechunk.append import flat_arrays
@@ -105,6 +106,17 @@ def to_icechunk(
             )
         else:
             _write_array(store, member_path, node, checksums)
+
+
+def _holds_group(store: Any, path: str) -> bool:
+    """Whether the store holds a group at ``path`` (an append to nothing writes anew)."""
+    import zarr
+
+    try:
+        zarr.open_group(store, path=path, mode="r")
+    except FileNotFoundError:  # zarr's GroupNotFoundError
+        return False
+    return True
 
 
 def _append(

@@ -28,6 +28,7 @@ import fsspec
 
 from refzarr.errors import RefzarrError
 from refzarr.model import RefGroup
+from refzarr.scan.base import ManyBuilt
 from refzarr.scan.grib.scanner import GribScanner, Placed, Recording
 from refzarr.scan.grib.sections import HeadLayout, head_layout
 from refzarr.sources.state import SourceState, source_states
@@ -144,7 +145,7 @@ def scan_indexed(
     from refzarr.sources.state import scanned_state
 
     scanner = GribScanner(storage_options=storage_options, grib_index="auto", **options)
-    built = index_files(scanner, urls)
+    built = index_files(scanner, urls).groups
     return [
         built[k]
         if k in built
@@ -153,20 +154,21 @@ def scan_indexed(
     ]
 
 
-def build_many(urls: Sequence[str], options: Mapping[str, Any]) -> dict[int, RefGroup]:
+def build_many(urls: Sequence[str], options: Mapping[str, Any]) -> ManyBuilt:
     """`scan_many`'s hook (``FORMAT.many``): with ``grib_index="auto"`` among ``options``, the
     groups of the files built from their sidecars (and of the files scanned to learn their
     layouts), by position in ``urls``; `scan_many` scans the others."""
     names = set(GribScanner.__dataclass_fields__)
     own = {k: v for k, v in options.items() if k in names}
     if own.get("grib_index") is None:
-        return {}
+        return ManyBuilt({})
     return index_files(GribScanner(**own), urls)
 
 
-def index_files(scanner: GribScanner, urls: Sequence[str]) -> dict[int, RefGroup]:
+def index_files(scanner: GribScanner, urls: Sequence[str]) -> ManyBuilt:
     """The groups of the files whose layout could be learnt or whose sidecar agrees with
-    their layout's, by position in ``urls``, each with its record of sources (`_states`)."""
+    their layout's, by position in ``urls``, each with its record of sources (`_states`),
+    and the positions of those built from their sidecars."""
     states = _states(urls, scanner.storage_options)
     sidecars = _read_sidecars(urls, scanner.storage_options)
     layouts: dict[tuple[str, ...], list[int]] = {}
@@ -174,9 +176,14 @@ def index_files(scanner: GribScanner, urls: Sequence[str]) -> dict[int, RefGroup
         if entries:
             layouts.setdefault(tuple(e.signature for e in entries), []).append(k)
     out: dict[int, RefGroup] = {}
+    indexed: set[int] = set()
     for members in layouts.values():
-        out.update(_Layout(scanner, urls, sidecars).build(members))
-    return {k: _recorded(scanner, urls[k], states.get(urls[k]), group) for k, group in out.items()}
+        scanned, built = _Layout(scanner, urls, sidecars).build(members)
+        out.update(scanned)
+        out.update(built)
+        indexed.update(built)
+    groups = {k: _recorded(scanner, urls[k], states.get(urls[k]), g) for k, g in out.items()}
+    return ManyBuilt(groups, frozenset(indexed))
 
 
 def _states(
@@ -210,7 +217,9 @@ class _Layout:
     urls: Sequence[str]
     sidecars: list[list[IndexEntry] | None]
 
-    def build(self, members: list[int]) -> dict[int, RefGroup]:
+    def build(self, members: list[int]) -> tuple[dict[int, RefGroup], dict[int, RefGroup]]:
+        """The groups of the files scanned to learn the layout, and of those then built from
+        their sidecars, by position."""
         out: dict[int, RefGroup] = {}
         tried: set[int] = set()
         found: tuple[int, Recording] | None = None
@@ -225,9 +234,9 @@ class _Layout:
             if entries is not None and _agrees_with_scan(entries, recording):
                 found = (k, recording)
                 break
-        if found is not None:
-            out.update(self._from_sidecars(*found, [k for k in members if k not in tried]))
-        return out
+        if found is None:
+            return out, {}
+        return out, self._from_sidecars(*found, [k for k in members if k not in tried])
 
     def _from_sidecars(
         self, first: int, recording: Recording, others: list[int]

@@ -1,0 +1,162 @@
+"""The summary line of ``refzarr scan``: how many files, combined along which dimensions (or
+appended, with the dimension's length before and after), how many were built from ``.idx``
+sidecars and how many were skipped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from refzarr.cli.table import plural
+from refzarr.model import RefGroup
+from refzarr.parallel import ScanResults
+
+__all__ = ["Appended", "appended_lengths", "summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """An append along ``dim``: its length in the set before and after (None: unknown)."""
+
+    dim: str
+    before: int | None = None
+    after: int | None = None
+
+
+def summary(
+    output: str,
+    results: ScanResults,
+    concat_dims: Sequence[str],
+    *,
+    appended: Appended | None = None,
+    from_sidecars: bool = False,
+) -> str:
+    """One line: ``out.parq: 3 files appended along time (length 4 -> 7), 2 from .idx
+    sidecars, 1 scanned whole, 1 skipped``.
+
+    Parameters
+    ----------
+    output
+        Where the set was written.
+    results
+        The scans.
+    concat_dims
+        The dimensions the files were combined along (the append dimension among them).
+    appended
+        The append, when ``--append-dim`` was given.
+    from_sidecars
+        Say how many files were built from ``.idx`` sidecars (``--grib-index``).
+    """
+    parts = [f"{output}: {plural(len(results), 'file')}{_how(results, concat_dims, appended)}"]
+    sets = _variable_sets(results) if concat_dims else 1
+    if sets > 1:
+        parts.append(f"{sets:,} sets of variables merged")
+    if from_sidecars:
+        indexed = len(results.indexed)
+        parts.append(f"{indexed:,} from .idx sidecars, {len(results) - indexed:,} scanned whole")
+    if results.errors:
+        parts.append(f"{len(results.errors):,} skipped")
+    return ", ".join(parts)
+
+
+def _how(results: ScanResults, concat_dims: Sequence[str], appended: Appended | None) -> str:
+    """`` along time``, `` merged`` (several files, no dimension), `` appended along time
+    (length 4 -> 7)``, `` along time (new set)`` (an append to nothing)."""
+    if appended is None:
+        if concat_dims:
+            return f" along {', '.join(concat_dims)}"
+        return " merged" if len(results) > 1 else ""
+    if appended.before == 0:  # nothing was there to append to
+        return f" along {', '.join(concat_dims)} (new set)"
+    others = [dim for dim in concat_dims if dim != appended.dim]
+    along = f" along {', '.join(others)}," if others else ""
+    how = f"{along} appended along {appended.dim}"
+    if appended.before is None or appended.after is None:
+        return how
+    return f"{how} (length {appended.before:,} -> {appended.after:,})"
+
+
+def _variable_sets(results: ScanResults) -> int:
+    """How many sets of files holding different variables were merged side by side."""
+    if len(results) < 2:
+        return 1
+    from refzarr.combine.sets import variable_sets
+
+    return variable_sets(results)
+
+
+def appended_lengths(
+    written: RefGroup,
+    dim: str,
+    output: str,
+    chosen: str,
+    storage_options: Mapping[str, Any] | None,
+) -> Appended:
+    """The append of ``written`` to the set now at ``output`` (format ``chosen``) along
+    ``dim``, from the length along ``dim`` of one of its arrays (``dim``'s coordinate, the
+    shallowest, where there is one); the lengths unknown when no array has ``dim`` or the
+    set cannot be read back (it was written: the summary does not fail the command)."""
+    from refzarr.errors import RefzarrError
+
+    try:
+        if chosen == "icechunk":
+            found = _along(_icechunk_arrays(output, storage_options), dim)
+        else:
+            from refzarr.formats.api import read
+
+            found = _along(_ref_arrays(read(output, storage_options)), dim)
+    except (RefzarrError, OSError, ValueError):
+        found = None
+    if found is None:
+        return Appended(dim)
+    path, after = found
+    names, shape = dict(_ref_arrays(written)).get(path, ((), ()))
+    # a file without the dimension (one, not combined) is stacked along it: one step
+    added = shape[names.index(dim)] if dim in names else 1
+    return Appended(dim, after - added, after)
+
+
+_Arrays = list[tuple[str, tuple[tuple[str, ...], tuple[int, ...]]]]
+"""Arrays' paths with their dimension names and shapes."""
+
+
+def _along(arrays: _Arrays, dim: str) -> tuple[str, int] | None:
+    """The path of an array along ``dim`` (its coordinate, the shallowest, where there is
+    one) and its length along ``dim``."""
+    found = [
+        ((path.rpartition("/")[2] != dim, path.count("/")), path, shape[names.index(dim)])
+        for path, (names, shape) in arrays
+        if dim in names
+    ]
+    if not found:
+        return None
+    _, path, length = min(found, key=lambda item: item[0])
+    return path, length
+
+
+def _ref_arrays(group: RefGroup) -> _Arrays:
+    return [
+        (path, (array.meta.dimension_names or (), array.meta.shape))
+        for path, array in group.arrays()
+    ]
+
+
+def _icechunk_arrays(repository: str, storage_options: Mapping[str, Any] | None) -> _Arrays:
+    """The arrays of branch main of an Icechunk repository."""
+    import zarr
+
+    from refzarr.formats.icechunk.repository import open_repository
+
+    session = open_repository(repository, storage_options).readonly_session(branch="main")
+    root = zarr.open_group(session.store, mode="r")
+    return [
+        (path, (_dimension_names(node.metadata), tuple(node.shape)))
+        for path, node in root.members(max_depth=None)
+        if isinstance(node, zarr.Array)
+    ]
+
+
+def _dimension_names(metadata: Any) -> tuple[str, ...]:
+    """A Zarr v3 array's dimension names (``""`` for an unnamed one)."""
+    return tuple(name or "" for name in getattr(metadata, "dimension_names", None) or ())
