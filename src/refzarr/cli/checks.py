@@ -9,7 +9,6 @@ the reader's `ChunkDecoder`; chunks are taken a batch at a time, so memory stays
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from refzarr.model.hierarchy import chunk_key
 from refzarr.parallel.progress import progress_bar
 from refzarr.sources.check import SourceChange
 from refzarr.sources.guard import source_guard
-from refzarr.sources.state import SourceState, info_state, is_local, local_path, stat_state
+from refzarr.sources.state import NO_SUCH_FILE, SourceState, state_now
 
 if TYPE_CHECKING:
     from refzarr.codecs.chunk import ChunkDecoder
@@ -99,27 +98,17 @@ def sizes_of(states: dict[str, SourceState | str]) -> dict[str, int | str]:
 
 
 def _state(reader: RangeReader, url: str) -> SourceState | str:
-    if is_local(url):
-        try:
-            state = stat_state(os.stat(local_path(url)))
-        except FileNotFoundError:
-            return "no such file"
-        except OSError as exc:
-            return f"{url}: cannot get its size: {type(exc).__name__}: {exc}"
-        return "a directory, not a file" if state is None else state
+    """`state_now` with its size (validate compares ranges with it); a remote file that
+    cannot be asked is its reason, unless the endpoint is unreachable (raised: every remote
+    file would fail alike)."""
     try:
-        info = reader.info(url)
-    except FileNotFoundError:
-        return "no such file"
+        return state_now(url, reader.info, sized=True)
     except RefzarrError as exc:
         if isinstance(exc.__cause__, FileNotFoundError):
-            return "no such file"
+            return NO_SUCH_FILE
         if unreachable_endpoint(exc) is not None:
             raise  # every remote file fails alike: one error, not one per file
         return str(exc)
-    if info.get("size") is None:
-        return f"{url}: its size is unknown (the server did not give it)"
-    return info_state(info) or "a directory, not a file"
 
 
 _BAR_FROM = 100

@@ -10,7 +10,6 @@ inlined chunks, which have no file.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -18,7 +17,7 @@ from refzarr.errors import SourceChangedError
 from refzarr.io import RangeReader
 from refzarr.model import RefGroup
 from refzarr.sources.record import recorded_files
-from refzarr.sources.state import SourceState, info_state, is_local, local_path, stat_state
+from refzarr.sources.state import SourceState, is_local, local_path, local_state_now, state_now
 
 __all__ = ["CHECK_SOURCES", "CheckSources", "SourceGuard", "parse_check_sources", "source_guard"]
 
@@ -191,21 +190,17 @@ def _as_recorded(recorded: Any, now: SourceState) -> bool:
 
 
 def _local_state(url: str) -> SourceState | None:
-    # an absolute path is stat-ed as it is spelled: the system resolves it as it opens it
-    path = url if url.startswith("/") else local_path(url)
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat_state(stat)
+    """The local file's state now (one ``stat``); None when there is none (no such file, a
+    directory, no permission): the read says why."""
+    now = local_state_now(url)
+    return now if isinstance(now, SourceState) else None
 
 
 def _remote_state(reader: RangeReader, url: str) -> SourceState | None:
-    try:
-        info = reader.info(url)
-    except FileNotFoundError:
-        return None
-    return info_state(info)
+    """The remote file's state now (one metadata request); None for a missing file or a
+    directory. A file that cannot be asked raises the reader's `ChunkFetchError`."""
+    now = state_now(url, reader.info)
+    return now if isinstance(now, SourceState) else None
 
 
 def _described(state: SourceState) -> str:

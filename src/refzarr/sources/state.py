@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import posixpath
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from stat import S_ISDIR
@@ -18,21 +18,28 @@ from refzarr.io.paths import opened_path
 
 __all__ = [
     "LISTING_MIN",
+    "NO_SUCH_FILE",
     "SourceState",
     "Unreachable",
     "info_state",
     "is_local",
     "local_path",
+    "local_state_now",
     "scanned_remote",
     "scanned_state",
     "source_states",
     "stat_state",
+    "state_now",
 ]
 
 LISTING_MIN = 8
 """Remote files of one folder from which on the folder is listed once instead of asking for
 each file (one request instead of many)."""
 
+NO_SUCH_FILE = "no such file"
+"""`state_now`'s reason for a file that does not exist."""
+
+_DIRECTORY = "a directory, not a file"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MTIME_KEYS = ("LastModified", "last_modified", "mtime", "updated", "modified", "created")
 _ETAG_KEYS = ("ETag", "etag", "e_tag")
@@ -255,3 +262,55 @@ def scanned_remote(
 def stat_state(stat: os.stat_result) -> SourceState | None:
     """`scanned_state` of a local file from the ``os.stat`` of it the caller has taken."""
     return None if S_ISDIR(stat.st_mode) else _stat_state(stat)
+
+
+def state_now(
+    url: str, info: Callable[[str], Mapping[str, Any]], *, sized: bool = False
+) -> SourceState | str:
+    """What a source file the reader is about to read (or check) is like now, to compare
+    with its scan's record; or why that cannot be said.
+
+    Parameters
+    ----------
+    url
+        The file as references name it (a local path, ``file://`` or a remote URL).
+    info
+        fsspec's ``info`` of a remote file (`refzarr.io.RangeReader.info`: within the
+        reader's deadline, retried); not called for a local file, which is ``os.stat``-ed.
+    sized
+        A remote file whose storage gives no size is a reason ("its size is unknown")
+        instead of a state of size 0 (as scans record it): for checks that need the size.
+
+    Returns
+    -------
+    SourceState or str
+        The state, or why there is none: `NO_SUCH_FILE`, ``"a directory, not a file"``,
+        a local file's error, an unknown size.
+
+    Raises
+    ------
+    Exception
+        What ``info`` raises but FileNotFoundError (a remote file that cannot be asked).
+    """
+    if is_local(url):
+        return local_state_now(url)
+    try:
+        found = info(url)
+    except FileNotFoundError:
+        return NO_SUCH_FILE
+    if sized and found.get("size") is None:
+        return f"{url}: its size is unknown (the server did not give it)"
+    return info_state(found) or _DIRECTORY
+
+
+def local_state_now(url: str) -> SourceState | str:
+    """`state_now` of a local file: one ``os.stat``."""
+    # an absolute path is stat-ed as it is spelled: the system resolves it as it opens it
+    path = url if url.startswith("/") else local_path(url)
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return NO_SUCH_FILE
+    except OSError as exc:
+        return f"{url}: cannot get its size: {type(exc).__name__}: {exc}"
+    return stat_state(stat) or _DIRECTORY
