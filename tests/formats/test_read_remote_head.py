@@ -1,6 +1,7 @@
 """`refzarr.read` of a remote file reads its head first: a source file given by mistake (a large
 netCDF on S3) is named after one ranged GET of `HEAD_READ` bytes, not downloaded whole; a JSON
-set smaller than that costs that one GET (no HEAD), a larger one a second GET for the rest."""
+set smaller than that costs that one GET (no HEAD), a larger one a second GET of the whole set
+(from its start: one version, even when the set is replaced between the two)."""
 
 from __future__ import annotations
 
@@ -107,15 +108,59 @@ def test_a_large_json_set_costs_two_gets(
     proxy.reset()
     assert refzarr.read(url, storage_options=options) == group
     assert [r.method for r in proxy.matching(None, f"/{bucket}/")] == ["GET", "GET"]
-    assert proxy.bytes_sent("GET", f"/{bucket}/") == len(data) + 1  # one byte read twice
+    assert proxy.bytes_sent("GET", f"/{bucket}/") == len(data) + HEAD_READ  # head read twice
+
+
+def _group_at(nchunks: int, url: str) -> RefGroup:
+    """`_group` with its chunks in ``url`` (same length: the JSON differs only there)."""
+    group = _group(nchunks)
+    array = group["x"]
+    assert isinstance(array, RefArray)
+    offsets = np.random.default_rng(0).integers(0, 2**40, nchunks)
+    manifest = ChunkManifest.from_arrays([url], np.zeros(nchunks, np.int32), offsets, [4] * nchunks)
+    return RefGroup(members={"x": RefArray(array.meta, manifest)})
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.zst"])
+def test_a_set_replaced_between_the_two_gets_is_read_as_one_version(
+    tmp_path: Path,
+    put: Any,
+    s3_proxy: S3Proxy,
+    monkeypatch: pytest.MonkeyPatch,
+    suffix: str,
+) -> None:
+    """The set is replaced (another writer's atomic write) right after the head is read: what
+    is read is the new set whole (was: the old head spliced to the new rest, a set with
+    chunks in both files, parsed without a word)."""
+    import refzarr.formats.source as source_module
+
+    bucket, options, proxy = s3_proxy
+    old, new = _group_at(20_000, "s3://data/a.nc"), _group_at(20_000, "s3://data/b.nc")
+    texts = []
+    for name, group in (("old", old), ("new", new)):
+        refzarr.write(group, tmp_path / f"{name}{suffix}")
+        texts.append((tmp_path / f"{name}{suffix}").read_bytes())
+    assert len(texts[0]) > 2 * HEAD_READ
+    url = put(f"refs{suffix}", texts[0])
+    real = source_module._first_bytes
+
+    def head_then_replaced(fs: Any, path: str, size: int) -> bytes:
+        head = real(fs, path, size)
+        put(f"refs{suffix}", texts[1])
+        return head
+
+    monkeypatch.setattr(source_module, "_first_bytes", head_then_replaced)
+    proxy.reset()
+    assert refzarr.read(url, storage_options=options) == new
+    assert [r.method for r in proxy.matching(None, f"/{bucket}/")] == ["GET", "GET"]
 
 
 @pytest.mark.parametrize(
     "size", [HEAD_READ - 1, HEAD_READ, HEAD_READ + 1, 3 * HEAD_READ], ids=lambda n: f"{n}B"
 )
 def test_json_sets_around_the_head_size_read_whole(put: Any, s3: Any, size: int) -> None:
-    """A set of exactly `HEAD_READ` bytes: the rest is asked from its last byte (a range
-    starting at the end is refused by S3)."""
+    """A set of exactly `HEAD_READ` bytes is read again whole (the rest alone would be a
+    range starting at its end, which S3 refuses)."""
     url = put("refs.json", _json_of_size(size))
     assert refzarr.read(url, storage_options=s3[1]) == _group(3)
 

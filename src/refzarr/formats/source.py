@@ -174,7 +174,13 @@ request, which is the whole of a smaller set (s3fs sends no HEAD before a ranged
 
 def _read(location: Location, head: int | None) -> bytes:
     """The file at ``location``, or its first ``head`` bytes. A file that does not begin like
-    a JSON set is read only up to `HEAD_READ` bytes (it cannot be one)."""
+    a JSON set is read only up to `HEAD_READ` bytes (it cannot be one).
+
+    A remote set larger than the head is read again from its start in the second request,
+    head included: one response is one version of the object, whereas a head and a rest
+    could come from two (a set replaced between the requests would be read as a splice of
+    both, parsed or not). fsspec's reads give no ETag or version to compare, and asking for
+    one costs a request; the head read twice costs `HEAD_READ` bytes."""
     fs, path = location.fs, location.path
     if head is None and location.is_local:
         with fs.open(path, "rb") as f:
@@ -185,9 +191,13 @@ def _read(location: Location, head: int | None) -> bytes:
     first = location.ask("reading it", lambda: _first_bytes(fs, path, HEAD_READ))
     if len(first) != HEAD_READ or not looks_like_json(first):
         return first  # all of it (a server that ignores ranges sends all), or not a set
-    # the rest from the head's last byte: a range starting at the end is refused (S3: 416)
-    rest = location.ask("reading it", lambda: bytes(fs.cat_file(path, start=HEAD_READ - 1)))
-    return rest if rest[:HEAD_READ] == first else first + rest[1:]  # all again: no ranges
+    # ranged from 0 (not the whole object: s3fs would ask its size first, one HEAD more)
+    return location.ask("reading it", lambda: _all_bytes(fs, path))
+
+
+def _all_bytes(fs: Any, path: str) -> bytes:
+    """The whole file at ``path`` on ``fs``, in one request (a range from byte 0)."""
+    return bytes(fs.cat_file(path, start=0))
 
 
 def _first_bytes(fs: Any, path: str, size: int) -> bytes:
