@@ -4,6 +4,7 @@ before and after) or a new set, the dimension even for one file, files skipped."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import xarray as xr
@@ -138,3 +139,23 @@ def test_lengths_unknown_when_the_set_cannot_be_read_back(tmp_path: Path) -> Non
     group = refzarr.RefGroup()
     got = appended_lengths(group, "time", str(tmp_path / "gone.json"), "json", None)
     assert got == Appended("time")
+
+
+def test_an_append_on_s3_reads_the_length_back(
+    capsys: pytest.CaptureFixture[str], archive: list[Path], s3: tuple[str, dict[str, Any]]
+) -> None:
+    import json
+
+    import fsspec
+
+    bucket, options = s3
+    fs = fsspec.filesystem("s3", **options)
+    for path in archive:
+        fs.put_file(str(path), f"{bucket}/days/{path.name}")
+    days = [f"s3://{bucket}/days/{path.name}" for path in archive]
+    output = f"s3://{bucket}/all.json"
+    common = ["-o", output, "--storage-options", json.dumps(options), "--workers", "1"]
+    said = _scan(capsys, *days[:3], "--concat-dim", "time", *common)
+    assert said == f"{output}: 3 files along time\n"
+    said = _scan(capsys, days[3], "--append-dim", "time", *common)
+    assert said == f"{output}: 1 file appended along time (length 3 -> 4)\n"
