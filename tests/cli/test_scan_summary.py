@@ -159,3 +159,29 @@ def test_an_append_on_s3_reads_the_length_back(
     assert said == f"{output}: 3 files along time\n"
     said = _scan(capsys, days[3], "--append-dim", "time", *common)
     assert said == f"{output}: 1 file appended along time (length 3 -> 4)\n"
+
+
+def test_a_json_set_length_from_its_zarray_line_alone(
+    archive: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A set refzarr wrote (one entry per line): the coordinate's ``.zarray`` line gives the
+    length, no reference parsed; a set on one line (another writer's) is read whole."""
+    import json
+
+    import refzarr.formats.api as api
+
+    scans = [refzarr.scan(path) for path in archive]
+    written = refzarr.combine(scans[2:], concat_dims="time")
+    ours, theirs = tmp_path / "ours.json", tmp_path / "theirs.json"
+    refzarr.write(refzarr.combine(scans, concat_dims="time"), ours)
+    theirs.write_text(json.dumps(refzarr.to_kerchunk(refzarr.read(ours))))
+    real_read = api.read
+
+    def whole_read(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("read whole")
+
+    monkeypatch.setattr(api, "read", whole_read)
+    assert appended_lengths(written, "time", str(ours), "json", None) == Appended("time", 2, 4)
+    assert appended_lengths(written, "time", str(theirs), "json", None) == Appended("time")
+    monkeypatch.setattr(api, "read", real_read)
+    assert appended_lengths(written, "time", str(theirs), "json", None) == Appended("time", 2, 4)
