@@ -254,15 +254,15 @@ def crs_attributes(cf: dict[str, Any]) -> dict[str, Any]:
     return {"crs_wkt": wkt, **cf, "spatial_ref": wkt}
 
 
-_UNKNOWN = {
-    name: "unknown"
-    for name in (
+_UNKNOWN = dict.fromkeys(
+    (
         "horizontal_datum_name",
         "reference_ellipsoid_name",
         "geographic_crs_name",
         "projected_crs_name",
-    )
-}
+    ),
+    "unknown",
+)
 """PROJ's name for what is not named: GCTP gives an ellipsoid and no datum (GDAL's "Not
 specified (based on ... spheroid)"); equal to any name when PROJ compares CRSs."""
 
