@@ -18,11 +18,14 @@ import rioxarray  # noqa: F401  (the .rio accessor)
 import xarray as xr
 from affine import Affine
 from h4kit import all_readers, assert_matches_pyhdf, write_eos_grid
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyproj import CRS, Transformer
 
 import refzarr
 from corpus import CORPUS
 from refzarr.scan.hdf4 import gctp
+from refzarr.scan.hdf4.eos import EosGrid, axes, geotransform
 from roundtrip import reference_options
 
 pytestmark = [
@@ -365,3 +368,59 @@ def test_eos_coordinates_false_gives_no_crs(tmp_path: Path) -> None:
     group = refzarr.scan(path, eos_coordinates=False)
     assert "spatial_ref" not in group
     assert group["band"].meta.attributes == {"long_name": "a field"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    degrees=st.integers(0, 359),
+    minutes=st.integers(0, 59),
+    seconds=st.floats(0, 59.99, allow_nan=False),
+    negative=st.booleans(),
+)
+def test_packed_degrees(degrees: int, minutes: int, seconds: float, negative: bool) -> None:
+    """GCTP's DDDMMMSSS.SS: degrees times 10^6 plus minutes times 10^3 plus seconds."""
+    sign = -1 if negative else 1
+    packed = sign * (degrees * 1_000_000 + minutes * 1_000 + seconds)
+    expected = sign * (degrees + minutes / 60 + seconds / 3600)
+    assert gctp.packed_degrees(packed) == pytest.approx(expected, rel=0, abs=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    columns=st.integers(1, 5000),
+    rows=st.integers(1, 5000),
+    left=st.floats(-2e7, 2e7),
+    top=st.floats(-2e7, 2e7),
+    width=st.floats(1.0, 4e7),
+    height=st.floats(1.0, 4e7),
+    origin=st.sampled_from(["HDFE_GD_UL", "HDFE_GD_UR", "HDFE_GD_LL", "HDFE_GD_LR"]),
+    registration=st.sampled_from(["HDFE_CENTER", "HDFE_CORNER"]),
+)
+def test_geotransform_centres_are_the_coordinates(
+    columns: int,
+    rows: int,
+    left: float,
+    top: float,
+    width: float,
+    height: float,
+    origin: str,
+    registration: str,
+) -> None:
+    grid = EosGrid(
+        "G",
+        columns,
+        rows,
+        (left, top),
+        (left + width, top - height),
+        "GCTP_SNSOID",
+        origin,
+        registration,
+    )
+    x, y = axes(grid)
+    gt = geotransform(grid)
+    assert (gt[2], gt[4]) == (0.0, 0.0)
+    cx, cy = _centres(list(gt), columns, rows)
+    np.testing.assert_allclose(x, cx, rtol=1e-12, atol=1e-6)
+    np.testing.assert_allclose(y, cy, rtol=1e-12, atol=1e-6)
+    assert abs(gt[1]) * columns == pytest.approx(width)
+    assert abs(gt[5]) * rows == pytest.approx(height)
