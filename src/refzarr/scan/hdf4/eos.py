@@ -71,9 +71,10 @@ def _pair(text: str | None) -> tuple[float, float] | None:
 
 
 def _params(text: str | None) -> tuple[float, ...]:
-    """``ProjParams`` padded with zeros to GCTP's 15 values (empty when unreadable)."""
+    """``ProjParams`` padded with zeros to GCTP's 15 values (empty when absent or
+    unreadable)."""
     if text is None:
-        return (0.0,) * 15
+        return ()
     try:
         values = [float(v) for v in text.strip("()").split(",") if v.strip()]
     except ValueError:

@@ -84,18 +84,18 @@ def _axes_from_params(p0: float, p1: float) -> tuple[float, float]:
     return CLARKE_1866 if minor > 0 else (GCTP_SPHERE, GCTP_SPHERE)
 
 
-def _spheroid(projection: str, code: int | None, params: Params) -> tuple[float, float] | None:
+def _spheroid(projection: str, code: int, params: Params) -> tuple[float, float] | None:
     """(semi-major, semi-minor) the grid's projection is computed on, or None when GCTP and
     GDAL would read it differently."""
     if projection in _SPHERE_ONLY:
         # GCTP uses a sphere whatever the code says; GDAL uses the ellipsoid: agree on spheres
-        if code is not None and code >= 0:
+        if code >= 0:
             return SPHEROIDS[code] if code in _SPHERE_CODES else None
         return _axes_from_params(params[0], 0.0) if params[1] == 0 else None
-    if projection == "GCTP_UTM" and (code is None or code < 0):
+    if projection == "GCTP_UTM" and code < 0:
         # parameters 0 and 1 of UTM are a longitude and latitude, not axes
         return (GCTP_SPHERE, GCTP_SPHERE) if params[0] == params[1] == 0 else None
-    if code is None or code < 0:
+    if code < 0:
         return _axes_from_params(params[0], params[1])
     return SPHEROIDS.get(code)
 
@@ -225,17 +225,17 @@ def grid_mapping(
     params
         ``ProjParams`` (padded with zeros to 15 values).
     sphere_code
-        ``SphereCode`` (None when the grid gives none; GCTP_GEO grids then use Clarke 1866,
-        HDF-EOS's default and what GDAL reports).
+        ``SphereCode``; None when the grid gives none (usual for ``GCTP_GEO``): HDF-EOS's
+        default 0, Clarke 1866, which is what GDAL reports.
     zone
         ``ZoneCode`` (UTM only; negative for the southern hemisphere).
     """
     build = _PROJECTIONS.get(projection)
+    if projection == "GCTP_GEO" and not params:  # GEO has no parameters to give
+        params = (0.0,) * 15
     if build is None or len(params) < 8 or not all(math.isfinite(v) for v in params):
         return None
-    if projection == "GCTP_GEO" and sphere_code is None:
-        sphere_code = 0
-    axes = _spheroid(projection, sphere_code, params)
+    axes = _spheroid(projection, 0 if sphere_code is None else sphere_code, params)
     attrs = build(params, zone)
     if axes is None or attrs is None:
         return None
@@ -254,23 +254,52 @@ def crs_attributes(cf: dict[str, Any]) -> dict[str, Any]:
     return {"crs_wkt": wkt, **cf, "spatial_ref": wkt}
 
 
-_UNKNOWN = dict.fromkeys(
-    (
-        "horizontal_datum_name",
-        "reference_ellipsoid_name",
-        "geographic_crs_name",
-        "projected_crs_name",
-    ),
-    "unknown",
-)
-"""PROJ's name for what is not named: GCTP gives an ellipsoid and no datum (GDAL's "Not
-specified (based on ... spheroid)"); equal to any name when PROJ compares CRSs."""
+_PROJ = {
+    "sinusoidal": "sinu",
+    "latitude_longitude": "longlat",
+    "polar_stereographic": "stere",
+    "transverse_mercator": "tmerc",
+    "lambert_azimuthal_equal_area": "laea",
+    "albers_conical_equal_area": "aea",
+    "lambert_conformal_conic": "lcc",
+    "mercator": "merc",
+}
+_PROJ_PARAMS = {
+    "longitude_of_projection_origin": "lon_0",
+    "longitude_of_central_meridian": "lon_0",
+    "straight_vertical_longitude_from_pole": "lon_0",
+    "latitude_of_projection_origin": "lat_0",
+    "scale_factor_at_central_meridian": "k_0",
+    "false_easting": "x_0",
+    "false_northing": "y_0",
+    "earth_radius": "R",
+    "semi_major_axis": "a",
+    "semi_minor_axis": "b",
+}
+
+
+def _proj_string(cf: dict[str, Any]) -> str:
+    """The PROJ string of our CF attributes (pyproj builds a CRS from it in a millisecond;
+    ``CRS.from_cf`` takes a second, looking names up in PROJ's database)."""
+    name = cf["grid_mapping_name"]
+    words = [f"+proj={_PROJ[name]}"]
+    for key, value in cf.items():
+        if key in _PROJ_PARAMS:
+            words.append(f"+{_PROJ_PARAMS[key]}={value!r}")
+        elif key == "standard_parallel" and isinstance(value, list | tuple):
+            words += [f"+lat_1={value[0]!r}", f"+lat_2={value[1]!r}"]
+        elif key == "standard_parallel":
+            words.append(f"+lat_ts={value!r}")
+    if name != "latitude_longitude":
+        words.append("+units=m")
+    return " ".join([*words, "+no_defs", "+type=crs"])
 
 
 @functools.lru_cache(maxsize=64)
 def _wkt(key: tuple[tuple[str, Any], ...]) -> str | None:
-    """The WKT of CF attributes, made once per process (pyproj takes ~20 ms), or None
-    without pyproj."""
+    """The WKT (GDAL's WKT 1) of CF attributes, made once per process, or None without
+    pyproj. Names are PROJ's "unknown": GCTP gives an ellipsoid and no datum (GDAL says "Not
+    specified (based on ... spheroid)"), and PROJ compares "unknown" equal to any name."""
     try:
         from pyproj import CRS
         from pyproj.exceptions import CRSError
@@ -278,6 +307,6 @@ def _wkt(key: tuple[tuple[str, Any], ...]) -> str | None:
         return None
     cf = {k: list(v) if isinstance(v, tuple) else v for k, v in key}
     try:
-        return str(CRS.from_cf({**cf, **_UNKNOWN}).to_wkt("WKT1_GDAL"))
+        return str(CRS.from_proj4(_proj_string(cf)).to_wkt("WKT1_GDAL"))
     except CRSError:
         return None
