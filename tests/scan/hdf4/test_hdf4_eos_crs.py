@@ -315,6 +315,8 @@ def test_projection_through_fsspec_and_zarr(tmp_path: Path, name: str, opener: s
         ("GCTP_TM", "ProjParams=(0,0,0,0,9000000,0,0,0,0,0,0,0,0)\nSphereCode=8"),
         ("GCTP_PS", "ProjParams=(unreadable)\nSphereCode=12"),
         ("GCTP_PS", "SphereCode=12"),  # no ProjParams
+        ("GCTP_PS", "ProjParams=(6378137,1,0,0,0,70000000,0,0,0,0,0,0,0)\nSphereCode=-1"),
+        ("GCTP_PS", "ProjParams=(6356752,6378137,0,0,0,70000000,0,0,0,0,0,0,0)\nSphereCode=-1"),
         # no SphereCode: HDF-EOS's default Clarke 1866, an ellipsoid (as SphereCode=0)
         ("GCTP_SNSOID", "ProjParams=(6371007.181,0,0,0,0,0,0,0,0,0,0,0,0)"),
     ],

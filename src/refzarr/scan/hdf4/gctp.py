@@ -72,12 +72,14 @@ def packed_degrees(value: float) -> float:
     return sign * (degrees + minutes / 60 + seconds / 3600)
 
 
-def _axes_from_params(p0: float, p1: float) -> tuple[float, float]:
+def _axes_from_params(p0: float, p1: float) -> tuple[float, float] | None:
     """GCTP's spheroid of a grid without a sphere code: from ``SMajor`` / ``SMinor``."""
     major, minor = abs(p0), abs(p1)
     if major > 0:
         if minor > 1:
-            return major, minor
+            return (major, minor) if minor <= major else None
+        if minor == 1:  # an eccentricity of 1: no ellipsoid
+            return None
         if minor > 0:  # eccentricity squared
             return major, math.sqrt(1.0 - minor) * major
         return major, major
