@@ -1,6 +1,6 @@
 """A MODIS archive as a user builds it: daily copies of the corpus tile scanned with
 ``refzarr scan --concat-dim time --coord-regex --coord-format``, read back against pyhdf, and a
-granule of another tile mixed in (named as such)."""
+granule of another tile mixed in (named by its grid mapping's GeoTransform)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import rioxarray  # noqa: F401  (the .rio accessor)
 import xarray as xr
 from pyhdf.SD import SD
 
@@ -39,6 +40,12 @@ def _shift_one_tile_east(path: Path) -> None:
     path.write_bytes(shifted)
 
 
+# rioxarray 0.19's transform() multiplies affines with `*`, which affine 3.1 deprecates
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Use `@` matmul instead of `\\*` mul operator:PendingDeprecationWarning"
+)
+
+
 @pytest.fixture(autouse=True)
 def _corpus() -> None:
     if not MODIS.exists():
@@ -60,6 +67,16 @@ def test_daily_granules_along_time(tmp_path: Path, capsys: pytest.CaptureFixture
     valid = truth[truth != -28672] / 10000.0  # MOD09: scale_factor 10000 means "divide by"
     assert float(reflectance.max()) == pytest.approx(valid.max(), rel=1e-6)
     assert float(reflectance.min()) == pytest.approx(valid.min(), rel=1e-6)
+    # one grid mapping per grid, kept once (not stacked along time), as in each granule
+    granule = refzarr.scan(MODIS)
+    combined = refzarr.read(out)
+    for grid in ("MODIS_Grid_500m_2D", "MODIS_Grid_1km_2D"):
+        mapping = combined[f"spatial_ref:{grid}"]
+        assert mapping.shape == ()
+        assert mapping.meta.attributes == granule[f"spatial_ref:{grid}"].meta.attributes
+    assert band.attrs["grid_mapping"] == "spatial_ref:MODIS_Grid_500m_2D"
+    assert band.rio.crs is not None
+    assert band.isel(time=1).rio.transform() == band.isel(time=0).rio.transform()
 
 
 def test_granule_of_another_tile_is_named(
@@ -70,10 +87,11 @@ def test_granule_of_another_tile_is_named(
     code = main(["scan", str(tmp_path / "*.hdf"), *SCAN, "-o", str(tmp_path / "a.json")])
     err = capsys.readouterr().err
     assert code != 0
-    assert "XDim:MODIS_Grid_1km_2D" in err
+    # the grids' spatial_ref differ: named before any coordinate value is read
+    assert "grid mapping 'spatial_ref:MODIS_Grid_1km_2D' differs between" in err
     assert "A2008297.h15v17" in err
-    assert "first at index (0,): -4447338.76" in err  # values as numbers, not np.float64(...)
-    assert "on different grids (is one of another tile" in err
+    assert "not on one CRS and grid: 'GeoTransform' is '-4447802.078667 926.6" in err
+    assert "in the second; combine each CRS's (or grid's) files separately" in err
 
 
 @pytest.mark.parametrize("form", ["json", "icechunk"])
@@ -126,3 +144,23 @@ def test_a_broken_granule_among_many_is_named(
     assert main(["scan", str(tmp_path / "*.hdf"), *SCAN, "-o", str(out), "--skip-errors"]) == 0
     assert f"{out}: 1 file along time, 1 skipped\n" == capsys.readouterr().out
     assert refzarr.read(out)["sur_refl_b01_1"].meta.dimension_names[0] == "time"
+
+
+def test_append_a_day_keeps_one_grid_mapping(tmp_path: Path) -> None:
+    """Appending a granule along ``time`` to a Parquet archive: each grid's ``spatial_ref``
+    is checked equal and kept once; rioxarray finds the CRS on the appended set."""
+    _daily(tmp_path, 296)
+    later = tmp_path / "later"
+    later.mkdir()
+    _daily(later, 297)
+    out = tmp_path / "archive.parq"
+    assert main(["scan", str(tmp_path / "*.hdf"), *SCAN, "-o", str(out)]) == 0
+    append = ["--append-dim", "time", *SCAN[2:]]
+    assert main(["scan", str(later / "*.hdf"), *append, "-o", str(out)]) == 0
+    ds = xr.open_dataset(out, engine="refzarr")
+    band = ds["sur_refl_b01_1"]
+    assert band.sizes["time"] == 2
+    assert ds["spatial_ref:MODIS_Grid_500m_2D"].dims == ()
+    granule = refzarr.scan(MODIS)["spatial_ref:MODIS_Grid_500m_2D"].meta.attributes
+    assert refzarr.read(out)["spatial_ref:MODIS_Grid_500m_2D"].meta.attributes == granule
+    assert band.rio.crs.to_wkt() == band.isel(time=1).rio.crs.to_wkt()

@@ -21,7 +21,7 @@ from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
 from refzarr.scan.hdf4.dd import read_dd_table
 from refzarr.scan.hdf4.elements import Chunked, Compressed, Contiguous, External, resolve
-from refzarr.scan.hdf4.eos import grid_coordinates
+from refzarr.scan.hdf4.eos import grid_coordinates, grid_mappings
 from refzarr.scan.hdf4.images import read_images
 from refzarr.scan.hdf4.sd import SdFile, SdVariable, read_sd, record_count
 from refzarr.scan.hdf4.source import Source, open_source
@@ -47,7 +47,9 @@ class Hdf4Scanner(ScanOptions):
     ----------
     eos_coordinates
         Compute 1-D ``x``/``y`` (or ``lon``/``lat``) coordinates of HDF-EOS2 grids from
-        their ``StructMetadata`` where the projection allows (default True).
+        their ``StructMetadata`` where the projection allows, and a ``spatial_ref`` (CRS,
+        GeoTransform) named by the grid's SDS in ``grid_mapping`` where refzarr can
+        express the projection (default True).
 
     Examples
     --------
@@ -109,6 +111,7 @@ class _Walk:
                 coords = grid_coordinates(attributes, members, source.url)
                 for name, array in coords.items():
                     members.setdefault(name, array)
+                members.update(grid_mappings(attributes, members))
         images = read_images(ctx, self.guarded, used_vdatas)
         if images.members:
             members["images"] = images
