@@ -189,3 +189,62 @@ def test_json_set_under_the_floor_reads(tmp_path: Path) -> None:
     """The floor (64 MiB) admits any ratio: a small set of inlined zeros reads."""
     path = spaces_set(tmp_path, "gzip")
     assert refzarr.read(path).members == {}
+
+
+def parquet_set(path: Path) -> Path:
+    """A Parquet set of one int8 array of 4 one-byte chunks (one inlined), record size 4."""
+    zarray = {"shape": [4], "chunks": [1], "dtype": "<i1", "fill_value": None, "order": "C",
+              "filters": None, "compressor": None, "zarr_format": 2}  # fmt: skip
+    refs = {".zgroup": '{"zarr_format":2}', "a/.zarray": json.dumps(zarray),
+            "a/.zattrs": '{"_ARRAY_DIMENSIONS":["x"]}', "a/0": "base64:AQ=="}  # fmt: skip
+    out = path / "set.parq"
+    refzarr.write(refzarr.from_kerchunk({"version": 1, "refs": refs}), out, record_size=4)
+    return out
+
+
+def record_file(out: Path) -> Path:
+    (found,) = (out / "a").iterdir()
+    return found
+
+
+def test_parquet_record_declaring_more_rows_than_a_record(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = parquet_set(tmp_path)
+    rows = 2**20
+    ids = pa.array(np.zeros(rows, np.int32))
+    table = pa.table({
+        "path": pa.DictionaryArray.from_arrays(ids, pa.array([str(tmp_path / "x.bin")])),
+        "offset": pa.array(np.zeros(rows, np.int64)),
+        "size": pa.array(np.ones(rows, np.int64)),
+        "raw": pa.nulls(rows, pa.binary()),
+    })  # fmt: skip
+    pq.write_table(table, record_file(out), compression="zstd")
+    error = raised_within(HARD_TIMEOUT, lambda: refzarr.open_dataset(out)["a"].values)
+    assert isinstance(error, RefFormatError), error
+    assert "the record file declares 1,048,576 rows, but the set's records hold 4 " in str(error)
+
+
+def test_parquet_record_inflating_past_its_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from refzarr.formats.parquet import records
+
+    monkeypatch.setattr(records, "EXPANSION_FLOOR", 2**16)
+    out = parquet_set(tmp_path)
+    table = pa.table({
+        "path": pa.nulls(1, pa.string()),
+        "offset": pa.nulls(1, pa.int64()),
+        "size": pa.nulls(1, pa.int64()),
+        "raw": pa.array([bytes(4 * 2**20)], pa.binary()),
+    })  # fmt: skip
+    pq.write_table(table, record_file(out), compression="zstd")
+    size = record_file(out).stat().st_size
+    error = raised_within(HARD_TIMEOUT, lambda: refzarr.open_dataset(out)["a"].values)
+    assert isinstance(error, RefFormatError), error
+    assert f"the record file ({size:,} bytes) declares columns of " in str(error)
+    assert "more than 100 times its size (a damaged file or a decompression bomb)" in str(error)
