@@ -59,7 +59,7 @@ def blocks(offset: int, href: str) -> str:
 def test_linked_blocks_elsewhere_are_never_read(
     data: tuple[Path, int, Path], spelling: str
 ) -> None:
-    path, _, secret = data
+    path, offset, secret = data
     href = spelling.format(secret=secret, folder=path.parent)
     with pytest.raises(UnsupportedFeatureError, match=r"variable '/v': a chunk's href") as info:
         refzarr.scan(sidecar(path, blocks(offset, href)))
