@@ -248,3 +248,18 @@ def test_parquet_record_inflating_past_its_size(
     assert isinstance(error, RefFormatError), error
     assert f"the record file ({size:,} bytes) declares columns of " in str(error)
     assert "more than 100 times its size (a damaged file or a decompression bomb)" in str(error)
+
+
+def test_remote_json_set_bomb_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read head-first (64 KiB, then the rest) from a remote filesystem, alike."""
+    import fsspec
+
+    monkeypatch.setattr(source_module, "EXPANSION_FLOOR", FLOOR)
+    packed = spaces_set(tmp_path, "zstd").read_bytes()
+    fsspec.filesystem("memory").pipe("/bombs/spaces.json.zst", packed)
+    try:
+        error = raised_within(HARD_TIMEOUT, lambda: refzarr.read("memory://bombs/spaces.json.zst"))
+    finally:
+        fsspec.filesystem("memory").rm("/bombs", recursive=True)
+    assert isinstance(error, RefFormatError), error
+    assert f"the compressed reference set ({len(packed):,} bytes) decompresses" in str(error)
