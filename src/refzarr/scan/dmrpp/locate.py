@@ -142,7 +142,7 @@ def _beside(href: str, data_url: str) -> bool:
         if theirs.scheme.lower() not in ("file", "local"):
             return False
         ours_path = os.path.realpath(LocalFileSystem._strip_protocol(data))
-        return os.path.realpath(LocalFileSystem._strip_protocol(href)) == ours_path
+        return bool(os.path.realpath(LocalFileSystem._strip_protocol(href)) == ours_path)
     ours = urllib.parse.urlsplit(data)
     return (theirs.scheme.lower(), theirs.netloc.lower()) == (
         ours.scheme.lower(),
