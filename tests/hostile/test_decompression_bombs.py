@@ -263,3 +263,40 @@ def test_remote_json_set_bomb_refused(tmp_path: Path, monkeypatch: pytest.Monkey
         fsspec.filesystem("memory").rm("/bombs", recursive=True)
     assert isinstance(error, RefFormatError), error
     assert f"the compressed reference set ({len(packed):,} bytes) decompresses" in str(error)
+
+
+def test_sharded_inner_chunk_bomb(zeros: bytes) -> None:
+    """An inner chunk of a Zarr v3 shard is bounded as a chunk of its own size."""
+    from refzarr.codecs.zarr import ZarrSharding
+
+    codec = ZarrSharding((4,), (2,), "<i4", codecs=[{"id": "bz2", "level": 1}])
+    inner = bz2.compress(zeros)
+    index = np.array([[0, len(inner)], [2**64 - 1, 2**64 - 1]], dtype="<u8")
+    shard = inner + index.tobytes()
+    error, peak = traced_peak(lambda: codec.decode(shard))
+    assert isinstance(error, ValueError), error
+    assert "its bz2 stream inflates to more than the 1,048,576 bytes" in str(error)
+    assert peak < HELD
+
+
+def test_fits_gzip_tile_bomb(zeros: bytes) -> None:
+    """A GZIP_1 tile inflates to at most 8 bytes a pixel of its tile."""
+    from refzarr.codecs.fits import FitsTile
+
+    codec = FitsTile("GZIP_1", ">i4", (1024,))
+    error, peak = traced_peak(lambda: codec.decode(gzip.compress(zeros)))
+    assert isinstance(error, ValueError), error
+    assert "its gzip stream inflates to more than the 8,192 bytes" in str(error)
+    assert peak < HELD
+    tile = np.arange(1024, dtype=">i4")
+    np.testing.assert_array_equal(codec.decode(gzip.compress(tile.tobytes())), tile)
+
+
+def test_fits_tile_over_the_chunk_limit_is_not_allocated() -> None:
+    from refzarr.codecs.fits import FitsTile
+
+    codec = FitsTile("NOCOMPRESS", ">i4", (2**20, 2**20))
+    error, peak = traced_peak(lambda: codec.decode(b"\0" * 16))
+    assert isinstance(error, ValueError), error
+    assert "over the limit of 2,147,483,648 bytes per chunk" in str(error)
+    assert peak < HELD

@@ -71,7 +71,7 @@ def inflate_bounded(buf: Any, bound: int, wbits: int = zlib.MAX_WBITS) -> bytes:
     inflater = zlib.decompressobj(wbits)
     out = inflater.decompress(buf, bound + 1)
     if len(out) > bound:
-        raise _too_large("zlib" if wbits > 0 else "deflate", bound)
+        raise _too_large("gzip" if wbits > 16 else "zlib" if wbits > 0 else "deflate", bound)
     if not inflater.eof:
         return zlib.decompress(buf, wbits)  # zlib's own error (its output is within the bound)
     return out
