@@ -39,16 +39,22 @@ class WholeFile(http.server.BaseHTTPRequestHandler):
     """Answers every GET with ``200`` and the whole body (byte i: ``i % PIECE % 251``),
     Range ignored; or, with ``status=206``, more bytes than the range asked."""
 
-    def __init__(self, *args: Any, sent: Sent, status: int = 200, **kwargs: Any) -> None:
-        self.sent, self.status = sent, status
+    def __init__(
+        self, *args: Any, sent: Sent, status: int = 200, first: bytes = b"", **kwargs: Any
+    ) -> None:
+        self.sent, self.status, self.first = sent, status, first
         super().__init__(*args, **kwargs)
 
     def do_GET(self) -> None:
+        if self.path.endswith("/.zmetadata"):  # no Parquet set here
+            self.send_error(404)
+            return
         self.send_response(self.status)
         self.send_header("Content-Length", str(BODY))
         self.end_headers()
         piece = (np.arange(PIECE) % 251).astype(np.uint8).tobytes()
         try:
+            self.wfile.write(self.first)
             for _ in range(BODY // PIECE):
                 self.wfile.write(piece)
                 with self.sent.lock:
@@ -110,3 +116,15 @@ def test_missing_files_are_named_as_before(status: int) -> None:
         error = raised_within(60, lambda: ds["a"].values)
     assert isinstance(error, ChunkFetchError), error
     assert "file.bin" in str(error)
+
+
+def test_a_reference_set_head_from_a_server_ignoring_range() -> None:
+    """`refzarr.read` of a large netCDF file given by mistake reads its head only (64 KiB)."""
+    from refzarr.errors import RefFormatError
+
+    sent = Sent()
+    header = b"CDF\x01" + bytes(28)
+    with serving(partial(WholeFile, sent=sent, first=header)) as url:
+        error = raised_within(60, lambda: refzarr.read(f"{url}/file.bin"))
+    assert isinstance(error, RefFormatError), error
+    assert sent.bytes < BODY // 4, f"{sent.bytes:,} bytes sent of a {BODY:,}-byte file"

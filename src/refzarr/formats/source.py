@@ -192,8 +192,13 @@ def _read(location: Location, head: int | None) -> bytes:
 
 
 def _first_bytes(fs: Any, path: str, size: int) -> bytes:
-    """The first ``size`` bytes of the file at ``path`` on ``fs`` (fewer when it is shorter)."""
+    """The first ``size`` bytes of the file at ``path`` on ``fs`` (fewer when it is shorter);
+    over HTTP never more, also from a server that ignores ``Range`` (`read_range`)."""
+    from refzarr.io.http_range import is_http, read_range
+
     try:
+        if is_http(fs):
+            return read_range(fs, path, 0, size)[:size]
         return bytes(fs.cat_file(path, start=0, end=size))
     except Exception as exc:
         refused = getattr(exc, "status", None) == 416  # aiohttp's answer (fsspec's HTTP)
