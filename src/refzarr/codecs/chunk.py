@@ -11,6 +11,7 @@ import numcodecs
 import numpy as np
 from numcodecs.zlib import Zlib
 
+from refzarr.codecs.bounded import TooLargeError, bounded_decoder, chunk_bound
 from refzarr.codecs.inflate import FastInflate
 from refzarr.codecs.unshuffle import faster
 from refzarr.errors import ChunkDecodeError, ChunkFetchError
@@ -104,6 +105,7 @@ class ChunkDecoder:
             ) from exc
         self.plain = self.dtype.kind != "O"
         self.steps = self.codecs[::-1]
+        self.bounded = [bounded_decoder(codec) for codec in self.steps]
         # a zlib stream decoded first inflates to at most the chunk's bytes (a fixed-size dtype)
         self.inflate = (
             self.steps[0]
@@ -139,13 +141,19 @@ class ChunkDecoder:
         if count * self.dtype.itemsize > _limits["chunk"]:
             check_chunk_bytes(chunks, self.dtype, key)
         buffer: Any = data
+        nbytes = count * self.dtype.itemsize
+        bound = chunk_bound(nbytes, _limits["chunk"], self.plain)
         try:
-            steps = self.steps
+            first = 0
             if self.inflate is not None:
-                buffer = self.inflate.decode(buffer, size=count * self.dtype.itemsize)
-                steps = steps[1:]
-            for codec in steps:
-                buffer = codec.decode(buffer)
+                buffer = self.inflate.decode(buffer, size=nbytes, bound=bound)
+                first = 1
+            for codec, bounded in zip(self.steps[first:], self.bounded[first:], strict=True):
+                buffer = codec.decode(buffer) if bounded is None else bounded(codec, buffer, bound)
+        except TooLargeError as exc:
+            raise ChunkDecodeError(
+                f"{_text(key)}: a chunk of {chunks} {self.dtype} is {nbytes:,} bytes, but {exc}"
+            ) from None
         except Exception as exc:  # any codec failure means the bytes are not this chunk
             reason = f"{type(exc).__name__}: {exc}"
             raise ChunkDecodeError(f"{_text(key)}: decoding failed: {reason}") from exc

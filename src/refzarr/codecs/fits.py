@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -185,12 +184,22 @@ def tile_digest(data: bytes) -> str:
 
 
 def decode_tile(codec: FitsTile, data: bytes, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
-    """The pixels of one stored tile of ``shape``, in ``codec.dtype``."""
+    """The pixels of one stored tile of ``shape``, in ``codec.dtype``; ValueError, before
+    anything is allocated, for a tile that may decode to more than the per-chunk limit."""
+    from refzarr.codecs.bounded import inflate_bounded
+    from refzarr.codecs.chunk import max_chunk_bytes
+
     count = math.prod(shape)
     dtype = np.dtype(codec.dtype)
     algorithm = codec.algorithm
+    if count * 8 > max_chunk_bytes():
+        raise ValueError(
+            f"a tile of {shape} pixels may decode to {count * 8:,} bytes, over the limit of "
+            f"{max_chunk_bytes():,} bytes per chunk (refzarr.codecs.chunk.set_max_chunk_bytes)"
+        )
     if algorithm in ("GZIP_1", "GZIP_2", "NOCOMPRESS"):
-        raw = data if algorithm == "NOCOMPRESS" else zlib.decompress(data, 15 + 32)
+        # at most 8 bytes a pixel: a tile inflating to more is refused while it inflates
+        raw = data if algorithm == "NOCOMPRESS" else inflate_bounded(data, count * 8, 15 + 32)
         itemsize = len(raw) // count if count else dtype.itemsize
         if itemsize not in (1, 2, 4, 8) or itemsize * count != len(raw):
             raise ValueError(f"a {algorithm} tile of {shape} pixels decoded to {len(raw)} bytes")

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from numcodecs.zlib import Zlib
 
+from refzarr.codecs.bounded import inflate_bounded
+
 __all__ = ["CAN_FILL", "FastInflate"]
 
 
@@ -49,7 +51,9 @@ class FastInflate:
         self.sized = _LIBDEFLATE is not None
         """False once a stream decoded to more than its size hint: hints are wrong here."""
 
-    def decode(self, buf: Any, out: Any = None, size: int | None = None) -> Any:
+    def decode(
+        self, buf: Any, out: Any = None, size: int | None = None, bound: int | None = None
+    ) -> Any:
         """The inflated bytes of ``buf``.
 
         Parameters
@@ -61,6 +65,9 @@ class FastInflate:
         size
             How many bytes the stream should decode to at most, when known: libdeflate is
             used then (the result may be shorter; a longer stream falls back to zlib).
+        bound
+            The most bytes zlib may produce when it decides (`refzarr.codecs.bounded`);
+            None: no bound (numcodecs' behaviour).
         """
         if out is not None or not _contiguous(buf):
             return self.codec.decode(buf, out)  # numcodecs' own handling (and its errors)
@@ -71,6 +78,8 @@ class FastInflate:
             except error as exc:
                 if "INSUFFICIENT_SPACE" in str(exc):
                     self.sized = False
+        if bound is not None:
+            return inflate_bounded(buf, bound)
         return zlib.decompress(buf)  # what numcodecs does, without its buffer conversions
 
     def fill(self, buf: Any, out: np.ndarray[Any, np.dtype[np.uint8]]) -> bool:

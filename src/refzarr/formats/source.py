@@ -22,6 +22,7 @@ __all__ = [
     "detect_format",
     "locate",
     "remote_call",
+    "set_max_expansion",
 ]
 
 T = TypeVar("T")
@@ -201,8 +202,13 @@ def _all_bytes(fs: Any, path: str) -> bytes:
 
 
 def _first_bytes(fs: Any, path: str, size: int) -> bytes:
-    """The first ``size`` bytes of the file at ``path`` on ``fs`` (fewer when it is shorter)."""
+    """The first ``size`` bytes of the file at ``path`` on ``fs`` (fewer when it is shorter);
+    over HTTP never more, also from a server that ignores ``Range`` (`read_range`)."""
+    from refzarr.io.http_range import is_http, read_range
+
     try:
+        if is_http(fs):
+            return read_range(fs, path, 0, size)[:size]
         return bytes(fs.cat_file(path, start=0, end=size))
     except Exception as exc:
         refused = getattr(exc, "status", None) == 416  # aiohttp's answer (fsspec's HTTP)
@@ -244,14 +250,69 @@ def _zmetadata(location: Location) -> bytes | None:
         return None
 
 
+MAX_EXPANSION = 100
+"""How many times its own size a compressed JSON set may decompress to (beyond
+`EXPANSION_FLOOR`): refzarr's sets reach 9-17x; a 33 KB zstd file of spaces reaches 32,000x
+(1 GiB), and was held in memory and parsed whole before anything looked at it."""
+
+EXPANSION_FLOOR = 2**26
+"""Bytes any compressed JSON set may decompress to, whatever its size (64 MiB)."""
+
+_expansion = {"ratio": MAX_EXPANSION}
+
+
+def set_max_expansion(ratio: int) -> None:
+    """Allow compressed JSON reference sets to decompress to up to ``ratio`` times their
+    size (process-wide; trusted sets only; `EXPANSION_FLOOR` bytes are always allowed).
+
+    Raises
+    ------
+    ValueError
+        When ``ratio`` is not a positive integer.
+    """
+    if isinstance(ratio, bool) or not isinstance(ratio, int) or ratio < 1:
+        raise ValueError(f"the ratio must be a positive integer, got {ratio!r}")
+    _expansion["ratio"] = ratio
+
+
 def decompress(data: bytes, *, shown: str) -> bytes:
-    """``data`` decompressed when it is a zstd or gzip stream (by magic bytes), else as is."""
+    """``data`` decompressed when it is a zstd or gzip stream (by magic bytes), else as is.
+
+    Raises
+    ------
+    RefFormatError
+        When the stream is damaged, or would decompress to more than `MAX_EXPANSION` times
+        its size and `EXPANSION_FLOOR` (checked as it is decompressed, never held whole).
+    """
+    bound = max(EXPANSION_FLOOR, _expansion["ratio"] * len(data))
     try:
         if data.startswith(ZSTD_MAGIC):
             reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data))
-            return reader.read()
+            return _bounded_read(reader, bound, len(data), shown)
         if data.startswith(GZIP_MAGIC):
-            return gzip.decompress(data)
+            with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as stream:
+                return _bounded_read(stream, bound, len(data), shown)
     except (zstandard.ZstdError, OSError, EOFError, zlib.error) as exc:
         raise RefFormatError(f"{shown}: corrupt compressed reference set ({exc})") from exc
     return data
+
+
+_PIECE = 2**24
+
+
+def _bounded_read(stream: Any, bound: int, size: int, shown: str) -> bytes:
+    """All of ``stream``, read a piece at a time; RefFormatError past ``bound`` bytes."""
+    out = io.BytesIO()
+    total = 0
+    while total <= bound:
+        piece = stream.read(min(_PIECE, bound + 1 - total))
+        if not piece:
+            return out.getvalue()
+        total += len(piece)
+        out.write(piece)
+    raise RefFormatError(
+        f"{shown}: the compressed reference set ({size:,} bytes) decompresses to more than "
+        f"{bound:,} bytes ({_expansion['ratio']:,} times its size; a decompression bomb?): "
+        "not read. For a set you trust, raise the ratio with "
+        "refzarr.formats.source.set_max_expansion"
+    )

@@ -45,6 +45,7 @@ import numpy as np
 
 from refzarr.errors import ChunkFetchError, ReferenceFetchError, RefzarrError
 from refzarr.io.allow import URLPolicy
+from refzarr.io.http_range import is_http, read_range
 from refzarr.io.plan import Block, ReadPlan, plan_reads
 
 __all__ = [
@@ -516,6 +517,8 @@ class RangeReader:
         fs, is_local = self._filesystem(block.url)
         if is_local and files is not None:
             return files.pread(_local_path(fs, block.url), block.start, block.length)
+        if is_http(fs):  # a server ignoring Range would send the whole file (read_range)
+            return read_range(fs, block.url, block.start, block.end)
         data: bytes = fs.cat_file(_remote_path(fs, block.url), start=block.start, end=block.end)
         return data
 

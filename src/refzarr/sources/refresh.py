@@ -208,10 +208,12 @@ def refuse_unscannable(changes: Sequence[SourceChange]) -> None:
 
 
 def rescan(scan: ScanRecord, storage_options: Mapping[str, Any] | None) -> RefGroup:
-    """The scanned URL scanned again with its recorded format and options."""
+    """The scanned URL scanned again with its recorded format and options (but storage
+    options: refzarr never records them, and a stranger's record must not choose where the
+    user's credentials go, such as another S3 endpoint: only ``storage_options`` count)."""
     from refzarr.scan import scan as scan_url
 
-    options = dict(scan.options)
+    options = {k: v for k, v in scan.options.items() if k != "storage_options"}
     if storage_options is not None:
         options["storage_options"] = storage_options
     return scan_url(scan.url, format=scan.format, **options)

@@ -136,7 +136,7 @@ class ZarrSharding(Codec):  # type: ignore[misc]
             raw = data[data.size - self.index_bytes :]
         else:
             raw = data[: self.index_bytes]
-        decoded = _decode(self.index_chain, raw.tobytes())
+        decoded = _decode(self.index_chain, raw.tobytes(), self.index_bytes)
         index = np.frombuffer(decoded, dtype=self.index_dtype).astype(np.uint64)
         return index.reshape(-1, 2)
 
@@ -148,7 +148,9 @@ class ZarrSharding(Codec):  # type: ignore[misc]
 
     def decode_inner(self, data: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         """One inner chunk's values, shaped like an inner chunk."""
-        result = _decode(self.inner, data)
+        plain = self.dtype.kind != "O"
+        nbytes = math.prod(self.chunk_shape) * self.dtype.itemsize if plain else None
+        result = _decode(self.inner, data, nbytes)
         if isinstance(result, np.ndarray) and result.dtype == object:
             values = result.reshape(-1)
         else:
@@ -187,9 +189,18 @@ class ZarrSharding(Codec):  # type: ignore[misc]
         return b"".join(parts) + encoded_index
 
 
-def _decode(chain: Sequence[Codec], data: Any) -> Any:
+def _decode(chain: Sequence[Codec], data: Any, nbytes: int | None) -> Any:
+    """``data`` decoded by ``chain``, its compressors' output bounded as a chunk of
+    ``nbytes`` bytes bounds it (None: objects, the per-chunk limit) (`refzarr.codecs.bounded`:
+    an inner chunk of a few bytes may inflate to gigabytes)."""
+    from refzarr.codecs.bounded import bounded_decoder, chunk_bound
+    from refzarr.codecs.chunk import max_chunk_bytes
+
+    limit = max_chunk_bytes()
+    bound = limit if nbytes is None else chunk_bound(nbytes, limit, plain=True)
     for codec in reversed(chain):
-        data = codec.decode(data)
+        bounded = bounded_decoder(codec)
+        data = codec.decode(data) if bounded is None else bounded(codec, data, bound)
     return data
 
 

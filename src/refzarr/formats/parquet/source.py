@@ -131,7 +131,7 @@ class ParquetManifestSource:
                     "damaged (rewrite it from its source)"
                 ) from None
             return None  # fsspec writes no file for a record none of whose chunks was written
-        return decode_record(data, where=self.where(number))
+        return decode_record(data, where=self.where(number), max_rows=self._record_size)
 
     def load_block(self, number: int) -> ManifestBlock:
         """Block ``number``: the entries of record file ``number``."""

@@ -8,12 +8,17 @@ the sidecar's own URL without ``.dmrpp`` (archives publish the two side by side)
 ``dmrpp:href`` when it is an absolute URL (``https://...``, ``s3://...``). A chunk's own
 ``href`` is used when it is an absolute URL, and stands for the data file when it is the
 dataset's ``dmrpp:href`` or the placeholder; any other (relative) ``href`` is refused, since
-nothing says what it is relative to.
+nothing says what it is relative to. A scan reads bytes (to inline them) only of the data file
+and of URLs beside it (the same scheme and host or bucket; for a local data file, that file
+itself): a sidecar from a stranger would otherwise have the scan copy any file or URL the
+user can reach (``file:///home/me/.aws/credentials``, a cloud metadata URL) into the set.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,6 +131,25 @@ def _filled(template: str, sidecar: str, href: str | None) -> str:
     return template.replace("{name}", name).replace("{href}", href or "")
 
 
+def _beside(href: str, data_url: str) -> bool:
+    """Whether the absolute URL ``href`` is where a chunk of ``data_url``'s sidecar may be:
+    the same scheme and host (bucket) for a remote data file; for a local one, a ``file://``
+    URL of the data file itself (symbolic links resolved: any other local file could be one
+    its user did not mean to publish)."""
+    data = data_url.rsplit("::", 1)[-1]
+    theirs = urllib.parse.urlsplit(href)
+    if "://" not in data or data.startswith("file://"):
+        if theirs.scheme.lower() not in ("file", "local"):
+            return False
+        ours_path = os.path.realpath(LocalFileSystem._strip_protocol(data))
+        return bool(os.path.realpath(LocalFileSystem._strip_protocol(href)) == ours_path)
+    ours = urllib.parse.urlsplit(data)
+    return (theirs.scheme.lower(), theirs.netloc.lower()) == (
+        ours.scheme.lower(),
+        ours.netloc.lower(),
+    )
+
+
 @dataclass
 class DataFiles:
     """The data file of one scan, chunk ``href``s resolved, and bytes read from them on
@@ -150,7 +174,21 @@ class DataFiles:
         )
 
     def read(self, url: str, offset: int, length: int, where: str) -> bytes:
-        """``length`` bytes of ``url`` from ``offset``; ScanError when fewer are there."""
+        """``length`` bytes of ``url`` from ``offset``; ScanError when fewer are there.
+
+        Raises
+        ------
+        UnsupportedFeatureError
+            When ``url`` (a chunk's ``href``) is not beside the data file: a sidecar from a
+            stranger would have the scan copy any file the user can read into the set.
+        """
+        if url != self.url and not _beside(url, self.url):
+            raise UnsupportedFeatureError(
+                f"{where}: a chunk's href {url!r} is not beside the data file {self.url} "
+                "(another scheme, host or bucket, or another local file): its bytes are not "
+                "read to inline them (a sidecar from a stranger could name any file you can "
+                "read, and the scan would copy it into the reference set)"
+            )
         fs, path = self._fs(url)
         try:
             data = bytes(fs.cat_file(path, start=offset, end=offset + length))
