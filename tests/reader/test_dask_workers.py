@@ -164,3 +164,23 @@ def test_a_one_task_read_starts_no_threads(
     assert pools == []
     np.testing.assert_array_equal(refzarr.open_dataset(folder / "refs.json").air.values, expected)
     assert pools  # 40 files, 40 blocks: decoded on a pool
+
+
+def test_a_store_opened_by_path_pickles_as_its_location(
+    archive: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    folder, files = archive
+    store = refzarr.ReferenceStore(folder / "refs.parq")
+    assert len(pickle.dumps(store)) < 1_000  # the group pickled whole: ~12 kB
+    first, second = pickle.loads(pickle.dumps(store)), pickle.loads(pickle.dumps(store))
+    assert first is second  # one per process
+    expected = refzarr.open_dataset(folder / "refs.parq").air.values
+    with dask.config.set(scheduler="sync"):
+        got = xr.open_zarr(first, zarr_format=2).air.values
+    np.testing.assert_array_equal(got, expected)
+    refs = tmp_path / "refs.json"
+    refzarr.write(_combined(files[:2]), refs)
+    task = pickle.dumps(refzarr.ReferenceStore(refs))
+    refzarr.write(_combined(files[:3]), refs)
+    with pytest.raises(refzarr.RefFormatError, match="changed since it was opened"):
+        pickle.loads(task)

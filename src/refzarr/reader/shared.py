@@ -18,10 +18,11 @@ raises `RefFormatError` saying to open it again, never reads other chunks in sil
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +31,9 @@ from refzarr.formats.api import read
 from refzarr.io import RangeReader
 from refzarr.model import ArrayMeta, RefArray, RefGroup
 from refzarr.reader.array import ArrayReader
+from refzarr.sources.guard import SourceGuard, source_guard
 
-__all__ = ["SetOrigin", "shared_reader"]
+__all__ = ["SetOrigin", "metadata_digest", "opened_set", "set_origin", "shared_reader"]
 
 MAX_SETS = 8
 """Reference sets a process keeps opened for unpickled arrays (least recently used first out)."""
@@ -58,6 +60,14 @@ class SetOrigin:
     allowed: Sequence[str] | None
     check_sources: str
 
+    def reader(self, group: RefGroup) -> RangeReader:
+        """The reader of ``group`` (read from this origin) with the allow-list and checks."""
+        check: Any = self.check_sources
+        guard = source_guard(group, check, self.url)
+        return RangeReader(
+            storage_options=self.storage_options, allowed=self.allowed, url_check=guard
+        )
+
     def key(self) -> bytes:
         """The key of this origin in a process's cache of opened sets."""
         return pickle.dumps(
@@ -65,45 +75,65 @@ class SetOrigin:
         )
 
 
+def set_origin(url: str, reader: RangeReader) -> SetOrigin:
+    """The origin of a set opened from ``url`` and read through ``reader``."""
+    guard = reader.url_check
+    check = "none" if not isinstance(guard, SourceGuard) else "all" if guard.remote else "local"
+    allowed = None if reader.allowed is None else tuple(reader.allowed)
+    options = None if reader.storage_options is None else dict(reader.storage_options)
+    return SetOrigin(url, options, allowed, check)
+
+
 @dataclass(frozen=True, slots=True)
-class _Opened:
-    """A set as a worker process opened it: the group, its reader, readers made so far."""
+class Opened:
+    """A set as a process opened it from its origin: the group, its reader (shared by all
+    that read it there: each source file checked once), and what was made from it so far
+    (array readers by path, stores by mode)."""
 
     group: RefGroup
     reader: RangeReader
-    arrays: dict[str, ArrayReader]
+    made: dict[Any, Any]
 
 
-_OPENED: OrderedDict[bytes, _Opened] = OrderedDict()
+_OPENED: OrderedDict[bytes, Opened] = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def shared_reader(
-    origin: SetOrigin,
-    path: str,
-    meta: ArrayMeta,
-    open_reader: Callable[[RefGroup, SetOrigin], RangeReader],
-) -> ArrayReader:
+def shared_reader(origin: SetOrigin, path: str, meta: ArrayMeta) -> ArrayReader:
     """The `ArrayReader` of array ``path`` of the set at ``origin``, opened once per process.
 
-    ``open_reader(group, origin)`` makes the set's `RangeReader` (allow-list, source checks)
-    the first time. Raises `RefFormatError` when the set no longer holds the array as
-    ``meta`` describes it.
+    Raises `RefFormatError` when the set no longer holds the array as ``meta`` describes it.
     """
-    opened = _opened(origin, open_reader)
-    found = opened.arrays.get(path)
+    opened = opened_set(origin)
+    found: ArrayReader | None = opened.made.get(path)
     if found is None:
         array = _array_at(opened.group, path, origin)
         _check_unchanged(array.meta, meta, path, origin)
-        found = opened.arrays.setdefault(path, ArrayReader(array, path, opened.reader))
+        found = opened.made.setdefault(path, ArrayReader(array, path, opened.reader))
     elif found.array.meta is not meta and found.array.meta != meta:
         _check_unchanged(found.array.meta, meta, path, origin)
     return found
 
 
-def _opened(
-    origin: SetOrigin, open_reader: Callable[[RefGroup, SetOrigin], RangeReader]
-) -> _Opened:
+def metadata_digest(documents: Iterable[tuple[str, bytes]]) -> bytes:
+    """A digest of a store's metadata documents (key, bytes), to tell a rewritten set."""
+    digest = hashlib.blake2b(digest_size=16)
+    for key, document in sorted(documents):
+        digest.update(key.encode() + b"\0" + document + b"\0")
+    return digest.digest()
+
+
+def changed_set(origin: SetOrigin) -> RefFormatError:
+    """The error for a set whose metadata changed since it was opened."""
+    return RefFormatError(
+        f"{origin.url}: the reference set changed since it was opened (its metadata differs "
+        "now: it was rewritten, appended or refreshed) and a dask worker read the new one. "
+        "Open it again"
+    )
+
+
+def opened_set(origin: SetOrigin) -> Opened:
+    """The set at ``origin`` as this process opened it (read the first time)."""
     key = origin.key()
     with _LOCK:
         opened = _OPENED.get(key)
@@ -112,7 +142,7 @@ def _opened(
             return opened
     group = read(origin.url, origin.storage_options)  # outside the lock: it may take a while
     with _LOCK:
-        opened = _OPENED.setdefault(key, _Opened(group, open_reader(group, origin), {}))
+        opened = _OPENED.setdefault(key, Opened(group, origin.reader(group), {}))
         _OPENED.move_to_end(key)
         while len(_OPENED) > MAX_SETS:
             _OPENED.popitem(last=False)

@@ -39,7 +39,7 @@ from refzarr.reader.netcdf_view import (
     single_source,
     vlen_element,
 )
-from refzarr.reader.shared import SetOrigin, shared_reader
+from refzarr.reader.shared import SetOrigin, set_origin, shared_reader
 from refzarr.sources.guard import CheckSources, SourceGuard, source_guard
 
 __all__ = ["RefzarrBackendEntrypoint", "open_dataset", "open_datatree", "open_groups"]
@@ -93,12 +93,7 @@ def _shared_array(
     origin: SetOrigin, path: str, meta: ArrayMeta, dtype: np.dtype[Any]
 ) -> RefzarrBackendArray:
     """A pickled `RefzarrBackendArray` of a set opened by path, in the process unpickling it."""
-    return RefzarrBackendArray(shared_reader(origin, path, meta, _origin_reader), dtype, origin)
-
-
-def _origin_reader(group: RefGroup, origin: SetOrigin) -> RangeReader:
-    check: Any = origin.check_sources
-    return _reader(group, origin.url, origin.storage_options, origin.allowed, check)
+    return RefzarrBackendArray(shared_reader(origin, path, meta), dtype, origin)
 
 
 def native_records(dtype: np.dtype[Any]) -> np.dtype[Any]:
@@ -503,11 +498,7 @@ def _origin(source: Any, reader: RangeReader) -> SetOrigin | None:
     """Where a set opened from a path or URL is (what its arrays pickle as); None otherwise."""
     if not isinstance(source, str | os.PathLike):
         return None
-    guard = reader.url_check
-    check = "none" if not isinstance(guard, SourceGuard) else "all" if guard.remote else "local"
-    allowed = None if reader.allowed is None else tuple(reader.allowed)
-    options = None if reader.storage_options is None else dict(reader.storage_options)
-    return SetOrigin(os.fspath(source), options, allowed, check)
+    return set_origin(os.fspath(source), reader)
 
 
 def _load(source: Any, storage_options: Mapping[str, Any] | None) -> RefGroup:
