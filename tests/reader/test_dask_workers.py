@@ -184,3 +184,20 @@ def test_a_store_opened_by_path_pickles_as_its_location(
     refzarr.write(_combined(files[:3]), refs)
     with pytest.raises(refzarr.RefFormatError, match="changed since it was opened"):
         pickle.loads(task)
+
+
+def test_a_long_lived_worker_reads_a_set_opened_again(
+    archive: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """A set rewritten with the same shape (refreshed, say) and opened again is read again
+    by a worker that still holds the first opening's copy."""
+    _, files = archive
+    refs = tmp_path / "refs.json"
+    refzarr.write(_combined(files[:2]), refs)
+    first = pickle.loads(pickle.dumps(_task_array(refzarr.open_dataset(refs, chunks={}))))
+    refzarr.write(_combined(files[2:4]), refs)
+    ds = refzarr.open_dataset(refs, chunks={})
+    second = pickle.loads(pickle.dumps(_task_array(ds)))
+    expected = refzarr.open_dataset(refs).air.values
+    np.testing.assert_array_equal(_backend(second).reader.read(...), expected)
+    assert _backend(first).reader is not _backend(second).reader

@@ -10,6 +10,9 @@ allow-list and the source checks) plus the array's path and metadata; the first 
 process runs reads the set there (Parquet: only the record files it needs, kept for later
 tasks), and every later task of that process finds it in `_OPENED`. Source checks run once per
 file per worker process, and the allow-list holds there as in the process that opened it.
+Each opening (each ``open_dataset`` call) is its own entry: a long-lived worker
+(dask.distributed) reads a set again when it is opened again, so a set refreshed in place is
+never read through the copy an earlier opening left there.
 
 The set read in a worker must still hold the array as it was opened (same shape, dtype,
 chunks, codecs, attributes): a set rewritten meanwhile (appended, refreshed to another shape)
@@ -21,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +40,8 @@ from refzarr.sources.guard import SourceGuard, source_guard
 __all__ = ["SetOrigin", "metadata_digest", "opened_set", "set_origin", "shared_reader"]
 
 MAX_SETS = 8
-"""Reference sets a process keeps opened for unpickled arrays (least recently used first out)."""
+"""Openings of reference sets a process keeps for unpickled arrays (least recently used first
+out)."""
 
 
 @dataclass(frozen=True)
@@ -53,12 +58,17 @@ class SetOrigin:
         The allow-list (`RangeReader.allowed`).
     check_sources
         ``"local"``, ``"all"`` or ``"none"``: the source checks of the reader.
+    opening
+        Unique per opening (`set_origin` draws it): a process keeps one copy of the set per
+        opening, so a set opened again after a change (appended, refreshed) is read again by
+        long-lived workers, never served from the copy of an earlier opening.
     """
 
     url: str
     storage_options: Mapping[str, Any] | None
     allowed: Sequence[str] | None
     check_sources: str
+    opening: str = ""
 
     def reader(self, group: RefGroup) -> RangeReader:
         """The reader of ``group`` (read from this origin) with the allow-list and checks."""
@@ -71,7 +81,8 @@ class SetOrigin:
     def key(self) -> bytes:
         """The key of this origin in a process's cache of opened sets."""
         return pickle.dumps(
-            (self.url, self.storage_options, self.allowed, self.check_sources), protocol=5
+            (self.url, self.storage_options, self.allowed, self.check_sources, self.opening),
+            protocol=5,
         )
 
 
@@ -81,7 +92,7 @@ def set_origin(url: str, reader: RangeReader) -> SetOrigin:
     check = "none" if not isinstance(guard, SourceGuard) else "all" if guard.remote else "local"
     allowed = None if reader.allowed is None else tuple(reader.allowed)
     options = None if reader.storage_options is None else dict(reader.storage_options)
-    return SetOrigin(url, options, allowed, check)
+    return SetOrigin(url, options, allowed, check, uuid.uuid4().hex)
 
 
 @dataclass(frozen=True, slots=True)
