@@ -201,3 +201,18 @@ def test_a_long_lived_worker_reads_a_set_opened_again(
     expected = refzarr.open_dataset(refs).air.values
     np.testing.assert_array_equal(_backend(second).reader.read(...), expected)
     assert _backend(first).reader is not _backend(second).reader
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_virtual_dataset_copies_to_zarr(
+    archive: tuple[Path, list[Path]], tmp_path: Path, zarr_format: int
+) -> None:
+    """Materialising: to_zarr chunk by chunk (the engine's encoding once held the reference
+    set's codecs as dicts under "filters", which zarr refused)."""
+    folder, _ = archive
+    ds = refzarr.open_dataset(folder / "refs.parq", chunks={})
+    assert ds.air.encoding["codecs"]
+    with dask.config.set(scheduler="threads"):
+        ds.to_zarr(tmp_path / "copy.zarr", zarr_format=zarr_format)
+    copy = xr.open_zarr(tmp_path / "copy.zarr", zarr_format=zarr_format)
+    xr.testing.assert_identical(copy.load(), refzarr.open_dataset(folder / "refs.parq").load())

@@ -191,7 +191,9 @@ class RefzarrDataStore(AbstractDataStore):
         stored = as_stored(meta, source_layout(raw))  # a loaded coordinate: as in its file
         encoding = netcdf_encoding(stored, name, attrs, dims)
         encoding.update(_chunk_encoding(stored, dims))
-        encoding["filters"] = [dict(codec) for codec in meta.codecs]
+        # the reference set's codecs, for information: not under "filters", which to_zarr
+        # would pass to zarr (it wants codec objects; some of ours cannot encode)
+        encoding["codecs"] = [dict(codec) for codec in meta.codecs]
         data_file = single_source(array.manifest)
         if data_file is not None:
             encoding["source"] = data_file
