@@ -370,11 +370,17 @@ class _ChunkKeys(Sequence[str]):
 
 
 class _Decoding:
-    """A thread pool decoding chunks in batches, with a bounded backlog (bounded memory)."""
+    """A thread pool decoding chunks in batches, with a bounded backlog (bounded memory).
+
+    The pool is made only when a second task comes: a read whose chunks make one task (a
+    dask task's chunk, most often) decodes it in the calling thread, without the threads'
+    start and hand-off (which cost more than decoding a small chunk).
+    """
 
     def __init__(self, threads: int) -> None:
         self.threads = threads
-        self.pool = ThreadPoolExecutor(threads)
+        self.pool: ThreadPoolExecutor | None = None
+        self.held: tuple[Callable[..., None], tuple[Any, ...]] | None = None
         self.pending: set[Future[None]] = set()
 
     def __enter__(self) -> _Decoding:
@@ -383,10 +389,15 @@ class _Decoding:
     def __exit__(self, *exc: object) -> None:
         try:
             if exc[0] is None:
+                if self.held is not None:  # the only task: decoded here
+                    task, args = self.held
+                    self.held = None
+                    task(*args)
                 for future in self.pending:
                     future.result()
         finally:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            if self.pool is not None:
+                self.pool.shutdown(wait=True, cancel_futures=True)
 
     def add_block(self, stored: _Stored, block: FetchedBlock) -> None:
         """Decode the chunks of a fetched block, a batch of them per task."""
@@ -405,6 +416,13 @@ class _Decoding:
 
     def submit(self, task: Callable[..., None], *args: Any) -> None:
         """Run ``task(*args)`` on the pool, first waiting while the backlog is full."""
+        if self.pool is None:
+            if self.held is None:
+                self.held = (task, args)
+                return
+            self.pool = ThreadPoolExecutor(self.threads)
+            held, self.held = self.held, None
+            self.pending.add(self.pool.submit(held[0], *held[1]))
         self.pending.add(self.pool.submit(task, *args))
         if len(self.pending) >= self.threads * _BACKLOG_PER_THREAD:
             done, _ = wait(self.pending, return_when=FIRST_COMPLETED)

@@ -54,6 +54,7 @@ from refzarr.model.hierarchy import (
     hierarchy_metadata,
 )
 from refzarr.model.kerchunk import metadata_text
+from refzarr.reader.shared import SetOrigin, changed_set, metadata_digest, opened_set, set_origin
 from refzarr.sources.guard import CheckSources, SourceGuard, source_guard
 
 __all__ = ["ReferenceStore"]
@@ -136,10 +137,14 @@ class ReferenceStore(Store):
         where = os.fspath(refs) if isinstance(refs, str | os.PathLike) else None
         guard = source_guard(self.group, check_sources, where)
         self.check_sources: CheckSources | SourceGuard = "none" if guard is None else guard
+        self._origin: SetOrigin | None = None
+        self._digest: bytes | None = None
         if reader is None:
             reader = RangeReader(
                 storage_options=storage_options, allowed=allowed_protocols, url_check=guard
             )
+            # opened from a path or URL: pickles as it (a dask worker reads the set once)
+            self._origin = None if where is None else set_origin(where, reader)
         elif guard is not None and reader.url_check is None:
             reader = replace(reader, url_check=guard)
         self.reader = reader
@@ -163,6 +168,17 @@ class ReferenceStore(Store):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._origin is None:
+            return (_store_from_state, (self.__getstate__(),))
+        return (_shared_store, (self._origin, self.check_chunks, self.decoded, self.digest()))
+
+    def digest(self) -> bytes:
+        """A digest of the metadata this store serves (a worker's copy must serve the same)."""
+        if self._digest is None:
+            self._digest = metadata_digest(self._metadata.items())
+        return self._digest
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -415,6 +431,36 @@ def _decoded_bytes(values: np.ndarray[Any, Any], meta: ArrayMeta) -> np.ndarray[
     if values.dtype != meta.dtype:  # objects a codec made for a fixed-size dtype, as zarr does
         values = np.asarray(values).astype(meta.dtype)
     return values.ravel(order=meta.order).view(np.uint8)
+
+
+def _store_from_state(state: dict[str, Any]) -> ReferenceStore:
+    store = ReferenceStore.__new__(ReferenceStore)
+    store.__setstate__(state)
+    return store
+
+
+def _shared_store(
+    origin: SetOrigin, check_chunks: bool, decoded: bool, digest: bytes
+) -> ReferenceStore:
+    """A pickled store of a set opened by path: one per mode per process, over the set that
+    process read once; `RefFormatError` when its metadata is no longer the pickled store's."""
+    opened = opened_set(origin)
+    mode = ("store", check_chunks, decoded)
+    store: ReferenceStore | None = opened.made.get(mode)
+    if store is None:
+        check: Any = origin.check_sources
+        made = ReferenceStore(
+            opened.group,
+            reader=opened.reader,
+            check_chunks=check_chunks,
+            decoded=decoded,
+            check_sources=check,
+        )
+        made._origin = origin
+        store = opened.made.setdefault(mode, made)
+    if store.digest() != digest:
+        raise changed_set(origin)
+    return store
 
 
 def _render_metadata(

@@ -39,6 +39,7 @@ from refzarr.reader.netcdf_view import (
     single_source,
     vlen_element,
 )
+from refzarr.reader.shared import SetOrigin, set_origin, shared_reader
 from refzarr.sources.guard import CheckSources, SourceGuard, source_guard
 
 __all__ = ["RefzarrBackendEntrypoint", "open_dataset", "open_datatree", "open_groups"]
@@ -50,12 +51,29 @@ _INDEX_PRELOAD_BYTES = 64 * 2**20
 
 
 class RefzarrBackendArray(BackendArray):
-    """A referenced array as xarray's lazy backend array (basic indexing, batched reads)."""
+    """A referenced array as xarray's lazy backend array (basic indexing, batched reads).
 
-    def __init__(self, reader: ArrayReader, dtype: np.dtype[Any] | None = None) -> None:
+    With an ``origin`` (the set was opened from a path or URL) it pickles as that origin, its
+    path and metadata, not its manifest: a dask worker process reads the set once and shares
+    it between its tasks (`refzarr.reader.shared`).
+    """
+
+    def __init__(
+        self,
+        reader: ArrayReader,
+        dtype: np.dtype[Any] | None = None,
+        origin: SetOrigin | None = None,
+    ) -> None:
         self.reader = reader
         self.shape = reader.shape
         self.dtype = native_records(reader.dtype if dtype is None else dtype)
+        self.origin = origin
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.origin is None:
+            return (RefzarrBackendArray, (self.reader, self.dtype))
+        meta = self.reader.array.meta
+        return (_shared_array, (self.origin, self.reader.name, meta, self.dtype))
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray[Any, Any]:
         return indexing.explicit_indexing_adapter(  # type: ignore[no-any-return]
@@ -69,6 +87,13 @@ class RefzarrBackendArray(BackendArray):
         if values.dtype != self.dtype and self.dtype.names:
             return values.astype(self.dtype)
         return values
+
+
+def _shared_array(
+    origin: SetOrigin, path: str, meta: ArrayMeta, dtype: np.dtype[Any]
+) -> RefzarrBackendArray:
+    """A pickled `RefzarrBackendArray` of a set opened by path, in the process unpickling it."""
+    return RefzarrBackendArray(shared_reader(origin, path, meta), dtype, origin)
 
 
 def native_records(dtype: np.dtype[Any]) -> np.dtype[Any]:
@@ -91,11 +116,13 @@ class RefzarrDataStore(AbstractDataStore):
         reader: RangeReader,
         *,
         use_zarr_fill_value_as_mask: bool = True,
+        origin: SetOrigin | None = None,
     ) -> None:
         self.group = group
         self.path = path
         self.reader = reader
         self.use_zarr_fill_value_as_mask = use_zarr_fill_value_as_mask
+        self.origin = origin
 
     def _arrays(self) -> dict[str, RefArray]:
         return {
@@ -152,7 +179,9 @@ class RefzarrDataStore(AbstractDataStore):
         data: Any = (
             source
             if isinstance(source, np.ndarray)
-            else indexing.LazilyIndexedArray(RefzarrBackendArray(source, presented_dtype(meta)))
+            else indexing.LazilyIndexedArray(
+                RefzarrBackendArray(source, presented_dtype(meta), self.origin)
+            )
         )
         raw = _thaw(meta.attributes)
         attrs = typed_attributes(raw)
@@ -162,7 +191,9 @@ class RefzarrDataStore(AbstractDataStore):
         stored = as_stored(meta, source_layout(raw))  # a loaded coordinate: as in its file
         encoding = netcdf_encoding(stored, name, attrs, dims)
         encoding.update(_chunk_encoding(stored, dims))
-        encoding["filters"] = [dict(codec) for codec in meta.codecs]
+        # the reference set's codecs, for information: not under "filters", which to_zarr
+        # would pass to zarr (it wants codec objects; some of ours cannot encode)
+        encoding["codecs"] = [dict(codec) for codec in meta.codecs]
         data_file = single_source(array.manifest)
         if data_file is not None:
             encoding["source"] = data_file
@@ -244,6 +275,7 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
             root,
             group,
             reader,
+            origin=_origin(filename_or_obj, reader),
             use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
             mask_and_scale=mask_and_scale,
             decode_times=decode_times,
@@ -261,6 +293,7 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
         reader: RangeReader,
         *,
         use_zarr_fill_value_as_mask: bool,
+        origin: SetOrigin | None = None,
         **decoding: Any,
     ) -> xr.Dataset:
         """The group at path ``group`` of ``root``, read through ``reader``, CF-decoded."""
@@ -270,6 +303,7 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
             path,
             reader,
             use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
+            origin=origin,
         )
         return StoreBackendEntrypoint().open_dataset(store, **decoding)
 
@@ -287,12 +321,14 @@ class RefzarrBackendEntrypoint(BackendEntrypoint):
         # one reader for every group: each source file is checked once, not once per group
         root = _load(filename_or_obj, storage_options)
         reader = _reader(root, filename_or_obj, storage_options, allowed_protocols, check_sources)
+        origin = _origin(filename_or_obj, reader)
         paths = [""] + [path for path, _ in root.groups() if path]
         return {
             "/" + path: self._open_group(
                 root,
                 path,
                 reader,
+                origin=origin,
                 use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
                 **decoding,
             )
@@ -358,15 +394,15 @@ def open_dataset(
     -------
     xarray.Dataset
     """
-    source = refs if isinstance(refs, RefGroup) else _load(refs, storage_options)
+    source = _given(refs, storage_options)
     return xr.open_dataset(
-        source,  # type: ignore[arg-type]
+        source,
         engine=RefzarrBackendEntrypoint,
         chunks=chunks,
         group=group,
         storage_options=storage_options,
         allowed_protocols=allowed_protocols,
-        check_sources=_named_guard(refs, source, check_sources),
+        check_sources=check_sources,
         **xarray_kwargs,
     )
 
@@ -384,12 +420,12 @@ def open_datatree(
     groups). Raises ValueError, as `xarray.open_datatree` does, when a group does not align
     with its parent (see `open_groups` for those reference sets).
     """
-    source = refs if isinstance(refs, RefGroup) else _load(refs, storage_options)
+    source = _given(refs, storage_options)
     return xr.open_datatree(
-        source,  # type: ignore[arg-type]
+        source,
         engine=RefzarrBackendEntrypoint,
         storage_options=storage_options,
-        check_sources=_named_guard(refs, source, check_sources),
+        check_sources=check_sources,
         **xarray_kwargs,
     )
 
@@ -426,25 +462,22 @@ def open_groups(
         Every group by its path (``"/"``, ``"/overview_1"``, ``"/series_1/overview_1"``),
         each with only its own variables.
     """
-    source = refs if isinstance(refs, RefGroup) else _load(refs, storage_options)
+    source = _given(refs, storage_options)
     return xr.open_groups(
-        source,  # type: ignore[arg-type]
+        source,
         engine=RefzarrBackendEntrypoint,
         storage_options=storage_options,
-        check_sources=_named_guard(refs, source, check_sources),
+        check_sources=check_sources,
         **xarray_kwargs,
     )
 
 
-def _named_guard(
-    refs: Any, root: RefGroup, check_sources: CheckSources
-) -> CheckSources | SourceGuard:
-    """``check_sources`` as the engine takes it: a guard naming the reference set when
-    ``refs`` was its path or URL (the engine is given the set read already)."""
-    if not isinstance(refs, str | os.PathLike):
-        return check_sources
-    guard = source_guard(root, check_sources, os.fspath(refs))
-    return "none" if guard is None else guard
+def _given(refs: Any, storage_options: Mapping[str, Any] | None) -> Any:
+    """What the engine is given for ``refs``: a path or URL as it is (the engine reads it, and
+    its arrays pickle as it: small dask tasks), a reference dict read into a `RefGroup`."""
+    if isinstance(refs, RefGroup | str | os.PathLike):
+        return refs
+    return _load(refs, storage_options)
 
 
 def _reader(
@@ -461,6 +494,13 @@ def _reader(
         allowed=allowed_protocols,
         url_check=source_guard(root, check_sources, where),
     )
+
+
+def _origin(source: Any, reader: RangeReader) -> SetOrigin | None:
+    """Where a set opened from a path or URL is (what its arrays pickle as); None otherwise."""
+    if not isinstance(source, str | os.PathLike):
+        return None
+    return set_origin(os.fspath(source), reader)
 
 
 def _load(source: Any, storage_options: Mapping[str, Any] | None) -> RefGroup:

@@ -107,6 +107,14 @@ class ParquetManifestSource:
         self._every_record_written = every_record_written
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the lock stays behind (a dask worker's copy makes its own)
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def block_size(self) -> int:
         """References per record file."""
