@@ -86,10 +86,11 @@ class RefGroup:
         pickled the whole group twice and unpickled it (the source record of every file:
         about 0.7 s per 1,000 files at every open) and still drew at random for a group
         whose manifests are read lazily."""
-        if self._token is None:
-            object.__setattr__(self, "_token", uuid.uuid4().hex)
-        assert self._token is not None
-        return "refzarr.RefGroup", self._token
+        token = getattr(self, "_token", None)  # unset in a copy made without __init__
+        if token is None:
+            token = uuid.uuid4().hex
+            object.__setattr__(self, "_token", token)
+        return "refzarr.RefGroup", token
 
     def __getitem__(self, path: str) -> Node:
         """The member at ``path`` (``"a/b"`` reaches into subgroups)."""
