@@ -141,6 +141,42 @@ def test_any_group_pickles(group: RefGroup) -> None:
     assert pickle.loads(pickle.dumps(group)) == group
 
 
+def test_dask_token_is_kept_per_group_and_never_pickles_the_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dask.base import tokenize
+
+    sources = {"files": {f"/d/{k}.nc": {"size": k} for k in range(50)}}
+    group = RefGroup(attributes={"t": 1}, members={"a": _array()}, sources=sources)
+    other = RefGroup(attributes={"t": 1}, members={"a": _array()}, sources=sources)
+
+    def no_pickling(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the group was pickled to be tokenized")
+
+    monkeypatch.setattr(pickle, "dumps", no_pickling)
+    token = tokenize(group)
+    assert tokenize(group) == token  # the same group: the same token
+    assert tokenize(other) != token  # another group, even an equal one: another token
+    monkeypatch.undo()
+    copy = pickle.loads(pickle.dumps(group))  # a new object: a token of its own
+    assert copy == group
+    assert tokenize(copy) != token
+    assert pickle.loads(pickle.dumps(group)) == group  # once tokenized, it still pickles
+
+
+def test_groups_made_without_init_pickle_and_tokenize() -> None:
+    """Scanners build groups as unpickling does (no ``__init__``): the token is unset there,
+    and neither pickling nor tokenizing may ask for it."""
+    from dask.base import tokenize
+
+    from refzarr.scan.result import ScannedGroup
+
+    made = object.__new__(ScannedGroup)
+    made.__setstate__({"attributes": {}, "members": {}, "sources": None, "skipped": ()})  # type: ignore[attr-defined]
+    assert pickle.loads(pickle.dumps(made)) == RefGroup()
+    assert tokenize(made) == tokenize(made)
+
+
 # -- equality -----------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ unreadable chunks raise, never fill values."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from refzarr.codecs.inflate import CAN_FILL
 from refzarr.io import FetchPolicy, RangeReader
 from refzarr.model import ChunkManifest
 from refzarr.reader import ArrayReader
+from refzarr.reader import array as array_module
 from refzarr.reader.tiles import consecutive_tiles, tile_numbers
 from roundtrip import kerchunk_hdf5_refs
 
@@ -219,3 +221,38 @@ def test_merged_reads_use_few_blocks(source: tuple[Path, refzarr.RefGroup]) -> N
     policy = FetchPolicy(max_gap=0, max_block=1, concurrency=1, attempts=1)
     reader = ArrayReader(array, "gz", RangeReader(local_policy=policy), threads=1)
     _assert_same(reader[...], _expected(path, "gz", ...))
+
+
+class _CountedPool(ThreadPoolExecutor):
+    made = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        type(self).made += 1
+        super().__init__(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("name", "selection", "pools"),
+    [
+        ("rows", (2,), 0),  # one chunk (a dask task's read): decoded in the calling thread
+        ("gz", (slice(0, 4), slice(0, 3)), 0),
+        ("tiny", (...,), 0),  # inlined chunks: one batch
+        ("gz", (...,), 1),  # chunks in several blocks: decoded on a pool
+    ],
+)
+def test_a_read_of_one_decoding_task_starts_no_threads(
+    source: tuple[Path, refzarr.RefGroup],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    selection: tuple[Any, ...],
+    pools: int,
+) -> None:
+    path, group = source
+    monkeypatch.setattr(_CountedPool, "made", 0)
+    monkeypatch.setattr(array_module, "ThreadPoolExecutor", _CountedPool)
+    policy = FetchPolicy(max_gap=0, max_block=1, concurrency=2, attempts=1)  # a block per chunk
+    array = group[name]
+    assert isinstance(array, RefArray)
+    reader = ArrayReader(array, name, RangeReader(local_policy=policy), threads=2)
+    _assert_same(reader[selection], _expected(path, name, selection))
+    assert _CountedPool.made == pools

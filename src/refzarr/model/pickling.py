@@ -16,8 +16,12 @@ T = TypeVar("T")
 
 
 def tuple_state(cls: type[T]) -> type[T]:
-    """Class decorator (outside ``@dataclass``): pickle ``cls`` as its fields' values."""
-    names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    """Class decorator (outside ``@dataclass``): pickle ``cls`` as its fields' values.
+
+    Fields left out of ``__init__`` (``init=False``: state an object keeps for itself, such
+    as `RefGroup`'s dask token) are not pickled, and may be unset in objects made without
+    ``__init__`` (a copy is a new object)."""
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.init)  # type: ignore[arg-type]
     setter = object.__setattr__
 
     def __getstate__(self: Any) -> tuple[Any, ...]:

@@ -21,6 +21,7 @@ import numpy as np
 from refzarr.errors import IncompatibleError, SourceNotFoundError
 from refzarr.formats.target_lock import DEFAULT_LOCK_TIMEOUT
 from refzarr.model import INLINED, RefArray, RefGroup
+from refzarr.model.frozen import thaw_json
 from refzarr.model.manifest import ChunkManifest
 from refzarr.sources.check import SourceChange, changes_of, require_record
 from refzarr.sources.record import ScanRecord, read_record, sources_document
@@ -186,12 +187,11 @@ def refresh_group(
         return group, []
     refuse_unscannable(changes)
     redo = {c.scan for c in changes}
-    rescanned = {s.url: rescan(s, storage_options) for s in scans if s.url in redo}
+    again = [s for s in scans if s.url in redo]
+    rescanned = rescan_many(again, storage_options)
     if len(scans) == 1:
         return rescanned[scans[0].url], changes
-    for scan in scans:
-        if scan.url in rescanned:
-            group = _replace_scan(group, scan, rescanned[scan.url])
+    group = _replace_scans(group, [(s, rescanned[s.url]) for s in again])
     records = [read_record(rescanned[s.url])[0] if s.url in rescanned else s for s in scans]
     return replace(group, sources=sources_document(records)), changes
 
@@ -219,11 +219,39 @@ def rescan(scan: ScanRecord, storage_options: Mapping[str, Any] | None) -> RefGr
     return scan_url(scan.url, format=scan.format, **options)
 
 
-def _replace_scan(group: RefGroup, scan: ScanRecord, fresh: RefGroup) -> RefGroup:
-    files = set(scan.files)
+def rescan_many(
+    scans: Sequence[ScanRecord], storage_options: Mapping[str, Any] | None
+) -> dict[str, RefGroup]:
+    """Each scanned URL scanned again with its recorded format and options, by URL: scans of
+    one format and options together through `refzarr.scan_many` (a process pool for many
+    files, as ``refzarr scan`` does: a whole archive copied without its times changes every
+    file)."""
+    from refzarr.parallel import scan_many
+
+    alike: dict[str, list[ScanRecord]] = {}
+    for scan in scans:
+        key = json.dumps([scan.format, thaw_json(scan.options)], sort_keys=True, default=str)
+        alike.setdefault(key, []).append(scan)
+    found: dict[str, RefGroup] = {}
+    for batch in alike.values():
+        if len(batch) == 1:
+            found[batch[0].url] = rescan(batch[0], storage_options)
+            continue
+        options = dict(batch[0].options)
+        if storage_options is not None:
+            options["storage_options"] = storage_options
+        urls = [scan.url for scan in batch]
+        groups = scan_many(urls, format=batch[0].format, progress=False, **options)
+        found.update(zip(urls, groups, strict=True))
+    return found
+
+
+def _replace_scans(group: RefGroup, fresh: Sequence[tuple[ScanRecord, RefGroup]]) -> RefGroup:
+    """``group`` with the chunks of every scan of ``fresh`` replaced by its new scan's, all
+    in one pass per array (one per scan made a refresh of every file quadratic)."""
     replaced = {}
     for path, array in group.arrays():
-        updated = _replace_array(path, array, fresh, files, scan.url)
+        updated = _replace_array(path, array, fresh)
         if updated is not None:
             replaced[path] = updated
     return _rebuilt(group, replaced, "")
@@ -241,20 +269,44 @@ def _rebuilt(group: RefGroup, replaced: Mapping[str, RefArray], prefix: str) -> 
 
 
 def _replace_array(
-    path: str, array: RefArray, fresh: RefGroup, files: set[str], url: str
+    path: str, array: RefArray, fresh: Sequence[tuple[ScanRecord, RefGroup]]
 ) -> RefArray | None:
-    """``array`` with the block of chunks from ``files`` replaced by ``fresh``'s chunks of the
-    array at ``path``; None when the array holds no chunk of those files."""
+    """``array`` with the block of chunks of each scan's files replaced by its new scan's
+    chunks of the array at ``path``; None when the array holds no chunk of those files."""
     manifest = array.manifest
     ids = np.asarray(manifest.path_id)
-    ours = np.fromiter((p in files for p in manifest.paths), bool, len(manifest.paths))
+    owner = np.full(len(manifest.paths), -1, dtype=np.int64)  # URL -> its scan in fresh
+    place = {url: k for k, url in enumerate(manifest.paths)}
+    for number, (scan, _) in enumerate(fresh):
+        for url in scan.files:
+            if url in place:
+                owner[place[url]] = number
     # an array, not numpy's scalar, for a 0-d array's grid too (indexing gives a scalar there)
-    mine = np.asarray((ids >= 0) & ours[np.clip(ids, 0, None)] if len(ours) else ids < ids)
-    if not mine.any():
+    chunk_owner = np.asarray(
+        np.where(ids >= 0, owner[np.clip(ids, 0, None)], -2)
+        if len(owner)
+        else np.full_like(ids, -2)
+    )
+    flat = chunk_owner.reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    ranked = flat[order]
+    numbers = np.unique(ranked[ranked >= 0])
+    if not numbers.size:
         return None
-    new = _fresh_array(path, array, fresh, url)
-    region = _region(path, mine, ids, new.manifest, url)
-    return RefArray(array.meta, _spliced(manifest, new.manifest, region))
+    splice = _Splice(manifest)
+    lows = np.searchsorted(ranked, numbers, side="left")
+    highs = np.searchsorted(ranked, numbers, side="right")
+    for number, low, high in zip(numbers.tolist(), lows.tolist(), highs.tolist(), strict=True):
+        scan, group = fresh[number]
+        new = _fresh_array(path, array, group, scan.url)
+        mine = (
+            np.stack(np.unravel_index(order[low:high], ids.shape), axis=-1)
+            if ids.ndim
+            else np.zeros((high - low, 0), dtype=np.int64)
+        )
+        region = _region(path, mine, chunk_owner, number, new.manifest, scan.url)
+        splice.put(new.manifest, region)
+    return RefArray(array.meta, splice.result())
 
 
 def _fresh_array(path: str, array: RefArray, fresh: RefGroup, url: str) -> RefArray:
@@ -325,48 +377,58 @@ def _same(old: Any, now: Any) -> bool:
     return bool(old == now)
 
 
-def _region(path: str, mine: Any, ids: Any, new: ChunkManifest, url: str) -> tuple[slice, ...]:
+def _region(
+    path: str, mine: Any, owner: Any, number: int, new: ChunkManifest, url: str
+) -> tuple[slice, ...]:
     """Where the new scan's chunk grid goes in the set's (its referenced chunks' corner on
-    the old ones'), checked to hold every old chunk of the file and no other file's."""
+    the old ones', ``mine`` the coordinates of the old ones), checked to hold every old chunk
+    of the file and no other file's (``owner``: each chunk's scan number, -1 for a chunk of
+    another file, -2 for one referencing no file)."""
     new_refs = np.asarray(new.path_id) >= 0
     if not new_refs.any():
         raise IncompatibleError(f"{url}: array {path!r} references no bytes now; {_AGAIN}")
-    start = np.argwhere(mine).min(axis=0) - np.argwhere(new_refs).min(axis=0)
+    start = mine.min(axis=0) - np.argwhere(new_refs).min(axis=0)
     stop = start + np.asarray(new.grid_shape)
-    if (start < 0).any() or (stop > np.asarray(ids.shape)).any():
+    if (start < 0).any() or (stop > np.asarray(owner.shape)).any():
         raise IncompatibleError(f"{url}: array {path!r} has another chunk grid now; {_AGAIN}")
     region = tuple(slice(int(a), int(b)) for a, b in zip(start, stop, strict=True))
-    outside = mine.copy()
-    outside[region] = False
-    others = (ids[region] >= 0) & ~mine[region]
-    if outside.any() or others.any():
+    outside = ((mine < start) | (mine >= stop)).any()
+    inside = owner[region]
+    if outside or ((inside != number) & (inside != -2)).any():
         raise IncompatibleError(f"{url}: array {path!r} moved in the chunk grid; {_AGAIN}")
     return region
 
 
-def _spliced(old: ChunkManifest, new: ChunkManifest, region: tuple[slice, ...]) -> ChunkManifest:
-    """``old`` with the chunks of ``region`` taken from ``new`` (whose grid is its shape)."""
-    ids = np.array(old.path_id, dtype=np.int64)
-    offsets, lengths = np.array(old.offset), np.array(old.length)
-    table = list(old.paths)
-    known = {url: k for k, url in enumerate(table)}
-    for url in new.paths:
-        known.setdefault(url, len(known))
-        if known[url] == len(table):
-            table.append(url)
-    remap = np.asarray([known[u] for u in new.paths] or [0], dtype=np.int64)
-    new_ids = np.asarray(new.path_id, dtype=np.int64)
-    ids[region] = np.where(new_ids >= 0, remap[np.clip(new_ids, 0, None)], new_ids)
-    offsets[region], lengths[region] = new.offset, new.length
-    corner = tuple(s.start for s in region)
-    inlined = {k: v for k, v in old.inlined.items() if not _inside(k, region)}
-    for index, data in new.inlined.items():
-        inlined[tuple(i + c for i, c in zip(index, corner, strict=True))] = data
-    return _compacted(table, ids, offsets, lengths, inlined)
+class _Splice:
+    """A manifest being rebuilt with the chunk grids of new scans put into regions of it."""
 
+    def __init__(self, old: ChunkManifest) -> None:
+        self.old = old
+        self.ids = np.array(old.path_id, dtype=np.int64)
+        self.offsets, self.lengths = np.array(old.offset), np.array(old.length)
+        self.table = list(old.paths)
+        self.known = {url: k for k, url in enumerate(self.table)}
+        self.covered = np.zeros(self.ids.shape, dtype=bool)
+        self.inlined: dict[tuple[int, ...], bytes] = {}
 
-def _inside(index: tuple[int, ...], region: tuple[slice, ...]) -> bool:
-    return all(s.start <= i < s.stop for i, s in zip(index, region, strict=True))
+    def put(self, new: ChunkManifest, region: tuple[slice, ...]) -> None:
+        """``new``'s chunks (its grid is the region's shape) in place of ``region``'s."""
+        for url in new.paths:
+            if url not in self.known:
+                self.known[url] = len(self.table)
+                self.table.append(url)
+        remap = np.asarray([self.known[u] for u in new.paths] or [0], dtype=np.int64)
+        new_ids = np.asarray(new.path_id, dtype=np.int64)
+        self.ids[region] = np.where(new_ids >= 0, remap[np.clip(new_ids, 0, None)], new_ids)
+        self.offsets[region], self.lengths[region] = new.offset, new.length
+        self.covered[region] = True
+        corner = tuple(s.start for s in region)
+        for index, data in new.inlined.items():
+            self.inlined[tuple(i + c for i, c in zip(index, corner, strict=True))] = data
+
+    def result(self) -> ChunkManifest:
+        kept = {k: v for k, v in self.old.inlined.items() if not self.covered[k]}
+        return _compacted(self.table, self.ids, self.offsets, self.lengths, kept | self.inlined)
 
 
 def _compacted(
