@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import h5py
 import numpy as np
 import pytest
@@ -221,6 +222,26 @@ def test_five_thousand_members_in_h5py_order(files: dict[str, Path], track: bool
     assert all(member is group["x"] for member in g.members.values())
 
 
+def test_links_of_a_remote_file_are_read_through_fsspec(files: dict[str, Path]) -> None:
+    """The same members and arrays (referencing the URL) from ``memory://``, external links
+    found next to the file there."""
+    memory = fsspec.filesystem("memory")
+    for name in ("g100t.h5", "target.h5"):
+        memory.pipe(f"/dense-links/{name}", (files["g100t"].parent / name).read_bytes())
+    try:
+        remote = refzarr.scan("memory://dense-links/g100t.h5")
+    finally:
+        memory.rm("/dense-links", recursive=True)
+    local = refzarr.scan(str(files["g100t"]))
+    assert [path for path, _ in remote.groups()] == [path for path, _ in local.groups()]
+    assert [path for path, _ in remote.arrays()] == [path for path, _ in local.arrays()]
+    for path, arr in local.arrays():
+        other = remote[path]
+        assert isinstance(other, refzarr.RefArray)
+        assert other.meta == arr.meta, path
+        np.testing.assert_array_equal(other.manifest.offset, arr.manifest.offset)
+
+
 # Damaged link storage: named ScanErrors
 
 
@@ -316,9 +337,9 @@ def test_a_group_many_links_name_is_built_once(
     built: list[str] = []
     real = hdf5_scanner._Walk.group
 
-    def counting(self: Any, group: h5py.Group, ancestors: Any) -> RefGroup:
+    def counting(self: Any, group: h5py.Group, *args: Any) -> RefGroup:
         built.append(group.name)
-        return real(self, group, ancestors)
+        return real(self, group, *args)
 
     monkeypatch.setattr(hdf5_scanner._Walk, "group", counting)
     group = roundtrip(path, tmp_path)

@@ -42,6 +42,9 @@ LINK_KINDS = frozenset({LINK_INFO, LINK, SYMBOL_TABLE})
 HARD, SOFT, EXTERNAL = 0, 1, 64
 """Link types (the link message's type field; 65-255: other user-defined links)."""
 
+_LINK_FLAGS = 0x1F
+"""The flags a link message may have: name length size (2 bits), creation order, link type
+and character set present."""
 _NAME_INDEX, _ORDER_INDEX = 5, 6
 """B-tree types of a group's indexes of its links' name hashes and creation order."""
 _HEAP_ID = 7
@@ -110,7 +113,9 @@ def parse_link(body: bytes, sb: Superblock) -> Link:
     if body[0] != 1:
         raise FormatMismatch(f"link message version {body[0]}")
     flags, at = body[1], 2
-    kind = body[at] if flags & 0x08 else HARD
+    if flags & ~_LINK_FLAGS:
+        raise FormatMismatch(f"link message flags {flags:#x}")
+    kind = _field(body, at, 1)[0] if flags & 0x08 else HARD
     at += 1 if flags & 0x08 else 0
     order = int.from_bytes(_field(body, at, 8), "little") if flags & 0x04 else 0
     at += 8 if flags & 0x04 else 0

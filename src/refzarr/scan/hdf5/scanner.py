@@ -149,12 +149,14 @@ class _Walk:
             return None
         return lambda name, reason: self.skipped.append(Skipped(f"{path}@{name}", reason))
 
-    def group(self, group: h5py.Group, ancestors: frozenset[Any]) -> RefGroup:
-        """A group and everything below it."""
+    def group(
+        self, group: h5py.Group, ancestors: frozenset[Any], address: int | None = None
+    ) -> RefGroup:
+        """A group and everything below it (``address``: its header's, when known)."""
         inside = ancestors | {group.id}
         members: dict[str, RefArray | RefGroup] = {}
         group_path = group.name  # asked once: h5py asks HDF5 each time
-        address = header_address(group.id)
+        address = header_address(group.id) if address is None else address
         for name, target, link in self.links(group, address):
             path = _join(group_path, name)
             build = partial(self.member, group, name, inside, path, target, link)
@@ -306,7 +308,7 @@ class _Walk:
         if found is not None:
             return found
         skipped = len(self.skipped)
-        group = self.group(item, ancestors)
+        group = self.group(item, ancestors, key)
         if len(self.skipped) == skipped:  # nothing left out: the same wherever it is
             self.groups[key] = group
         return group
