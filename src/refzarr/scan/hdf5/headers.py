@@ -1,5 +1,5 @@
-"""The object headers of an open HDF5 file read from its bytes: attributes, dimension scales,
-maximum shapes.
+"""The object headers of an open HDF5 file read from its bytes: attributes, group links,
+dimension scales, maximum shapes.
 
 The bytes come through the scan's ``read_range`` (the file object the scan opened: a plain
 file locally, fsspec's otherwise), which shows what HDF5 reads: the scanner opens files
@@ -28,6 +28,7 @@ from refzarr.scan.hdf5.attr_messages import (
     dataspace_max_dims,
 )
 from refzarr.scan.hdf5.dimension_list import dimension_list
+from refzarr.scan.hdf5.group_links import LINK_KINDS, Link, group_links
 from refzarr.scan.hdf5.ohdr import (
     DATASPACE,
     SIGNATURE,
@@ -48,8 +49,8 @@ from refzarr.scan.hdf5.scale_users import ScaleUser, scale_users
 
 __all__ = ["ObjectHeaders"]
 
-_KINDS = ATTRIBUTE_KINDS | {DATASPACE}
-"""The messages read from each header: where its attributes are, and its dataspace."""
+_KINDS = ATTRIBUTE_KINDS | LINK_KINDS | {DATASPACE}
+"""The messages read from each header: where its attributes and links are, its dataspace."""
 
 _FALLBACK = (FormatMismatch, OSError, ValueError, IndexError, struct.error, ScanError)
 
@@ -97,6 +98,20 @@ class ObjectHeaders:
             return None if found is None or sb is None else attributes_of(*found, sb)
         except DamagedStructure as exc:
             raise self._damaged(oid, address, exc) from exc
+        except _FALLBACK:
+            return None
+
+    def links(self, oid: Any, address: int | None = None) -> list[Link] | None:
+        """The links of the group ``oid`` (``address``: its header's, when known) in h5py's
+        order (`group_links`), or None: a group with a symbol table, or a header this
+        reader does not read (use h5py)."""
+        sb = self._superblock_once()
+        if sb is None:
+            return None
+        try:
+            return group_links(self._header(_at(oid, address), sb), self._read, sb)
+        except DamagedStructure as exc:
+            raise self._damaged(oid, address, exc, "links") from exc
         except _FALLBACK:
             return None
 
@@ -204,9 +219,12 @@ class ObjectHeaders:
             return None
         return None if body is None else _compact_raw(body)
 
-    def _damaged(self, oid: Any, address: int | None, exc: DamagedStructure) -> ScanError:
-        """The error naming the file, the object and what is damaged in its attributes'
-        dense storage (HDF5 would stop there too, or worse: read on through it)."""
+    def _damaged(
+        self, oid: Any, address: int | None, exc: DamagedStructure, what: str = "attributes"
+    ) -> ScanError:
+        """The error naming the file, the object and what is damaged in the storage of its
+        ``what`` (attributes or links; HDF5 would stop there too, or worse: read on through
+        it)."""
         name = h5py.h5i.get_name(oid)
         where = repr(name.decode("utf8", "replace")) if name else f"at address {_at(oid, address)}"
         if isinstance(exc, ChecksumMismatch):
@@ -215,8 +233,8 @@ class ObjectHeaders:
                 "mismatch: rewrite it, or restore it from a good copy)"
             )
         return ScanError(
-            f"{self._url}: object {where}: the dense storage of its attributes is damaged: "
-            f"{exc}; the file is corrupt (rewrite it, or copy the object's attributes anew)"
+            f"{self._url}: object {where}: the {_STORAGE[what]} of its {what} is damaged: "
+            f"{exc}; the file is corrupt (rewrite it, or copy the object's {what} anew)"
         )
 
     def _attribute_messages(
@@ -255,6 +273,10 @@ class ObjectHeaders:
         start = 0 if at0 else self._h5.id.get_create_plist().get_userblock()
         return read_superblock(self._read, start, self._size)
 
+
+_STORAGE = {"attributes": "dense storage", "links": "storage"}
+"""What errors call where an object keeps its attributes or links (a group's links may be in
+its header)."""
 
 _VLEN, _ARRAY, _COMPOUND = 9, 10, 6
 """Datatype classes whose values may hold heap descriptors."""

@@ -36,6 +36,7 @@ from refzarr.scan.hdf5.global_heap import (
     check_global_heaps,
     heap_strings,
 )
+from refzarr.scan.hdf5.group_links import EXTERNAL, HARD, Link
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5.links import follow_external_link
@@ -120,6 +121,9 @@ class _Walk:
     datasets: dict[int, RefArray | None] = field(default_factory=dict)
     """What each dataset reached through a link became (None: a netCDF dimension), by header
     address."""
+    groups: dict[int, RefGroup] = field(default_factory=dict)
+    """Each group built once for all the links that name it (`linked_group`), by header
+    address."""
     phony: PhonyDimensions = field(default_factory=PhonyDimensions)
     netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
     walked: Collections = field(default_factory=dict)
@@ -145,25 +149,39 @@ class _Walk:
             return None
         return lambda name, reason: self.skipped.append(Skipped(f"{path}@{name}", reason))
 
-    def group(self, group: h5py.Group, ancestors: frozenset[Any]) -> RefGroup:
-        """A group and everything below it."""
+    def group(
+        self, group: h5py.Group, ancestors: frozenset[Any], address: int | None = None
+    ) -> RefGroup:
+        """A group and everything below it (``address``: its header's, when known)."""
         inside = ancestors | {group.id}
         members: dict[str, RefArray | RefGroup] = {}
-        names = list(group)
-        addresses = self.scale_names.add_group(group, names)
         group_path = group.name  # asked once: h5py asks HDF5 each time
-        for name in names:
+        address = header_address(group.id) if address is None else address
+        for name, target, link in self.links(group, address):
             path = _join(group_path, name)
-            address = addresses.get(name)
-            member = self.guarded(path, partial(self.member, group, name, inside, path, address))
+            build = partial(self.member, group, name, inside, path, target, link)
+            member = self.guarded(path, build)
             if member is not None:
                 members[variable_name(name, group)] = member
-        table = AttributeTable(group, header=self.headers.attributes(group.id))
-        self.check_attribute_heaps(group, table, None, self.where(group_path, "group"))
+        header = self.headers.attributes(group.id, address)
+        table = AttributeTable(group, header=header)
+        self.check_attribute_heaps(group, table, address, self.where(group_path, "group"))
         attrs = read_attributes(
             group, self.where(group_path, "group"), self.skip_attribute(group_path), table
         )
         return RefGroup(attrs, members)
+
+    def links(self, group: h5py.Group, address: int) -> list[tuple[Any, int | None, Link | None]]:
+        """(name, header address of the object a hard link names, the link when read from
+        the file) of each link of ``group`` (its header at ``address``), in h5py's order:
+        read from the file for groups with a link info message, else listed by h5py."""
+        links = self.headers.links(group.id, address)
+        if links is None:  # a symbol table: h5py lists it
+            names = list(group)
+            addresses = self.scale_names.add_group(group, names)
+            return [(name, addresses.get(name), None) for name in names]
+        self.scale_names.add_links(group, links)
+        return [(link.name, _hard_address(link), link) for link in links]
 
     def check_attribute_heaps(
         self, obj: h5py.HLObject, table: AttributeTable, address: int | None, where: str
@@ -196,18 +214,55 @@ class _Walk:
         ancestors: frozenset[Any],
         path: str,
         address: int | None = None,
+        link: Link | None = None,
     ) -> RefArray | RefGroup | None:
         """One link of a group (at ``path``): a subgroup, an array, or None (named
-        datatypes, dimensions); ``address``: the header address of its object, when known."""
-        if _is_external(group, name):
-            return follow_external_link(
-                group.get(name, getlink=True),
-                path,
-                ancestors,
-                self.source,
-                lambda source: _Walk(self.options, source, phony=self.phony),
-                self.skipped,
+        datatypes, dimensions); ``address``: the header address of the object a hard link
+        names, when known; ``link``: the link as read from the file, when it was."""
+        if _is_external(group, name) if link is None else link.kind == EXTERNAL:
+            return self.external_member(group, name, ancestors, path, link)
+        if address is not None and address in self.datasets:  # a dataset scanned already
+            return self.dataset_member(self.datasets[address], group, name, path)
+        item = self.opened(group, name, path, address)
+        if item.id.fileno != group.id.fileno:  # a soft link through an external link
+            raise UnsupportedFeatureError(
+                f"{self.where(path, 'link')}: soft link into another file through an external "
+                "link; link to the object with an external link instead"
             )
+        if isinstance(item, h5py.Group):
+            if item.id in ancestors:
+                raise UnsupportedFeatureError(
+                    f"{self.where(path, 'group')}: links back to its parent"
+                )
+            return self.linked_group(item, ancestors, address)
+        if not isinstance(item, h5py.Dataset):
+            return None
+        return self.dataset_member(self.linked_dataset(item, path), group, name, path)
+
+    def external_member(
+        self,
+        group: h5py.Group,
+        name: str,
+        ancestors: frozenset[Any],
+        path: str,
+        link: Link | None,
+    ) -> RefArray | RefGroup | None:
+        """The object the external link ``name`` of ``group`` names, scanned in its file."""
+        if link is None or not isinstance(link.value, tuple):
+            target = group.get(name, getlink=True)
+        else:
+            target = h5py.ExternalLink(*link.value)
+        return follow_external_link(
+            target,
+            path,
+            ancestors,
+            self.source,
+            lambda source: _Walk(self.options, source, phony=self.phony),
+            self.skipped,
+        )
+
+    def opened(self, group: h5py.Group, name: str, path: str, address: int | None) -> h5py.HLObject:
+        """The object the hard or soft link ``name`` of ``group`` names, opened."""
         try:
             item = _open_member(group, name, address)
         except _LinkCycleError:
@@ -226,26 +281,45 @@ class _Walk:
                 f"{self.where(path, 'object')}: its object header cannot be read (HDF5: {exc}); "
                 "the file is damaged (restore it from a good copy)"
             ) from None
+        except _DamagedTargetError as exc:
+            raise ScanError(
+                f"{self.where(path, 'link')}: soft link to {exc.target!r}: the object it "
+                f"names is there but cannot be read (HDF5: {exc}); the file is damaged "
+                "(restore it from a good copy)"
+            ) from None
         if item is None:
             raise UnsupportedFeatureError(f"{self.where(path, 'link')}: dangling soft link")
-        if item.id.fileno != group.id.fileno:  # a soft link through an external link
-            raise UnsupportedFeatureError(
-                f"{self.where(path, 'link')}: soft link into another file through an external "
-                "link; link to the object with an external link instead"
-            )
-        if isinstance(item, h5py.Group):
-            if item.id in ancestors:
-                raise UnsupportedFeatureError(
-                    f"{self.where(path, 'group')}: links back to its parent"
-                )
-            return self.group(item, ancestors)
-        if not isinstance(item, h5py.Dataset):
-            return None
-        array = self.linked_dataset(item, path)
+        return item
+
+    def linked_group(
+        self, item: h5py.Group, ancestors: frozenset[Any], address: int | None
+    ) -> RefGroup:
+        """The group a link names (``address``: its header's, when known), built once
+        however many hard or soft links name it.
+
+        What a group holds depends on where it is only through the checks of links (soft,
+        hard or external) that lead back to a group above them, which leave such a link out
+        (``skipped`` names it) or raise: a build that left nothing out holds the same
+        wherever it is. A group on a cycle of links is never kept: its first build walks
+        the cycle.
+        """
+        key = header_address(item.id) if address is None else address
+        found = self.groups.get(key)
+        if found is not None:
+            return found
+        skipped = len(self.skipped)
+        group = self.group(item, ancestors, key)
+        if len(self.skipped) == skipped:  # nothing left out: the same wherever it is
+            self.groups[key] = group
+        return group
+
+    def dataset_member(
+        self, array: RefArray | None, group: h5py.Group, name: str, path: str
+    ) -> RefArray | None:
+        """What the link ``name`` of ``group`` to a dataset that became ``array`` (None: a
+        netCDF dimension) is: the array, its values loaded when a small coordinate."""
         limit = self.options.inline_coordinates
-        if array is None:
-            return None
-        if not limit:
+        if array is None or not limit:
             return array
         key = variable_name(name, group)
         return load_coordinate(
@@ -389,10 +463,14 @@ def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLOb
     try:
         oid = h5o.open(group.id, _encode(name))
     except KeyError as exc:
+        reason = str(exc.args[0]) if exc.args else str(exc)
         if "checksum" in str(exc):  # HDF5 verified the object's header: not a dangling link
-            raise _ChecksumError(str(exc.args[0]) if exc.args else str(exc)) from exc
+            raise _ChecksumError(reason) from exc
         if _is_hard(group, name):  # a hard link names an object: its header is damaged
-            raise _DamagedHeaderError(str(exc.args[0]) if exc.args else str(exc)) from exc
+            raise _DamagedHeaderError(reason) from exc
+        target = _damaged_target(group, _encode(name))
+        if target is not None:  # a soft link to an object that is there
+            raise _DamagedTargetError(reason, target) from exc
         return None
     except RuntimeError as exc:  # soft links that lead round in a circle
         if "too many links" not in str(exc):
@@ -407,6 +485,45 @@ def _open_member(group: h5py.Group, name: str, address: int | None) -> h5py.HLOb
     if kind == h5i.GROUP:
         return h5py.Group(oid)
     return group.get(name)  # a named datatype: h5py's own object
+
+
+def _damaged_target(group: h5py.Group, name: bytes) -> str | None:
+    """The path the soft link ``name`` of ``group`` holds when HDF5 could not open what it
+    names although it is there (its header, or that of a group on the way, damaged); None
+    when it names nothing (dangling), or is no soft link."""
+    links = group.id.links
+    if links.get_info(name).type != h5l.TYPE_SOFT:
+        return None
+    target: bytes = links.get_val(name)
+    text = target.decode("utf8", "replace")
+    try:
+        if h5o.exists_by_name(group.id, name):  # HDF5 finds it without reading its header
+            return text
+    except (KeyError, RuntimeError):  # a group on the way is absent or cannot be read
+        pass
+    parts = [part for part in target.split(b"/") if part]
+    prefix = b"/" if target.startswith(b"/") else b""
+    for part in parts[:-1]:
+        prefix += part
+        try:
+            h5o.open(group.id, prefix)
+        except KeyError:
+            return text if _exists(group, prefix) else None
+        prefix += b"/"
+    return None
+
+
+def _exists(group: h5py.Group, path: bytes) -> bool:
+    """Whether ``path`` (from ``group``) names an object (without reading its header)."""
+    try:
+        return bool(h5o.exists_by_name(group.id, path))
+    except (KeyError, RuntimeError):
+        return False
+
+
+def _hard_address(link: Link) -> int | None:
+    """The header address of the object ``link`` names when it is a hard link."""
+    return link.value if link.kind == HARD and isinstance(link.value, int) else None
 
 
 def _in_global_heap(ds: h5py.Dataset, tid: h5t.TypeID) -> bool:
@@ -444,6 +561,15 @@ class _ChecksumError(Exception):
 
 class _DamagedHeaderError(Exception):
     """An object a hard link names whose header HDF5 cannot read (signature, version, ...)."""
+
+
+class _DamagedTargetError(Exception):
+    """An object a soft link names, there but not opened by HDF5 (its header, or that of a
+    group on the way, damaged)."""
+
+    def __init__(self, reason: str, target: str) -> None:
+        super().__init__(reason)
+        self.target = target
 
 
 def _encode(name: str | bytes) -> bytes:

@@ -1,0 +1,106 @@
+"""Scanning HDF5 groups of tens of thousands of links (dense link storage), against h5py.
+
+Each file has one group ``/g`` of ``count`` links in dense storage (a fractal heap indexed by
+v2 B-trees: ``libver="latest"``), of one kind per file:
+
+- ``hard``: hard links to one dataset (the object is scanned once: the cost is the links);
+- ``groups``: empty subgroups;
+- ``soft-groups``: soft links to one group of 20 datasets (built once, however many links).
+
+Measured in one run, the tools taking turns:
+
+- refzarr: ``refzarr.scan(path)``;
+- h5py: every member of ``/g`` opened (``for name in g: g[name]``), what a user walking the
+  group would run (it reads neither attributes nor chunk indexes: a floor, not a rival).
+
+Medians of ``--repeat`` runs, wall and CPU time. Files are written once into
+``benchmarks/.cache/hdf5_links/`` (``--cache DIR`` elsewhere; delete to regenerate).
+
+Usage::
+
+    python benchmarks/bench_hdf5_links.py                          # 20,000 of each kind
+    python benchmarks/bench_hdf5_links.py --kinds hard --counts 5000 20000 --repeat 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+CACHE = Path(__file__).resolve().parent / ".cache" / "hdf5_links"
+KINDS = ("hard", "groups", "soft-groups")
+
+
+def write(path: Path, kind: str, count: int) -> None:
+    """A file whose group ``g`` holds ``count`` links of ``kind``."""
+    tmp = path.with_suffix(".tmp")
+    with h5py.File(tmp, "w", libver="latest") as f:
+        x = f.create_dataset("x", data=np.arange(4.0))
+        target = f.create_group("target")
+        for k in range(20):
+            target.create_dataset(f"d{k}", data=np.arange(k + 1))
+        g = f.create_group("g")
+        for k in range(count):
+            name = f"m{k:06d}"
+            if kind == "hard":
+                g[name] = x
+            elif kind == "groups":
+                g.create_group(name)
+            else:
+                g[name] = h5py.SoftLink("/target")
+    tmp.rename(path)
+
+
+def timed(run: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``repeat`` calls."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        run()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def h5py_walk(path: Path) -> None:
+    with h5py.File(path, "r") as f:
+        g = f["g"]
+        for name in g:
+            g[name]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--counts", type=int, nargs="+", default=[20_000])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cache", type=Path, default=CACHE)
+    args = parser.parse_args(argv)
+
+    import refzarr
+
+    args.cache.mkdir(parents=True, exist_ok=True)
+    print(f"{'links':>8} {'kind':>12} {'refzarr s':>10} {'cpu':>6} {'h5py s':>8} {'cpu':>6}")
+    for kind in args.kinds:
+        for count in args.counts:
+            path = args.cache / f"{kind}_{count}.h5"
+            if not path.exists():
+                write(path, kind, count)
+            refzarr.scan(str(path))  # warm: imports, page cache
+            ours = timed(lambda path=path: refzarr.scan(str(path)), args.repeat)
+            theirs = timed(lambda path=path: h5py_walk(path), args.repeat)
+            print(
+                f"{count:>8,} {kind:>12} {ours[0]:>10.3f} {ours[1]:>6.2f} {theirs[0]:>8.3f}"
+                f" {theirs[1]:>6.2f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
