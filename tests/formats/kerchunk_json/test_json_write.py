@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import os
+import subprocess
+import sys
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -446,3 +449,39 @@ def test_bad_options(tmp_path: Path, options: dict[str, Any], message: str) -> N
     with pytest.raises(ValueError, match=message):
         refzarr.write(RefGroup(), tmp_path / "refs.json", **options)
     assert not list(tmp_path.iterdir())
+
+
+# -- What a write imports -----------------------------------------------------------------------
+
+WRITE_IN_A_FRESH_PROCESS = """
+import sys
+import numpy as np
+import refzarr
+from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
+from refzarr.model.manifest import INLINED, MISSING, WHOLE_FILE
+
+path_id = np.array([[0, 1, INLINED], [MISSING, 2, 0]], np.int32)
+length = np.array([[7, 8, 0], [0, WHOLE_FILE, 9]], np.uint64)
+offset = np.array([[10, 20, 0], [0, 0, 30]], np.uint64)
+urls = ["s3://b/d/x.nc", 's3://b/"q"/y.nc', "s3://b/{{d}}/\\u00e9.nc"]
+manifest = ChunkManifest.from_arrays(urls, path_id, offset, length, {(0, 2): b"\\x00hi"})
+meta = ArrayMeta(shape=(2, 6), chunks=(1, 2), dtype=np.dtype("<f4"))
+group = RefGroup(members={"v": RefArray(meta, manifest)})
+assert "pandas" not in sys.modules, "pandas imported before the write"
+refzarr.write(group, sys.argv[1], version=int(sys.argv[2]))
+print(sorted(name for name in sys.modules if name.split(".")[0] == "pandas")[:3])
+"""
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_a_json_write_does_not_import_pandas(tmp_path: Path, version: int) -> None:
+    """pyarrow's ``pa.array`` / Python scalars in compute calls import pandas (~0.4 s CPU, most
+    of a first write in a fresh process): the writer builds its Arrow arrays from buffers."""
+    target = tmp_path / "set.json"
+    command = [sys.executable, "-c", WRITE_IN_A_FRESH_PROCESS, str(target), str(version)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    namespace: dict[str, Any] = {"__name__": "built", "sys": sys}
+    exec(WRITE_IN_A_FRESH_PROCESS.split("assert")[0], namespace)  # the same group, here
+    assert target.read_bytes() == render_json(namespace["group"], version=version)

@@ -8,6 +8,7 @@ data buffer of the joined string array *is* the text of the lines, so it is used
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -22,7 +23,17 @@ import pyarrow.compute as pc
 from refzarr.model.kerchunk import encode_inline
 from refzarr.model.manifest import INLINED, MISSING, WHOLE_FILE, ManifestBlock
 
-__all__ = ["BlockLines", "ChunkKeys", "quote", "quote_all", "to_arrow"]
+__all__ = [
+    "BlockLines",
+    "ChunkKeys",
+    "arrow_numbers",
+    "arrow_strings",
+    "join",
+    "numpy_view",
+    "quote",
+    "quote_all",
+    "to_arrow",
+]
 
 SLICE_ROWS = 1 << 18
 """Most chunk lines rendered in one kernel call (keeps intermediates in cache-friendly sizes)."""
@@ -50,22 +61,65 @@ def quote(text: str) -> str:
 def to_arrow(texts: Sequence[str]) -> Any:
     """``texts`` as an Arrow string array, or None when one holds a lone surrogate."""
     try:
-        return pa.array(texts, pa.string())
+        return arrow_strings(texts)
     except UnicodeEncodeError:
         return None
+
+
+# Arrays are made from and read through their buffers, not with ``pa.array`` / ``to_numpy``:
+# those ask pyarrow's pandas shim whether their input is a pandas object, which imports pandas
+# (~0.4 s CPU, more on a loaded machine: most of a first JSON write's time in a fresh process).
+
+
+def arrow_numbers(values: npt.NDArray[Any]) -> Any:
+    """A 1-D numeric (not boolean) numpy array as an Arrow array over the same memory."""
+    values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
+    buffers = [None, pa.py_buffer(values)]
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), buffers)
+
+
+def numpy_view(array: Any, dtype: type[np.generic]) -> npt.NDArray[Any]:
+    """An Arrow array of ``dtype`` without nulls as a numpy array over its data buffer."""
+    if array.type != pa.from_numpy_dtype(dtype) or array.null_count:
+        raise TypeError(f"expected {dtype.__name__} values without nulls, got {array.type}")
+    return np.frombuffer(
+        array.buffers()[1], dtype, count=len(array), offset=array.offset * np.dtype(dtype).itemsize
+    )
+
+
+def arrow_strings(texts: Sequence[str]) -> Any:
+    """``texts`` as an Arrow string array (UnicodeEncodeError for a lone surrogate)."""
+    encoded = [text.encode("utf-8") for text in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:  # beyond one string array: pyarrow chunks it
+        return pa.array(texts, pa.string())
+    buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.string(), len(encoded), buffers)
+
+
+def join(*parts: Any) -> Any:
+    """Row-wise concatenation of string arrays and strings (``binary_join_element_wise``)."""
+    return pc.binary_join_element_wise(*(_scalar(p) if isinstance(p, str) else p for p in parts))
+
+
+@functools.lru_cache(maxsize=1024)
+def _scalar(text: str) -> Any:
+    """An Arrow string scalar (pyarrow would look for pandas to convert a Python str)."""
+    return arrow_strings([text])[0]
 
 
 def quote_all(texts: Sequence[str] | pa.Array) -> Any:
     """JSON string literals of many strings; only those needing escapes go through `quote`."""
     array = texts if isinstance(texts, pa.Array) else to_arrow(texts)
     if array is None:
-        return pa.array([quote(t) for t in texts], pa.string())
-    quoted = pc.binary_join_element_wise('"', array, '"', "")
+        return arrow_strings([quote(t) for t in texts])
+    quoted = join('"', array, '"', "")
     special = pc.match_substring_regex(array, _NEEDS_ESCAPE)
     if not pc.any(special).as_py():
         return quoted
     escaped = [quote(t) for t in pc.filter(array, special).to_pylist()]
-    return pc.replace_with_mask(quoted, special, pa.array(escaped, pa.string()))
+    return pc.replace_with_mask(quoted, special, arrow_strings(escaped))
 
 
 class ChunkKeys:
@@ -86,7 +140,8 @@ class ChunkKeys:
     def columns(self, numbers: Int64Array) -> list[Any]:
         """String columns whose row-wise concatenation is the key of each chunk number."""
         if not self.grid:
-            return [pa.array([f'{self.prefix}0":'], pa.string()).take(np.zeros_like(numbers))]
+            key = arrow_strings([f'{self.prefix}0":'])
+            return [key.take(arrow_numbers(np.zeros_like(numbers)))]
         last = len(self.grid) - 1
         out = []
         for d, (size, stride) in enumerate(zip(self.grid, self.strides, strict=True)):
@@ -94,11 +149,11 @@ class ChunkKeys:
             if d:
                 index %= size
             low, high = int(index.min()), int(index.max())
-            digits = pc.cast(pa.array(np.arange(low, high + 1, dtype=np.int64)), pa.string())
+            digits = _digits(np.arange(low, high + 1, dtype=np.int64))
             head = self.prefix if d == 0 else ""
             tail = '":' if d == last else self.separator
-            table = pc.binary_join_element_wise(head, digits, tail, "")
-            out.append(table.take(index - low))
+            table = join(head, digits, tail, "")
+            out.append(table.take(arrow_numbers(index - low)))
         return out
 
 
@@ -118,8 +173,8 @@ class BlockLines:
     @classmethod
     def build(cls, keys: ChunkKeys, block: ManifestBlock, literals: Any) -> BlockLines:
         """Lines of ``block`` whose URLs are the JSON string literals ``literals``."""
-        ref_urls = pc.binary_join_element_wise("[", literals, ",", "")
-        whole_urls = pc.binary_join_element_wise("[", literals, "]", "")
+        ref_urls = join("[", literals, ",", "")
+        whole_urls = join("[", literals, "]", "")
         return cls(keys, block, ref_urls, whole_urls)
 
     def slices(self) -> list[tuple[int, int]]:
@@ -142,14 +197,14 @@ class BlockLines:
         numbers = np.arange(block.start + start, block.start + stop, dtype=np.int64)
         if ids.size and ids.min() >= 0 and not (lengths == WHOLE_FILE).any():
             offsets = _digits(block.offset[start:stop])
-            values = [self.ref_urls.take(ids), offsets, ",", _digits(lengths), "]"]
+            values = [self.ref_urls.take(arrow_numbers(ids)), offsets, ",", _digits(lengths), "]"]
         else:
             rows = np.flatnonzero(ids != MISSING)
             if rows.size == 0:
                 return memoryview(b"")
             numbers = numbers[rows]
             values = [self._mixed_values(rows + start)]
-        lines = pc.binary_join_element_wise(*self.keys.columns(numbers), *values, ",\n", "")
+        lines = join(*self.keys.columns(numbers), *values, ",\n", "")
         return _text(lines)
 
     def _mixed_values(self, rows: Int64Array) -> Any:
@@ -161,26 +216,25 @@ class BlockLines:
         whole_file = np.flatnonzero((ids >= 0) & whole)
         inline = np.flatnonzero(ids == INLINED)
         parts = [
-            pc.binary_join_element_wise(
-                self.ref_urls.take(ids[ref]),
+            join(
+                self.ref_urls.take(arrow_numbers(ids[ref])),
                 _digits(block.offset[rows[ref]]),
                 ",",
                 _digits(lengths[ref]),
                 "]",
                 "",
             ),
-            self.whole_urls.take(ids[whole_file]),
-            pa.array(
-                [quote(encode_inline(block.inlined[block.start + int(r)])) for r in rows[inline]],
-                pa.string(),
+            self.whole_urls.take(arrow_numbers(ids[whole_file])),
+            arrow_strings(
+                [quote(encode_inline(block.inlined[block.start + int(r)])) for r in rows[inline]]
             ),
         ]
         order = np.argsort(np.concatenate([ref, whole_file, inline]))
-        return pa.concat_arrays(parts).take(order)
+        return pa.concat_arrays(parts).take(arrow_numbers(order))
 
 
-def _digits(values: npt.NDArray[np.uint64]) -> Any:
-    return pc.cast(pa.array(values), pa.string())
+def _digits(values: npt.NDArray[Any]) -> Any:
+    return pc.cast(arrow_numbers(values), pa.string())
 
 
 def _text(lines: Any) -> memoryview:

@@ -23,10 +23,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from refzarr.formats.kerchunk_json.write_lines import to_arrow
+from refzarr.formats.kerchunk_json.write_lines import (
+    arrow_numbers,
+    arrow_strings,
+    join,
+    numpy_view,
+    to_arrow,
+)
 from refzarr.model.manifest import ManifestBlock
 
 __all__ = ["TemplatePlan", "plan_templates", "split_urls", "template_names"]
@@ -36,6 +43,8 @@ _RESERVED = frozenset(
 )
 _RENDERED_SPECIALS = "{}\r\n"  # what a URL rendered by jinja2 cannot hold literally
 _UNTEMPLATABLE = r"[{}\x00-\x1f]"
+_INDEX = arrow_numbers(np.arange(2, dtype=np.int64))
+"""Arrow scalars 0 and 1 (list indices; a Python int would be converted through pandas)."""
 _TAG_BYTES = 4  # "{{" and "}}"
 _ENTRY_BYTES = 7  # quotes, colon, comma and newline of a template entry
 
@@ -71,16 +80,16 @@ class TemplatePlan:
         forms = array
         if self.prefixes:
             directory, name = split_urls(array)
-            index = pc.index_in(directory, value_set=pa.array(list(self.prefixes)))
-            tags = pa.array([f"{{{{{n}}}}}" for n in self.prefixes.values()], pa.string())
-            forms = pc.coalesce(pc.binary_join_element_wise(tags.take(index), name, ""), array)
+            index = pc.index_in(directory, value_set=arrow_strings(list(self.prefixes)))
+            tags = arrow_strings([f"{{{{{n}}}}}" for n in self.prefixes.values()])
+            forms = pc.coalesce(join(tags.take(index), name, ""), array)
         if not self.escapes:
             return forms
         braced = pc.match_substring(array, "{{")
         if not pc.any(braced).as_py():
             return forms
         escaped = [self.literal(u) for u in pc.filter(array, braced).to_pylist()]
-        return pc.replace_with_mask(forms, braced, pa.array(escaped, pa.string()))
+        return pc.replace_with_mask(forms, braced, arrow_strings(escaped))
 
     def literal(self, url: str) -> str:
         """An untemplated URL as written in ``refs``: escaped when it contains ``{{``."""
@@ -105,7 +114,7 @@ def plan_templates(blocks: Iterable[ManifestBlock]) -> TemplatePlan:
             specials.update(_specials(pc.filter(array, braced).to_pylist()))
         ids = block.path_id[block.path_id >= 0]
         directories.append(split_urls(array)[0])
-        counts.append(pa.array(np.bincount(ids, minlength=len(block.paths)).astype(np.int64)))
+        counts.append(np.bincount(ids, minlength=len(block.paths)).astype(np.int64))
     names = template_names()
     escapes = {char: next(names) for char in _RENDERED_SPECIALS if char in specials}
     prefixes = _choose_prefixes(directories, counts, names)
@@ -119,17 +128,15 @@ def split_urls(urls: Any) -> tuple[Any, Any]:
 
     Both are null for a URL that may not be templated (no ``/``, braces, control characters).
     """
-    rooted = pc.binary_join_element_wise("/", urls, "")  # so that every URL splits in two
+    rooted = join("/", urls, "")  # so that every URL splits in two
     halves = pc.split_pattern(rooted, "/", max_splits=1, reverse=True)
-    directory = pc.binary_join_element_wise(
-        pc.utf8_slice_codeunits(pc.list_element(halves, 0), 1), "/", ""
-    )
+    directory = join(pc.utf8_slice_codeunits(pc.list_element(halves, _INDEX[0]), 1), "/", "")
     allowed = pc.and_(
         pc.match_substring(urls, "/"), pc.invert(pc.match_substring_regex(urls, _UNTEMPLATABLE))
     )
-    null = pa.scalar(None, pa.string())
+    null = pa.nulls(1, pa.string())[0]
     return pc.if_else(allowed, directory, null), pc.if_else(
-        allowed, pc.list_element(halves, 1), null
+        allowed, pc.list_element(halves, _INDEX[1]), null
     )
 
 
@@ -139,26 +146,30 @@ def _specials(urls: Iterable[str]) -> set[str]:
 
 
 def _choose_prefixes(
-    directories: list[Any], counts: list[Any], names: Iterator[str]
+    directories: list[Any], counts: list[npt.NDArray[np.int64]], names: Iterator[str]
 ) -> dict[str, str]:
     """Directory -> name for the directories whose template saves bytes, biggest saving first."""
     if not directories:
         return {}
-    table = pa.table({"dir": pa.concat_arrays(directories), "count": pa.concat_arrays(counts)})
-    table = table.filter(pc.is_valid(table["dir"]))
-    totals = table.group_by("dir", use_threads=False).aggregate([("count", "sum")])
-    sizes = pc.binary_length(totals["dir"])
-    totals = totals.append_column("weight", pc.multiply(totals["count_sum"], sizes))
-    totals = totals.sort_by([("weight", "descending"), ("dir", "ascending")])
-    count = totals["count_sum"].to_numpy()
-    size = pc.binary_length(totals["dir"]).to_numpy().astype(np.int64)
+    every = pa.concat_arrays(directories)
+    valid = pc.is_valid(every)
+    found = pc.dictionary_encode(pc.filter(every, valid))  # (pyarrow's group_by imports pandas)
+    unique = found.dictionary
+    count = np.zeros(len(unique), dtype=np.int64)
+    used = numpy_view(pc.filter(arrow_numbers(np.concatenate(counts)), valid), np.int64)
+    np.add.at(count, numpy_view(found.indices, np.int32), used)
+    size = numpy_view(pc.binary_length(unique), np.int32).astype(np.int64)
+    rank = np.empty(len(unique), dtype=np.int64)  # of each directory in (byte) order
+    rank[numpy_view(pc.sort_indices(unique), np.uint64)] = np.arange(len(unique))
+    order = np.lexsort((rank, -(count * size)))  # biggest saving first, then by name
+    count, size = count[order], size[order]
     # counted with 3-letter names (140,000 names have at most 3 letters): a directory kept here
     # saves bytes whichever of those names it gets
     chosen = np.flatnonzero(_saving(count, size, 3) > 0)
     labels = list(itertools.islice(names, chosen.size))
     name_bytes = np.array([len(n) for n in labels], dtype=np.int64)
     keep = _saving(count[chosen], size[chosen], name_bytes) > 0
-    dirs = totals["dir"].take(pa.array(chosen[keep])).to_pylist()
+    dirs = unique.take(arrow_numbers(order[chosen[keep]])).to_pylist()
     # dropping one only shortens the names after it, which keeps their savings positive
     return dict(zip(dirs, labels, strict=False))
 
