@@ -45,3 +45,41 @@ def test_refresh_ignores_recorded_storage_options(
     assert [c.kind for c in changes] == ["changed"]
     assert asked == [{}]
     np.testing.assert_array_equal(refzarr.open_dataset(refs)["v"].values, np.arange(6))
+
+
+def test_refresh_of_many_files_ignores_recorded_storage_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    netCDF4 = pytest.importorskip("netCDF4")
+
+    def write(path: Path, day: int, n: int) -> None:
+        with netCDF4.Dataset(path, "w") as ds:
+            ds.createDimension("time", None)
+            ds.createDimension("x", n)
+            ds.createVariable("time", "i8", ("time",))[:] = [day]
+            ds.createVariable("v", "f4", ("time", "x"))[:] = np.full((1, n), day)
+
+    sources = [tmp_path / f"d{day}.nc" for day in range(2)]
+    for day, path in enumerate(sources):
+        write(path, day, 3)
+    refs = tmp_path / "all.json"
+    group = refzarr.combine([refzarr.scan(str(p)) for p in sources], concat_dims=["time"])
+    doc = thaw_json(group.sources)
+    for scan in doc["scans"]:  # alike: one batch of two files, scanned together
+        scan["options"] = {"storage_options": ELSEWHERE}
+    refzarr.write(dataclasses.replace(group, sources=doc), refs)
+    for day, path in enumerate(sources):
+        write(path, day + 10, 3)  # both changed: refresh scans them again together
+    module = importlib.import_module("refzarr.parallel")
+    scan_many, asked = module.scan_many, []
+
+    def spy(urls: Any, **options: Any) -> Any:
+        asked.append(options)
+        return scan_many(urls, **options)
+
+    monkeypatch.setattr(module, "scan_many", spy)
+    refzarr.refresh(refs)
+    assert len(asked) == 1
+    assert "storage_options" not in asked[0]
+    values = refzarr.open_dataset(refs)["v"].values
+    np.testing.assert_array_equal(values, [[10] * 3, [11] * 3])

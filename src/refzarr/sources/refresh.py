@@ -213,10 +213,15 @@ def rescan(scan: ScanRecord, storage_options: Mapping[str, Any] | None) -> RefGr
     user's credentials go, such as another S3 endpoint: only ``storage_options`` count)."""
     from refzarr.scan import scan as scan_url
 
+    return scan_url(scan.url, format=scan.format, **_rescan_options(scan, storage_options))
+
+
+def _rescan_options(scan: ScanRecord, storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The recorded scan options, with the caller's storage options in place of any recorded."""
     options = {k: v for k, v in scan.options.items() if k != "storage_options"}
     if storage_options is not None:
         options["storage_options"] = storage_options
-    return scan_url(scan.url, format=scan.format, **options)
+    return options
 
 
 def rescan_many(
@@ -237,9 +242,7 @@ def rescan_many(
         if len(batch) == 1:
             found[batch[0].url] = rescan(batch[0], storage_options)
             continue
-        options = dict(batch[0].options)
-        if storage_options is not None:
-            options["storage_options"] = storage_options
+        options = _rescan_options(batch[0], storage_options)
         urls = [scan.url for scan in batch]
         groups = scan_many(urls, format=batch[0].format, progress=False, **options)
         found.update(zip(urls, groups, strict=True))
