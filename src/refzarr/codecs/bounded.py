@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TooLargeError", "bounded_decoder", "chunk_bound", "inflate_bounded"]
+__all__ = ["TooLargeError", "bounded_decoder", "chunk_bound", "inflate_bounded", "read_at_most"]
 
 EXPANSION = 16
 """How many times a chunk's bytes a compressor's output may hold: filters decoded after it may
@@ -86,16 +86,11 @@ def _file_like(opener: Callable[[io.BytesIO], Any], what: str) -> Callable[[Any,
     multi-stream bz2/xz read as their codecs read them)."""
 
     def decode(codec: Any, buf: Any, bound: int) -> Any:
-        out = io.BytesIO()
         with opener(io.BytesIO(memoryview(buf).cast("B"))) as stream:
-            total = 0
-            while total <= bound:
-                piece = stream.read(min(_STEP, bound + 1 - total))
-                if not piece:
-                    return out.getvalue()
-                total += len(piece)
-                out.write(piece)
-        raise _too_large(what, bound)
+            data = read_at_most(stream, bound)
+        if data is None:
+            raise _too_large(what, bound)
+        return data
 
     return decode
 
@@ -136,18 +131,12 @@ def _zstd(codec: Any, buf: Any, bound: int) -> Any:
         except zstandard.ZstdError:
             pass  # more frames after it, or damaged: read on as a stream
     try:
-        reader = decompressor.stream_reader(buf, read_across_frames=True)
-        out = io.BytesIO()
-        total = 0
-        while total <= bound:
-            piece = reader.read(min(_STEP, bound + 1 - total))
-            if not piece:
-                return out.getvalue()
-            total += len(piece)
-            out.write(piece)
+        data = read_at_most(decompressor.stream_reader(buf, read_across_frames=True), bound)
     except zstandard.ZstdError:
         return codec.decode(buf)  # damaged: the codec's own error, within the bound
-    raise _too_large("zstd", bound)
+    if data is None:
+        raise _too_large("zstd", bound)
+    return data
 
 
 def _blosc(codec: Any, buf: Any, bound: int) -> Any:
@@ -200,3 +189,17 @@ def bounded_decoder(codec: Any) -> Callable[[Any, Any, int], Any] | None:
     if not _REGISTRY:
         _REGISTRY.update(_registry())
     return _REGISTRY.get(type(codec))
+
+
+def read_at_most(stream: Any, bound: int, step: int = _STEP) -> bytes | None:
+    """All that ``stream`` (a file object) gives, read ``step`` bytes at a time, or None as
+    soon as it gives more than ``bound`` bytes (never holding more than ``bound + step``)."""
+    out = io.BytesIO()
+    total = 0
+    while total <= bound:
+        piece = stream.read(min(step, bound + 1 - total))
+        if not piece:
+            return out.getvalue()
+        total += len(piece)
+        out.write(piece)
+    return None

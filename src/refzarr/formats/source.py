@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 
 import zstandard
 
+from refzarr.codecs.bounded import read_at_most
 from refzarr.errors import ReferenceFetchError, RefFormatError, SourceNotFoundError
 
 __all__ = [
@@ -302,14 +303,9 @@ _PIECE = 2**24
 
 def _bounded_read(stream: Any, bound: int, size: int, shown: str) -> bytes:
     """All of ``stream``, read a piece at a time; RefFormatError past ``bound`` bytes."""
-    out = io.BytesIO()
-    total = 0
-    while total <= bound:
-        piece = stream.read(min(_PIECE, bound + 1 - total))
-        if not piece:
-            return out.getvalue()
-        total += len(piece)
-        out.write(piece)
+    data = read_at_most(stream, bound, _PIECE)
+    if data is not None:
+        return data
     raise RefFormatError(
         f"{shown}: the compressed reference set ({size:,} bytes) decompresses to more than "
         f"{bound:,} bytes ({_expansion['ratio']:,} times its size; a decompression bomb?): "
