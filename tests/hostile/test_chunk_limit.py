@@ -4,7 +4,6 @@ refuses it before allocating, naming the array, the chunk key, its size and the 
 from __future__ import annotations
 
 import base64
-import json
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
+from setkit import one_array_set
 from test_shape_bombs import bounded
 
 import refzarr
@@ -30,15 +30,7 @@ def huge_chunk(compressor: dict[str, Any] | None, chunk: int = 2**40) -> dict[st
     zarray = {"shape": [2**40], "chunks": [chunk], "dtype": "<i4", "fill_value": 7, "order": "C",
               "filters": None, "compressor": compressor, "zarr_format": 2}  # fmt: skip
     stored = zlib.compress(bytes(4096)) if compressor else b"\x01\x00\x00\x00"
-    return {
-        "version": 1,
-        "refs": {
-            ".zgroup": '{"zarr_format":2}',
-            "a/.zarray": json.dumps(zarray),
-            "a/.zattrs": '{"_ARRAY_DIMENSIONS":["x"]}',
-            "a/0": "base64:" + base64.b64encode(stored).decode(),
-        },
-    }
+    return one_array_set(zarray, "base64:" + base64.b64encode(stored).decode())
 
 
 COMPRESSORS = [None, {"id": "zlib", "level": 1}]

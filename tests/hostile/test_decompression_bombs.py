@@ -20,6 +20,7 @@ import numcodecs
 import numpy as np
 import pytest
 import zstandard
+from setkit import one_array_set
 
 import refzarr
 from refzarr.errors import ChunkDecodeError, RefFormatError
@@ -66,15 +67,7 @@ def one_chunk_set(
     zarray = {"shape": [1024], "chunks": [1024], "dtype": "<f8", "fill_value": None,
               "order": "C", "filters": filters, "compressor": compressor,
               "zarr_format": 2}  # fmt: skip
-    return {
-        "version": 1,
-        "refs": {
-            ".zgroup": '{"zarr_format":2}',
-            "a/.zarray": json.dumps(zarray),
-            "a/.zattrs": '{"_ARRAY_DIMENSIONS":["x"]}',
-            "a/0": "base64:" + base64.b64encode(stored).decode(),
-        },
-    }
+    return one_array_set(zarray, "base64:" + base64.b64encode(stored).decode())
 
 
 def traced_peak(call: Callable[[], Any]) -> tuple[BaseException | None, int]:

@@ -7,13 +7,13 @@ byte too many."""
 from __future__ import annotations
 
 import http.server
-import json
 import threading
 from functools import partial
 from typing import Any
 
 import numpy as np
 import pytest
+from setkit import one_array_set
 
 import refzarr
 from httpkit import serving
@@ -69,15 +69,7 @@ class WholeFile(http.server.BaseHTTPRequestHandler):
 def one_chunk(url: str) -> dict[str, Any]:
     zarray = {"shape": [4], "chunks": [4], "dtype": "|u1", "fill_value": None, "order": "C",
               "filters": None, "compressor": None, "zarr_format": 2}  # fmt: skip
-    return {
-        "version": 1,
-        "refs": {
-            ".zgroup": '{"zarr_format":2}',
-            "a/.zarray": json.dumps(zarray),
-            "a/.zattrs": '{"_ARRAY_DIMENSIONS":["x"]}',
-            "a/0": [f"{url}/file.bin", OFFSET, 4],
-        },
-    }
+    return one_array_set(zarray, [f"{url}/file.bin", OFFSET, 4])
 
 
 def test_a_server_ignoring_range_sends_only_the_start() -> None:
