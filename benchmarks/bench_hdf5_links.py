@@ -25,13 +25,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import h5py
 import numpy as np
+
+from bench_hdf5_attrs import timed  # median wall and CPU seconds of repeated calls
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "hdf5_links"
 KINDS = ("hard", "groups", "soft-groups")
@@ -55,17 +54,6 @@ def write(path: Path, kind: str, count: int) -> None:
             else:
                 g[name] = h5py.SoftLink("/target")
     tmp.rename(path)
-
-
-def timed(run: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """Median wall and CPU seconds of ``repeat`` calls."""
-    walls, cpus = [], []
-    for _ in range(repeat):
-        wall, cpu = time.perf_counter(), time.process_time()
-        run()
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
-    return statistics.median(walls), statistics.median(cpus)
 
 
 def h5py_walk(path: Path) -> None:
