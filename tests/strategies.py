@@ -7,6 +7,7 @@ and zero-length dimensions, unicode everywhere, offsets and lengths up to ``2**6
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +47,7 @@ REFERENCE, WHOLE, INLINE, ABSENT = 0, 1, 2, 3
 # -- text --------------------------------------------------------------------------------------
 
 
+@functools.cache
 def texts(min_size: int = 0, max_size: int = 12) -> st.SearchStrategy[str]:
     """Any unicode text that can be encoded (no lone surrogates), control characters included."""
     alphabet = st.characters(exclude_categories=("Cs",))
@@ -57,6 +59,7 @@ _NAME_ALPHABET = st.characters(
 )
 
 
+@functools.cache
 def member_names() -> st.SearchStrategy[str]:
     """Names a group member may have: letters of any script, digits, space, ``_-.``."""
     return st.text(_NAME_ALPHABET, min_size=1, max_size=8).filter(
@@ -67,6 +70,7 @@ def member_names() -> st.SearchStrategy[str]:
 _SCHEMES = ["", "/", "file:///tmp/", "s3://bucket/", "https://example.org/", "gs://b/", "memory://"]
 
 
+@functools.cache
 def urls() -> st.SearchStrategy[str]:
     """Non-empty URLs: common schemes followed by any unicode path (spaces, ``%``, ``{``...)."""
     return st.builds(str.__add__, st.sampled_from(_SCHEMES), texts(min_size=1, max_size=16))
@@ -75,6 +79,7 @@ def urls() -> st.SearchStrategy[str]:
 # -- JSON values -------------------------------------------------------------------------------
 
 
+@functools.cache
 def _json_scalars() -> st.SearchStrategy[Any]:
     return (
         st.none()
@@ -85,6 +90,7 @@ def _json_scalars() -> st.SearchStrategy[Any]:
     )
 
 
+@functools.cache
 def json_values(max_leaves: int = 8) -> st.SearchStrategy[Any]:
     """JSON values: scalars (NaN, infinities, 64-bit integers), lists, objects; unicode keys."""
     return st.recursive(
@@ -97,6 +103,7 @@ def json_values(max_leaves: int = 8) -> st.SearchStrategy[Any]:
     )
 
 
+@functools.cache
 def attribute_dicts(*, for_array: bool = False) -> st.SearchStrategy[dict[str, Any]]:
     """User attributes; an array's never hold ``_ARRAY_DIMENSIONS`` (that is dimension_names)."""
     keys = texts(max_size=10)
@@ -108,6 +115,7 @@ def attribute_dicts(*, for_array: bool = False) -> st.SearchStrategy[dict[str, A
 # -- dtypes and fill values --------------------------------------------------------------------
 
 
+@functools.cache
 def scalar_dtypes() -> st.SearchStrategy[np.dtype[Any]]:
     """Every non-structured dtype Zarr v2 can describe, in both byte orders."""
     return st.one_of(
@@ -124,6 +132,7 @@ def scalar_dtypes() -> st.SearchStrategy[np.dtype[Any]]:
     )
 
 
+@functools.cache
 def structured_dtypes() -> st.SearchStrategy[np.dtype[Any]]:
     """Structured dtypes: unicode field names, sub-array fields, nested records."""
     flat = hnp.array_dtypes(scalar_dtypes(), max_size=3, allow_subarrays=True)
@@ -137,6 +146,7 @@ def _untitled(dtype: np.dtype[Any]) -> bool:
     return all(len(spec) == 2 and _untitled(spec[0]) for spec in dtype.fields.values())
 
 
+@functools.cache
 def any_dtypes() -> st.SearchStrategy[np.dtype[Any]]:
     """Scalar dtypes most of the time, structured ones sometimes."""
     return st.one_of(scalar_dtypes(), scalar_dtypes(), structured_dtypes())
@@ -156,6 +166,7 @@ def fill_values(dtype: np.dtype[Any]) -> st.SearchStrategy[Any]:
 _codec_keys = texts(max_size=5).filter(lambda k: k != "id")
 
 
+@functools.cache
 def _codec_configs(itemsize: int) -> st.SearchStrategy[dict[str, Any]]:
     level = st.integers(0, 9)
     return st.one_of(
@@ -189,6 +200,11 @@ def codec_lists(dtype: np.dtype[Any]) -> st.SearchStrategy[list[dict[str, Any]]]
 
 def chunk_shapes(shape: Sequence[int]) -> st.SearchStrategy[tuple[int, ...]]:
     """Chunk shapes for ``shape``: from 1 up to past the edge (zero-length dimensions too)."""
+    return _chunk_shapes(tuple(shape))
+
+
+@functools.cache
+def _chunk_shapes(shape: tuple[int, ...]) -> st.SearchStrategy[tuple[int, ...]]:
     return st.tuples(*(st.integers(1, max(1, side + 2)) for side in shape))
 
 
@@ -220,6 +236,7 @@ def array_metas(
 # -- ChunkManifest -----------------------------------------------------------------------------
 
 
+@functools.cache
 def grid_shapes(max_dims: int = 3, max_side: int = 5) -> st.SearchStrategy[tuple[int, ...]]:
     """Chunk grid shapes, the empty grid of a 0-d array and grids with no chunks included."""
     return hnp.array_shapes(min_dims=0, max_dims=max_dims, min_side=0, max_side=max_side)
@@ -256,6 +273,7 @@ def manifests(
     return ChunkManifest.from_arrays(paths, path_id, offset, length.astype(np.uint64), inlined)
 
 
+@functools.cache
 def _inline_bytes(max_size: int) -> st.SearchStrategy[bytes]:
     """Inlined chunk data: binary, ASCII text, and text that looks like ``base64:``."""
     return st.one_of(
