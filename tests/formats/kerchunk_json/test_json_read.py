@@ -11,6 +11,7 @@ documents itself instead of handing them to the oracle.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 import pickle
@@ -95,11 +96,13 @@ _DIRS = ["s3://bucket/data/", "gs://b/é ü/", 's3://b/"q"\\x/', "file:///tmp/",
 _NAMES = st.text(string.ascii_letters + string.digits + 'éü_-." \\', min_size=1, max_size=4)
 
 
+@functools.cache
 def urls() -> st.SearchStrategy[str]:
     """URLs sharing a few directories, with quotes, backslashes, slashes and unicode."""
     return st.builds(str.__add__, st.sampled_from(_DIRS), texts(min_size=1, max_size=6))
 
 
+@functools.cache
 def numbers() -> st.SearchStrategy[int]:
     """Offsets and lengths, biased to the edges: 0, digit-count boundaries, 2**63 - 1."""
     edges = st.sampled_from([0, 1, 9, 10, 99999999, 100000000, 10**18, MAX - 1, MAX])
@@ -123,14 +126,16 @@ def arrays(draw: st.DrawFn, path: str) -> dict[str, Any]:
     }
     pool = draw(st.lists(urls(), min_size=1, max_size=3, unique=True))
     for index in np.ndindex(*grid):
-        value = draw(chunk_values(pool))
+        value = draw(chunk_values(tuple(pool)))
         if value is not None:
             out[chunk_key(path, tuple(int(i) for i in index), separator)] = value
     return out
 
 
-def chunk_values(pool: list[str]) -> st.SearchStrategy[Any]:
-    """A reference (mostly), a whole-file reference, inline text or base64, or missing."""
+@functools.cache
+def chunk_values(pool: tuple[str, ...]) -> st.SearchStrategy[Any]:
+    """A reference (mostly), a whole-file reference, inline text or base64, or missing
+    (built once per pool of URLs: hypothesis validates every new strategy it draws from)."""
     url = st.sampled_from(pool)
     reference = st.builds(lambda u, o, n: [u, o, n], url, numbers(), numbers())
     return st.one_of(
