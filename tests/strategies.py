@@ -286,6 +286,9 @@ def _inline_bytes(max_size: int) -> st.SearchStrategy[bytes]:
 # -- RefArray and RefGroup ---------------------------------------------------------------------
 
 
+_ANY_ARRAY_METAS = array_metas()
+
+
 @st.composite
 def ref_arrays(
     draw: st.DrawFn,
@@ -293,7 +296,7 @@ def ref_arrays(
     **manifest_options: Any,
 ) -> RefArray:
     """An array whose manifest matches its metadata's chunk grid."""
-    meta = draw(metas if metas is not None else array_metas())
+    meta = draw(metas if metas is not None else _ANY_ARRAY_METAS)
     return RefArray(meta, draw(manifests(meta.grid_shape, **manifest_options)))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import json
 import os
@@ -55,16 +56,21 @@ AWKWARD_DIRS = [
 DTYPES = st.sampled_from([np.dtype(t) for t in ("<f4", ">i8", "u1", "<M8[s]", "S3", "<c8")])
 
 
+@functools.cache
 def awkward_urls() -> st.SearchStrategy[str]:
     """URLs sharing a few directories, with quotes, backslashes, braces, CR/LF and unicode."""
     named = st.builds(str.__add__, st.sampled_from(AWKWARD_DIRS), texts(min_size=1, max_size=6))
     return named | urls()
 
 
+# built once: hypothesis validates every strategy object it has not drawn from before
+_SHARED_ARRAYS = ref_arrays(array_metas(dtypes=DTYPES, max_side=7))
+
+
 @st.composite
 def awkward_arrays(draw: st.DrawFn) -> RefArray:
     """Arrays of the shared strategies, their URLs swapped for awkward ones."""
-    array = draw(ref_arrays(array_metas(dtypes=DTYPES, max_side=7)))
+    array = draw(_SHARED_ARRAYS)
     m = array.manifest
     n = len(m.paths)
     paths = draw(st.lists(awkward_urls(), min_size=n, max_size=n, unique=True))
