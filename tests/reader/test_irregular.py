@@ -270,17 +270,26 @@ def test_encoding_does_not_claim_a_regular_chunk(case: Case) -> None:
     assert "chunks" not in encoding
 
 
+def _opened(case: Case, *, lazy: bool) -> xr.Dataset:
+    """The case's dataset opened lazily or with dask, once per case (not per example)."""
+    cache: dict[bool, xr.Dataset] = case.__dict__.setdefault("_opened", {})
+    if lazy not in cache:
+        chunks = None if lazy else {}
+        cache[lazy] = refzarr.open_dataset(case.group, chunks=chunks, mask_and_scale=False)
+    return cache[lazy]
+
+
 @_settings
 @given(selection=xarray_selections)
 def test_lazy_selections_equal_numpy(case: Case, selection: tuple[Any, ...]) -> None:
-    ds = refzarr.open_dataset(case.group, mask_and_scale=False)
+    ds = _opened(case, lazy=True)
     _assert_same(ds["v"][selection].values, _native(case.expected("v", selection)))
 
 
 @_settings
 @given(selection=xarray_selections)
 def test_dask_arrays_follow_the_reference_chunks(case: Case, selection: tuple[Any, ...]) -> None:
-    ds = refzarr.open_dataset(case.group, chunks={}, mask_and_scale=False)
+    ds = _opened(case, lazy=False)
     rect = case.array("v").meta.rectilinear
     assert rect is not None
     assert rect[0] is not None
