@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Literal
 
+from refzarr.model.frozen import FrozenDict
 from refzarr.model.group import RefGroup
 
 __all__ = ["WriteResult", "dimension_lengths", "written_result"]
@@ -20,7 +20,7 @@ ArrayShape = tuple[str, tuple[str, ...], tuple[int, ...]]
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
-    """What a write put where.
+    """What a write put where (read-only, hashable, picklable).
 
     Parameters
     ----------
@@ -48,10 +48,14 @@ class WriteResult:
 
     target: str
     format: WriteFormat
-    dims: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    dims: Mapping[str, int] = field(default_factory=FrozenDict)
     references: int = 0
     append_dim: str | None = None
     appended: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.dims, FrozenDict):
+            object.__setattr__(self, "dims", FrozenDict(self.dims))
 
 
 def written_result(
@@ -71,7 +75,7 @@ def written_result(
     return WriteResult(
         target=target,
         format=format,
-        dims=MappingProxyType(dimension_lengths(shapes)),
+        dims=FrozenDict(dimension_lengths(shapes)),
         references=references,
         append_dim=append_dim,
         appended=appended,
