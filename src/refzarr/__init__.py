@@ -21,7 +21,7 @@ from refzarr.errors import (
     SourceNotFoundError,
     UnsupportedFeatureError,
 )
-from refzarr.formats.api import expand_references, read, write
+from refzarr.formats.api import WriteResult, expand_references, read, write
 from refzarr.model import ArrayMeta, ChunkManifest, ChunkRef, RefArray, RefGroup
 from refzarr.model.kerchunk import from_kerchunk, to_kerchunk
 from refzarr.parallel import scan_many
@@ -89,6 +89,7 @@ __all__ = [
     "SourceChangedError",
     "SourceNotFoundError",
     "UnsupportedFeatureError",
+    "WriteResult",
     "__version__",
     "check_sources",
     "combine",

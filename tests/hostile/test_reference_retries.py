@@ -21,8 +21,13 @@ import pytest
 import refzarr
 from httpkit import serving
 from refzarr.errors import ChunkFetchError, ReferenceFetchError, SourceNotFoundError
-from refzarr.io import RangeReader, set_read_deadline, set_reference_retries
-from refzarr.io import fetch as fetch_module
+from refzarr.io import (
+    DEFAULT_DEADLINE,
+    REMOTE_POLICY,
+    RangeReader,
+    set_read_deadline,
+    set_reference_retries,
+)
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from timebound import finish_within
 
@@ -128,7 +133,7 @@ def retries() -> Iterator[Callable[..., None]]:
 
     yield configure
     set_reference_retries()
-    set_read_deadline(fetch_module.DEFAULT_DEADLINE)
+    set_read_deadline(DEFAULT_DEADLINE)
 
 
 def _references(group: RefGroup) -> list[Any]:
@@ -299,7 +304,7 @@ def test_s3_without_client_retries(
 
 
 def _size(url: str, **policy: Any) -> int:
-    remote = replace(fetch_module.REMOTE_POLICY, **{"backoff": 0.05, **policy})
+    remote = replace(REMOTE_POLICY, **{"backoff": 0.05, **policy})
     return RangeReader(remote_policy=remote).size(url)
 
 

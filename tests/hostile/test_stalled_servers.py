@@ -18,8 +18,13 @@ import pytest
 import refzarr
 from httpkit import serving
 from refzarr.errors import ChunkFetchError, ReferenceFetchError
-from refzarr.io import REMOTE_POLICY, FetchPolicy, RangeReader, set_read_deadline
-from refzarr.io import fetch as fetch_module
+from refzarr.io import (
+    DEFAULT_DEADLINE,
+    REMOTE_POLICY,
+    FetchPolicy,
+    RangeReader,
+    set_read_deadline,
+)
 from refzarr.model import ArrayMeta, ChunkManifest, RefArray, RefGroup
 from timebound import raised_within
 
@@ -117,14 +122,14 @@ def test_the_process_wide_deadline_applies_through_open_dataset(stalled_url: str
         ds = refzarr.open_dataset(group)
         error = raised_within(HARD_TIMEOUT, lambda: ds["v"].values)
     finally:
-        set_read_deadline(fetch_module.DEFAULT_DEADLINE)
+        set_read_deadline(DEFAULT_DEADLINE)
     assert isinstance(error, ChunkFetchError), error
     assert stalled_url in str(error)
     assert "read deadline" in str(error)
 
 
 def test_deadline_settings_are_checked() -> None:
-    assert REMOTE_POLICY.seconds() == fetch_module.DEFAULT_DEADLINE == 60.0
+    assert REMOTE_POLICY.seconds() == DEFAULT_DEADLINE == 60.0
     with pytest.raises(ValueError, match="positive"):
         set_read_deadline(0)
     with pytest.raises(ValueError, match="deadline must be positive"):
@@ -145,7 +150,7 @@ def test_the_size_of_a_whole_file_on_a_stalled_server(stalled_url: str) -> None:
 def short_deadline() -> Iterator[None]:
     set_read_deadline(DEADLINE)
     yield
-    set_read_deadline(fetch_module.DEFAULT_DEADLINE)
+    set_read_deadline(DEFAULT_DEADLINE)
 
 
 @pytest.mark.parametrize(

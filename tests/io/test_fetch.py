@@ -143,10 +143,10 @@ def test_many_files_read_with_few_descriptors_open(
     """A read across more files than the descriptor cap: every range right, at most the cap
     open at once besides the files being read (small blocks are read in the calling thread,
     large ones by the pool)."""
-    from refzarr.io import fetch
+    from refzarr.io import fetch, local_files
 
     opened: list[int] = []
-    real = fetch._LocalFiles
+    real = local_files.LocalFiles
 
     class Counting(real):  # type: ignore[misc, valid-type]
         def _acquire(self, path: str) -> int:
@@ -154,14 +154,14 @@ def test_many_files_read_with_few_descriptors_open(
             opened.append(self.open_count)
             return fd
 
-    monkeypatch.setattr(fetch, "_LocalFiles", lambda: Counting(max_open=4))
+    monkeypatch.setattr(fetch, "LocalFiles", lambda: Counting(max_open=4))
     big = DATA * 4  # larger than a small block
     paths = []
     for k in range(40):
         path = tmp_path / f"f{k}.bin"
         path.write_bytes(big[k:] + big[:k])
         paths.append(str(path))
-    sizes = [10, fetch.SMALL_LOCAL_BLOCK + 1]  # both paths through `_fetch_blocks`
+    sizes = [10, local_files.SMALL_LOCAL_BLOCK + 1]  # both paths through `_fetch_blocks`
     urls = [p for p in paths for _ in sizes] * 2
     offsets = [k % 7 for k in range(len(urls))]
     lengths = [sizes[k % 2] for k in range(len(urls))]
@@ -175,8 +175,8 @@ def test_many_files_read_with_few_descriptors_open(
 
 @pytest.fixture
 def pools_made(monkeypatch: pytest.MonkeyPatch) -> list[ThreadPoolExecutor]:
-    """Every thread pool the fetch module makes from now on (the shared ones start afresh)."""
-    from refzarr.io import fetch
+    """Every thread pool a read's workers make from now on (the shared ones start afresh)."""
+    from refzarr.io import workers
 
     made: list[ThreadPoolExecutor] = []
 
@@ -185,16 +185,16 @@ def pools_made(monkeypatch: pytest.MonkeyPatch) -> list[ThreadPoolExecutor]:
             super().__init__(*args, **kwargs)
             made.append(self)
 
-    monkeypatch.setattr(fetch, "ThreadPoolExecutor", Counted)
-    monkeypatch.setattr(fetch, "_SHARED_POOLS", {})
+    monkeypatch.setattr(workers, "ThreadPoolExecutor", Counted)
+    monkeypatch.setattr(workers, "_SHARED_POOLS", {})
     return made
 
 
 def _big_file(tmp_path: Path, blocks: int) -> tuple[Path, bytes, int]:
     """A file of ``blocks`` large ranges apart more than a merge gap (each read by a thread)."""
-    from refzarr.io import fetch
+    from refzarr.io.local_files import SMALL_LOCAL_BLOCK
 
-    size = fetch.SMALL_LOCAL_BLOCK * 2
+    size = SMALL_LOCAL_BLOCK * 2
     stride = size + LOCAL_POLICY.max_gap + 1
     data = (DATA * (stride * blocks // len(DATA) + 1))[: stride * blocks]
     path = tmp_path / "big.bin"

@@ -120,3 +120,30 @@ def test_validate_and_the_guard_see_the_same_states(tmp_path: Path) -> None:
         urls[2]: "a directory, not a file",
     }
     assert [guard._local_state(url) for url in urls] == [states[str(path)], None, None]
+
+
+def test_every_local_state_is_taken_alike(tmp_path: Path) -> None:
+    """`source_states` (check_sources, a scan's record), `scanned_state`, `state_now`
+    (validate) and the guard take a local file's state in one place (`local_state`): the
+    same state, and the same answer for a missing file, a directory and a path through a
+    folder that does not exist (`source_states` had found ``gone/../a.nc``)."""
+    from refzarr.sources.state import DIRECTORY, Unreachable, local_state, source_states
+
+    path = tmp_path / "a.nc"
+    path.write_bytes(b"abc")
+    present = [str(path), path.as_uri(), f"{tmp_path}/./a.nc"]
+    absent = [str(tmp_path / "gone.nc"), f"{tmp_path}/gone/../a.nc"]
+    urls = [*present, *absent, str(tmp_path)]
+    found = source_states(urls)
+    state = local_state(str(path))
+    assert isinstance(state, SourceState)
+    for url in present:
+        assert found[url] == scanned_state(url) == state_now(url, _never) == state
+        assert guard._local_state(url) == state
+    for url in absent:
+        assert found[url] is None
+        assert scanned_state(url) is guard._local_state(url) is None
+        assert state_now(url, _never) == NO_SUCH_FILE
+    assert found[str(tmp_path)] == Unreachable(DIRECTORY) == local_state(str(tmp_path))
+    assert scanned_state(str(tmp_path)) is None
+    assert state_now(str(tmp_path), _never) == DIRECTORY

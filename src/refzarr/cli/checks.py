@@ -19,7 +19,7 @@ import numpy as np
 
 from refzarr.errors import RefzarrError
 from refzarr.io import RangeReader
-from refzarr.io.fetch import unreachable_endpoint
+from refzarr.io.failures import unreachable_endpoint
 from refzarr.model import INLINED, WHOLE_FILE, ManifestBlock, RefArray, RefGroup
 from refzarr.model.hierarchy import chunk_key
 from refzarr.parallel.progress import progress_bar

@@ -235,11 +235,11 @@ def run(args: argparse.Namespace) -> int:
         group = _combine(results, concat_dims, _names(args.identical_dim), coords, storage)
     same = storage is not None and _protocol(str(args.output)) == _protocol(urls[0])
     if chosen == "icechunk":
-        from refzarr.formats.icechunk.repository import commit_icechunk
+        from refzarr.formats.icechunk.repository import commit_written
 
         quiet_icechunk(str(args.output))
         message = args.message or f"refzarr scan of {plural(len(results), 'file')}"
-        commit_icechunk(
+        _, result = commit_written(
             group,
             args.output,
             message=message,
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
             source_options=storage,
         )
     else:
-        write(
+        result = write(
             group,
             args.output,
             format=chosen,
@@ -257,11 +257,7 @@ def run(args: argparse.Namespace) -> int:
             durable=args.durable,
             lock_timeout=args.lock_timeout,
         )
-    appended = None
-    if args.append_dim:
-        out_options = storage if same else None
-        output = str(args.output)
-        appended = appended_lengths(group, args.append_dim, output, chosen, out_options)
+    appended = appended_lengths(group, result) if args.append_dim else None
     line = summary(
         str(args.output),
         results,

@@ -20,6 +20,7 @@ from refzarr.formats.source import (
 )
 from refzarr.formats.target_lock import DEFAULT_LOCK_TIMEOUT, target_lock
 from refzarr.formats.target_lock import lock_timeout as _lock_timeout
+from refzarr.formats.written import WriteResult, written_result
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import require_regular_grids
 from refzarr.model.kerchunk import expand_dict, group_from_kerchunk
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_RECORD_SIZE",
+    "WriteResult",
     "expand_references",
     "format_from_suffix",
     "read",
@@ -238,7 +240,7 @@ def write(
     append_dim: str | None = None,
     durable: bool = False,
     lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
-) -> None:
+) -> WriteResult:
     """Write a reference set atomically (temporary name, then rename).
 
     Parameters
@@ -283,6 +285,14 @@ def write(
         append, a refresh, a write's exchange) holds its lock (default an hour; None: no
         limit). See docs/formats.md, "Writers at the same time".
 
+    Returns
+    -------
+    WriteResult
+        What was written: the target, the format, the set's dimension lengths after the
+        write (an append's new length along ``append_dim``), the number of chunk references
+        of ``group``, and whether it was appended to an existing set. Computed from what
+        was written (nothing is read back).
+
     Raises
     ------
     UnsupportedFeatureError
@@ -296,7 +306,7 @@ def write(
         written), or replaced a set on an object store while this append read it.
     """
     with _lock_timeout(lock_timeout):
-        _write(
+        return _write(
             group,
             target,
             format=format,
@@ -316,13 +326,13 @@ def replace_read_set(
     *,
     lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
     **how: Any,
-) -> None:
+) -> WriteResult:
     """`write` (``how``: its arguments) of a whole set made from the set read at ``target``:
     on a filesystem that locks nothing, `ConcurrentWriteError` instead of replacing it when
     it is no longer the version ``seen`` (`set_version`, taken before reading it). Local
     writers hold the target's lock from before reading it instead (``seen`` None)."""
     with _lock_timeout(lock_timeout):
-        _write(group, target, **how, seen=seen)
+        return _write(group, target, **how, seen=seen)
 
 
 def _write(
@@ -337,7 +347,7 @@ def _write(
     append_dim: str | None = None,
     durable: bool = False,
     seen: object = None,
-) -> None:
+) -> WriteResult:
     """`write` with the lock timeout set (``seen``: `replace_read_set`)."""
     # format modules import pyarrow: loaded on first use, so `import refzarr` stays light
     from refzarr.formats.kerchunk_json import write as json_write
@@ -353,7 +363,7 @@ def _write(
     if append_dim is not None and chosen == "parquet":
         from refzarr.formats.parquet.append import append_parquet
 
-        append_parquet(
+        outcome = append_parquet(
             group,
             location,
             target=os.fspath(target),
@@ -362,23 +372,32 @@ def _write(
             storage_options=storage_options,
             durable=durable,
         )
-        return
+        return outcome.result
     if chosen == "parquet":
         _write_parquet(group, location, record_size or DEFAULT_RECORD_SIZE, durable, seen)
-        return
+        return written_result(group, os.fspath(target), "parquet")
     if chosen != "json":
         raise ValueError(f"format must be 'json' or 'parquet', got {chosen!r}")
     if version not in (0, 1):
         raise ValueError(f"version must be 0 or 1, got {version!r}")
     # an append reads the set and replaces it: other local writers of it wait meanwhile
+    whole, appended = group, False
     with target_lock(location) if append_dim is not None else nullcontext():
         if append_dim is not None:
             seen = None if location.is_local else set_version(location, directory=False)
-            group = _appended(group, os.fspath(target), append_dim, storage_options)
-        require_regular_grids(group)  # before any output exists: no partial reference set
+            whole, appended = _appended(group, os.fspath(target), append_dim, storage_options)
+        require_regular_grids(whole)  # before any output exists: no partial reference set
         codec = _json_compression(location.path, compression)
-        parts = json_write.render_parts(group, version=version)
+        parts = json_write.render_parts(whole, version=version)
         write_atomic(location, json_write.compress_parts(parts, codec), version=seen)
+    return written_result(
+        group,
+        os.fspath(target),
+        "json",
+        written=whole,
+        append_dim=append_dim,
+        appended=appended,
+    )
 
 
 def _write_parquet(
@@ -399,21 +418,22 @@ def _appended(
     target: str,
     append_dim: str,
     storage_options: Mapping[str, Any] | None,
-) -> RefGroup:
-    """The existing set at ``target`` with ``group`` appended along ``append_dim`` (only
-    ``group`` when nothing exists there yet)."""
+) -> tuple[RefGroup, bool]:
+    """The existing set at ``target`` with ``group`` appended along ``append_dim`` and True
+    (only ``group`` and False when nothing exists there yet)."""
     from refzarr.combine import combine
 
     try:
         existing = read(target, storage_options)
     except SourceNotFoundError:
-        return group
-    return combine(
+        return group, False
+    combined = combine(
         [existing, group],
         concat_dims=[append_dim],
         urls=[f"{target} (existing set)", "the appended data"],
         storage_options=storage_options,
     )
+    return combined, True
 
 
 def _check_append_dim(append_dim: object) -> None:

@@ -67,7 +67,7 @@ def remote_call(fs: Any, what: str, call: Callable[[], T]) -> T:
     failures a `ReferenceFetchError` naming ``what``."""
     if {"file", "local", "memory"} & set(_protocols(fs)):
         return call()
-    from refzarr.io.fetch import call_within_deadline
+    from refzarr.io.retry import call_within_deadline
 
     return call_within_deadline(call, what)
 

@@ -20,199 +20,38 @@ when the deadline passes, however the filesystem's own timeouts and retries are 
 stuck in the filesystem is left to finish in its thread; the read does not wait for it.
 
 A file's size (`RangeReader.size`, for whole-file references) and requests for a remote
-reference set's own files (`call_within_deadline`) are retried by the same loop (`_retried`),
+reference set's own files (`call_within_deadline`) are retried by the same loop (`retried`),
 within the same deadline, each try in a thread of its own: the size as the reader's policy
 says, the reference set's files as `set_reference_retries` says.
+
+Its parts, a module each in `refzarr.io`: `plan` (ranges merged into blocks), `policy`
+(`FetchPolicy`, the deadline), `local_files` (``pread`` through shared descriptors), `workers`
+(the threads), `retry` (tries within the deadline), `failures` (what another try may fix).
 """
 
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 import threading
-import time
-import urllib.parse
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import ExitStack, closing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
-from refzarr.errors import ChunkFetchError, ReferenceFetchError, RefzarrError
+from refzarr.errors import ChunkFetchError
 from refzarr.io.allow import URLPolicy
 from refzarr.io.http_range import is_http, read_range
+from refzarr.io.local_files import SMALL_LOCAL_BLOCK, LocalFiles
 from refzarr.io.plan import Block, ReadPlan, plan_reads
+from refzarr.io.policy import LOCAL_POLICY, REMOTE_POLICY, FetchPolicy
+from refzarr.io.retry import Tries, call_retried, retried
+from refzarr.io.workers import Workers
 
-__all__ = [
-    "DEFAULT_DEADLINE",
-    "LOCAL_POLICY",
-    "MAX_OPEN_FILES",
-    "REMOTE_POLICY",
-    "SMALL_LOCAL_BLOCK",
-    "FetchPolicy",
-    "FetchedBlock",
-    "RangeReader",
-    "call_within_deadline",
-    "described_failure",
-    "set_read_deadline",
-    "set_reference_retries",
-    "unreachable_endpoint",
-]
-
-T = TypeVar("T")
-
-DEFAULT_DEADLINE = 60.0
-"""Seconds a remote block may take, all tries included, unless a policy says otherwise."""
-
-_deadline = {"default": DEFAULT_DEADLINE}
-
-
-def set_read_deadline(seconds: float) -> None:
-    """Set the process-wide deadline of remote reads whose policy gives none (seconds > 0).
-
-    Raises
-    ------
-    ValueError
-        When ``seconds`` is not a positive number.
-    """
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
-        raise ValueError(f"the deadline must be a positive number of seconds, got {seconds!r}")
-    _deadline["default"] = float(seconds)
-
-
-SMALL_LOCAL_BLOCK = 64 * 2**10
-"""Local blocks up to this size are read in the calling thread: a pread from the page cache
-takes microseconds, a hand-off to the pool tens (thousands of small files' coordinates)."""
-
-MAX_OPEN_FILES = 128
-"""Idle local file descriptors one read keeps open at most, besides the files being read (a
-read across 10,000 files must not exhaust the process's limit, often 1,024): the least
-recently used idle one is closed."""
-
-_NOT_TRANSIENT = (
-    FileNotFoundError,
-    PermissionError,
-    IsADirectoryError,
-    NotADirectoryError,
-    ValueError,
-    TypeError,
-    KeyError,
-    NotImplementedError,
-)
-"""Failures that another attempt cannot fix; everything else (timeouts, resets, 5xx) is retried."""
-
-_TRANSIENT_STATUS = frozenset({408, 425, 429})
-"""HTTP client-error statuses that another attempt may fix (timeout, too early, slow down)."""
-
-
-def _transient(exc: BaseException) -> bool:
-    """Whether another attempt may succeed: not for the `_NOT_TRANSIENT` kinds nor an HTTP
-    4xx answer (forbidden, bad request, ...) other than `_TRANSIENT_STATUS`; yes for the rest
-    (timeouts, connection resets, 5xx answers)."""
-    if isinstance(exc, _NOT_TRANSIENT) or _missing_credentials(exc):
-        return False
-    if unreachable_endpoint(exc) is not None:
-        return False
-    status = getattr(exc, "status", None)  # aiohttp's ClientResponseError (fsspec's HTTP)
-    if isinstance(status, int) and 400 <= status < 500:
-        return status in _TRANSIENT_STATUS
-    return True
-
-
-def _missing_credentials(exc: BaseException) -> bool:
-    """Whether ``exc`` is botocore's "no credentials" (s3fs found none, or only half): no
-    later try finds them (botocore is asked only when something loaded it)."""
-    botocore = sys.modules.get("botocore.exceptions")
-    if botocore is None:
-        return False
-    return isinstance(exc, botocore.NoCredentialsError | botocore.PartialCredentialsError)
-
-
-def unreachable_endpoint(exc: BaseException | None) -> str | None:
-    """The endpoint (``scheme://host:port``) botocore could not connect to when ``exc`` (or
-    the failure it was raised from) is its ``EndpointConnectionError`` (connection refused, no
-    such host), else None. botocore has retried the connection already: ours would only
-    multiply its wait (a wrong ``endpoint_url`` took 37 s for 9 files with 4 tries)."""
-    botocore = sys.modules.get("botocore.exceptions")
-    if botocore is None or exc is None:
-        return None
-    found = next(
-        (e for e in (exc, exc.__cause__) if isinstance(e, botocore.EndpointConnectionError)), None
-    )
-    if found is None:
-        return None
-    url = str(getattr(found, "kwargs", {}).get("endpoint_url", ""))
-    parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else url or "(unknown)"
-
-
-def described_failure(exc: BaseException) -> str:
-    """What failed, for messages: the exception's type and text; for an unreachable S3
-    endpoint, which one and what to check."""
-    endpoint = unreachable_endpoint(exc)
-    if endpoint is None:
-        return f"{type(exc).__name__}: {exc}"
-    return (
-        f"cannot connect to the S3 endpoint {endpoint} (nothing answers there: connection "
-        "refused or no such host; botocore retried it); check the endpoint_url in the storage "
-        "options' client_kwargs (--storage-options) and that the server is up and reachable"
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class FetchPolicy:
-    """How to merge, parallelise and retry reads.
-
-    Parameters
-    ----------
-    max_gap
-        Largest run of unrequested bytes read to merge two ranges into one request.
-    max_block
-        Largest merged request in bytes (a single larger range is still one request).
-    concurrency
-        Requests in flight at once.
-    attempts
-        Tries per request before giving up (1: no retry).
-    backoff
-        Seconds to wait before the first retry; doubled each time, at most ``max_backoff``.
-    max_backoff
-        Longest wait between two tries, in seconds.
-    deadline
-        Seconds a block may take from its first try, all tries included, before the read
-        fails with `ChunkFetchError`; None: the process-wide default (`set_read_deadline`,
-        `DEFAULT_DEADLINE` unless changed). Local reads are not timed.
-    """
-
-    max_gap: int
-    max_block: int
-    concurrency: int
-    attempts: int = 4
-    backoff: float = 0.1
-    max_backoff: float = 2.0
-    deadline: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.max_gap < 0 or self.max_block < 1 or self.concurrency < 1 or self.attempts < 1:
-            raise ValueError(f"invalid fetch policy {self}")
-        if self.deadline is not None and not self.deadline > 0:
-            raise ValueError(f"invalid fetch policy {self}: the deadline must be positive")
-
-    def seconds(self) -> float:
-        """The deadline in force for this policy."""
-        return self.deadline if self.deadline is not None else _deadline["default"]
-
-
-LOCAL_POLICY = FetchPolicy(max_gap=64 * 2**10, max_block=16 * 2**20, concurrency=8, attempts=1)
-"""Local disk: merging saves system calls only, so gaps stay small; nothing to retry."""
-
-REMOTE_POLICY = FetchPolicy(max_gap=2 * 2**20, max_block=32 * 2**20, concurrency=16)
-"""Object stores and HTTP: a request costs tens of milliseconds, about what a few megabytes of
-transfer cost, so ranges up to 2 MiB apart are merged."""
+__all__ = ["FetchedBlock", "RangeReader"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +220,7 @@ class RangeReader:
                 raise ChunkFetchError(f"{what}: {type(exc).__name__}: {exc}") from exc
         path = _remote_path(fs, url)
         policy = self.remote_policy
-        return _call_retried(
+        return call_retried(
             lambda: int(fs.size(path)), what, policy, ChunkFetchError, own_policy=True
         )
 
@@ -405,7 +244,7 @@ class RangeReader:
             return found
         path = _remote_path(fs, url)
         what = f"{url}: cannot get its size and state"
-        return _call_retried(
+        return call_retried(
             lambda: fs.info(path),
             what,
             self.remote_policy,
@@ -435,8 +274,8 @@ class RangeReader:
         members = _members_by_block(plan)
         names = _Names(keys, chosen)
         with ExitStack() as stack:
-            files = stack.enter_context(_LocalFiles()) if is_local else None
-            pool = stack.enter_context(_Workers(policy.concurrency, is_local))
+            files = stack.enter_context(LocalFiles()) if is_local else None
+            pool = stack.enter_context(Workers(policy.concurrency, is_local))
             # closed first: it cancels its blocks not started and waits for its local ones
             fetched = self._fetch_blocks(plan, pool, policy, files, names, members)
             for block_index, data in stack.enter_context(closing(fetched)):
@@ -451,14 +290,14 @@ class RangeReader:
     def _fetch_blocks(
         self,
         plan: ReadPlan,
-        pool: _Workers,
+        pool: Workers,
         policy: FetchPolicy,
-        files: _LocalFiles | None,
+        files: LocalFiles | None,
         names: _Names,
         members: list[np.ndarray[Any, np.dtype[np.int64]]],
     ) -> Generator[tuple[int, bytes], None, None]:
         """Fetched blocks as they complete, with at most ``concurrency`` in flight."""
-        pending: dict[Future[bytes], tuple[int, _Tries]] = {}
+        pending: dict[Future[bytes], tuple[int, Tries]] = {}
         queue = iter(range(len(plan.blocks)))
         timed = files is None
         alone = len(plan.blocks) == 1
@@ -467,7 +306,7 @@ class RangeReader:
                 for block_index in queue:
                     block = plan.blocks[block_index]
                     where = names.of(members[block_index])
-                    tries = _Tries(policy.seconds() if timed else None)
+                    tries = Tries(policy.seconds() if timed else None)
                     if files is not None and (alone or block.length <= SMALL_LOCAL_BLOCK):
                         yield block_index, self._fetch_block(block, policy, files, where, tries)
                         continue
@@ -492,9 +331,9 @@ class RangeReader:
         self,
         block: Block,
         policy: FetchPolicy,
-        files: _LocalFiles | None,
+        files: LocalFiles | None,
         where: str,
-        tries: _Tries,
+        tries: Tries,
     ) -> bytes:
         """One block, retried on transient failures; ChunkFetchError when it cannot be had
         (the read's watchdog ends it at the deadline: `_raise_overdue`)."""
@@ -511,9 +350,9 @@ class RangeReader:
                 raise _fetch_error(block, where, reason)
             return data
 
-        return _retried(fetch, policy, tries, partial(_fetch_error, block, where))
+        return retried(fetch, policy, tries, partial(_fetch_error, block, where))
 
-    def _get(self, block: Block, files: _LocalFiles | None) -> bytes:
+    def _get(self, block: Block, files: LocalFiles | None) -> bytes:
         fs, is_local = self._filesystem(block.url)
         if is_local and files is not None:
             return files.pread(_local_path(fs, block.url), block.start, block.length)
@@ -537,171 +376,8 @@ class RangeReader:
         return found
 
 
-_SHARED_POOLS: dict[int, ThreadPoolExecutor] = {}
-"""The process's pools for local reads, by size (one per policy concurrency in use)."""
-
-_SHARED_LOCK = threading.Lock()
-
-
-def _shared_pool(size: int) -> ThreadPoolExecutor:
-    """The process's pool of ``size`` threads for local reads (made on first use; its idle
-    threads end with the interpreter, joined by ``concurrent.futures``)."""
-    with _SHARED_LOCK:
-        pool = _SHARED_POOLS.get(size)
-        if pool is None:
-            pool = ThreadPoolExecutor(size, thread_name_prefix="refzarr-local")
-            _SHARED_POOLS[size] = pool
-        return pool
-
-
-def _forget_shared_pools() -> None:
-    """In a forked child: the parent's pool threads do not exist there, so new pools are made."""
-    global _SHARED_LOCK
-    _SHARED_LOCK = threading.Lock()
-    _SHARED_POOLS.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_shared_pools)
-
-
-class _Workers:
-    """The threads one read hands blocks to, taken on the first hand-off.
-
-    Local reads share the process's pool of ``size`` threads (`_shared_pool`: no threads made
-    per read; concurrent reads wait their turn). Remote reads get a pool of their own, left
-    behind at the end without waiting: a request stuck past its deadline keeps its thread, not
-    a shared one.
-    """
-
-    def __init__(self, size: int, is_local: bool) -> None:
-        self._size = size
-        self._is_local = is_local
-        self._pool: ThreadPoolExecutor | None = None
-
-    def __enter__(self) -> _Workers:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._pool is not None and not self._is_local:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def submit(self, call: Callable[..., bytes], *args: Any) -> Future[bytes]:
-        if self._pool is None:
-            self._pool = (
-                _shared_pool(self._size)
-                if self._is_local
-                else ThreadPoolExecutor(self._size, thread_name_prefix="refzarr-fetch")
-            )
-        return self._pool.submit(call, *args)
-
-
-class _LocalFiles:
-    """Descriptors of local files for the duration of one read, shared by the threads.
-
-    At most ``max_open`` stay open: when more are needed, the least recently used ones that
-    no thread is reading from are closed (they are opened again if asked for again).
-    """
-
-    def __init__(self, max_open: int = MAX_OPEN_FILES) -> None:
-        self._fds: OrderedDict[str, int] = OrderedDict()
-        self._busy: dict[str, int] = {}
-        self._max_open = max_open
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> _LocalFiles:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            for fd in self._fds.values():
-                os.close(fd)
-            self._fds.clear()
-
-    @property
-    def open_count(self) -> int:
-        """Descriptors open now."""
-        return len(self._fds)
-
-    def pread(self, path: str, offset: int, length: int) -> bytes:
-        fd = self._acquire(path)
-        try:
-            parts = []
-            while length > 0:  # pread may return less than asked (large reads, signals)
-                data = os.pread(fd, length, offset)
-                if not data:
-                    break
-                parts.append(data)
-                offset += len(data)
-                length -= len(data)
-        finally:
-            self._release(path)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
-    def _acquire(self, path: str) -> int:
-        with self._lock:
-            fd = self._fds.get(path)
-            if fd is None:
-                self._close_idle(self._max_open - 1)
-                fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-                self._fds[path] = fd
-            else:
-                self._fds.move_to_end(path)
-            self._busy[path] = self._busy.get(path, 0) + 1
-            return fd
-
-    def _release(self, path: str) -> None:
-        with self._lock:
-            left = self._busy[path] - 1
-            if left:
-                self._busy[path] = left
-            else:
-                del self._busy[path]
-
-    def _close_idle(self, keep: int) -> None:
-        """Close least recently used idle descriptors until at most ``keep`` are open."""
-        for path in list(self._fds):
-            if len(self._fds) <= keep:
-                return
-            if path not in self._busy:
-                os.close(self._fds.pop(path))
-
-
-@dataclass(slots=True)
-class _Tries:
-    """What was tried for one block (the watchdog reads it from another thread)."""
-
-    deadline: float | None
-    started: float = field(default_factory=time.monotonic)
-    count: int = 0
-    last: str = ""
-
-    def left(self) -> float:
-        """Seconds until the deadline (infinite without one)."""
-        if self.deadline is None:
-            return float("inf")
-        return self.started + self.deadline - time.monotonic()
-
-    def past(self, late: bool) -> str:
-        """Why no more tries: the policy's count, or (``late``) the deadline."""
-        if not late or self.deadline is None:
-            return ""
-        return f"; another would end past the read deadline of {self.deadline:g} s"
-
-    def report(self, setter: bool = True) -> str:
-        """Why a request is given up when its deadline passed (``setter``: name the
-        `FetchPolicy` setting too)."""
-        failed = f"; the last failed with {self.last}" if self.last else ""
-        policy = " or FetchPolicy(deadline=...)" if setter else ""
-        return (
-            f"no answer within the read deadline of {self.deadline:g} s "
-            f"({self.count} attempt(s) started{failed}); raise it with "
-            f"refzarr.io.set_read_deadline{policy}"
-        )
-
-
 def _raise_overdue(
-    pending: Mapping[Future[bytes], tuple[int, _Tries]],
+    pending: Mapping[Future[bytes], tuple[int, Tries]],
     plan: ReadPlan,
     names: _Names,
     members: list[np.ndarray[Any, np.dtype[np.int64]]],
@@ -735,150 +411,6 @@ def _members_by_block(plan: ReadPlan) -> list[np.ndarray[Any, np.dtype[np.int64]
     order = np.argsort(plan.block_of, kind="stable")
     bounds = np.searchsorted(plan.block_of[order], np.arange(len(plan.blocks) + 1))
     return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
-
-
-_reference_retries = {"default": REMOTE_POLICY}
-"""The policy of requests for a remote reference set's files: only its ``attempts``,
-``backoff`` and ``max_backoff`` count (`set_reference_retries`); its deadline is the
-process-wide one."""
-
-
-def set_reference_retries(
-    attempts: int = REMOTE_POLICY.attempts,
-    backoff: float = REMOTE_POLICY.backoff,
-    max_backoff: float = REMOTE_POLICY.max_backoff,
-) -> None:
-    """Set how requests for a remote reference set's own files are retried, process-wide.
-
-    A request that fails transiently (no answer to one attempt, a connection reset, an HTTP
-    5xx, 408 or 429) is tried again after ``backoff`` seconds, doubled each time up to
-    ``max_backoff``, at most ``attempts`` tries in all, and never past the read deadline
-    (`set_read_deadline`), which bounds all tries of a request together. The defaults are
-    those of chunk reads (`REMOTE_POLICY`: 4 tries, 0.1 s doubling to 2 s); ``attempts=1``
-    turns retries off.
-
-    Raises
-    ------
-    ValueError
-        When ``attempts`` is not a positive integer or a wait is negative.
-    """
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
-        raise ValueError(f"attempts must be a positive integer, got {attempts!r}")
-    for name, value in (("backoff", backoff), ("max_backoff", max_backoff)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-            raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
-    _reference_retries["default"] = replace(
-        REMOTE_POLICY, attempts=attempts, backoff=float(backoff), max_backoff=float(max_backoff)
-    )
-
-
-def call_within_deadline(call: Callable[[], T], what: str) -> T:
-    """``call()``, a request to a remote filesystem, retried on transient failures, all
-    tries within the process-wide read deadline.
-
-    Raises
-    ------
-    ReferenceFetchError
-        Naming ``what`` (the URL and what was asked) and what was tried, when no answer came
-        within the deadline (`set_read_deadline`), the request failed in a way another
-        attempt cannot fix, or every attempt (`set_reference_retries`) failed; a missing
-        file (FileNotFoundError) and refzarr's own errors pass through.
-    """
-    passing = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
-    policy = _reference_retries["default"]
-    return _call_retried(call, what, policy, ReferenceFetchError, own_policy=False, passing=passing)
-
-
-def _call_retried(
-    call: Callable[[], T],
-    what: str,
-    policy: FetchPolicy,
-    error: type[ChunkFetchError],
-    *,
-    own_policy: bool,
-    passing: tuple[type[Exception], ...] = (),
-) -> T:
-    """``call()``, a remote request, tried again after transient failures as ``policy`` says,
-    each try in a thread of its own and all within the deadline; ``error`` naming ``what``
-    when it cannot be had. Refzarr's own errors and those of ``passing`` pass through.
-    ``own_policy``: messages name the `FetchPolicy` settings (the caller chose it), else the
-    process-wide setters only."""
-    tries = _Tries(policy.seconds())
-    setting = "FetchPolicy(attempts=...)" if own_policy else "refzarr.io.set_reference_retries"
-
-    def fail(reason: str) -> ChunkFetchError:
-        return error(f"{what}: {reason}")
-
-    try:
-        return _retried(lambda: _attempt(tries.left(), call), policy, tries, fail, setting, passing)
-    except _Overdue:
-        raise error(f"{what}: {tries.report(setter=own_policy)}") from None
-
-
-def _retried(
-    call: Callable[[], T],
-    policy: FetchPolicy,
-    tries: _Tries,
-    fail: Callable[[str], ChunkFetchError],
-    setting: str = "",
-    passing: tuple[type[Exception], ...] = (),
-) -> T:
-    """``call()``, tried again after a transient failure (`_transient`) ``policy.backoff``
-    seconds later, doubling up to ``max_backoff``, at most ``policy.attempts`` tries and none
-    that would end past ``tries``' deadline; ``fail(why)`` is raised when it cannot be had
-    (``setting``: where to set how often). Refzarr's own errors, `_Overdue` and ``passing``
-    pass through. ``tries`` records what was tried (a watchdog may read it meanwhile)."""
-    through: tuple[type[Exception], ...] = (RefzarrError, _Overdue, *passing)
-    delay = policy.backoff
-    for attempt in range(1, policy.attempts + 1):
-        tries.count = attempt
-        try:
-            return call()
-        except Exception as exc:  # 5xx, resets, an unreachable host: named, not foreign
-            failure = _answered(exc)
-            if isinstance(failure, through):
-                raise
-            tries.last = described_failure(failure)
-            if not _transient(failure):
-                raise fail(f"{tries.last} (not retried)") from exc
-            late = tries.left() < delay
-            if attempt == policy.attempts or late:
-                how = f"; set how often with {setting}" if setting else ""
-                done = f"after {attempt} attempt(s){tries.past(late)}{how}"
-                raise fail(f"{tries.last} ({done})") from exc
-            time.sleep(delay)
-            delay = min(2 * delay, policy.max_backoff)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _answered(exc: Exception) -> BaseException:
-    """The failure to judge: fsspec's HTTP ``info`` (so ``size``) raises FileNotFoundError
-    for any failed answer, chained from it; a transient answer (a 503) is judged as itself."""
-    cause = exc.__cause__
-    answered = isinstance(getattr(cause, "status", None), int)
-    if isinstance(exc, FileNotFoundError) and cause is not None and answered and _transient(cause):
-        return cause
-    return exc
-
-
-class _Overdue(Exception):
-    """An attempt that did not return before the deadline (left running in its thread)."""
-
-
-def _attempt(seconds: float, call: Callable[[], T]) -> T:
-    """``call()``, or `_Overdue` when it has not returned after ``seconds`` (it is left to
-    finish in its own thread); its own exceptions, TimeoutError included, pass through."""
-    pool = ThreadPoolExecutor(1, thread_name_prefix="refzarr-fetch")
-    try:
-        future = pool.submit(call)
-        try:
-            return future.result(timeout=max(seconds, 0.0))
-        except TimeoutError:
-            if future.done():
-                raise  # the call's own timeout: an attempt that failed
-            raise _Overdue from None
-    finally:
-        pool.shutdown(wait=False)
 
 
 _LAST_BYTE = 2**63 - 1

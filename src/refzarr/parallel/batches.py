@@ -64,7 +64,7 @@ class BatchScanner:
     on_error: OnError = "raise"
 
     def __call__(self, urls: Sequence[str]) -> list[Outcome]:
-        from refzarr.io.fetch import described_failure
+        from refzarr.io.failures import described_failure
         from refzarr.scan import scan
 
         out: list[Outcome] = Outcomes()

@@ -17,7 +17,7 @@ from refzarr.errors import SourceChangedError
 from refzarr.io import RangeReader
 from refzarr.model import RefGroup
 from refzarr.sources.record import recorded_files
-from refzarr.sources.state import SourceState, is_local, local_path, local_state_now, state_now
+from refzarr.sources.state import SourceState, is_local, local_path, local_state, state_now
 
 __all__ = ["CHECK_SOURCES", "CheckSources", "SourceGuard", "parse_check_sources", "source_guard"]
 
@@ -192,7 +192,7 @@ def _as_recorded(recorded: Any, now: SourceState) -> bool:
 def _local_state(url: str) -> SourceState | None:
     """The local file's state now (one ``stat``); None when there is none (no such file, a
     directory, no permission): the read says why."""
-    now = local_state_now(url)
+    now = local_state(url)
     return now if isinstance(now, SourceState) else None
 
 

@@ -17,6 +17,7 @@ from refzarr.errors import RefFormatError
 from refzarr.io.paths import opened_path
 
 __all__ = [
+    "DIRECTORY",
     "LISTING_MIN",
     "NO_SUCH_FILE",
     "SourceState",
@@ -24,6 +25,7 @@ __all__ = [
     "info_state",
     "is_local",
     "local_path",
+    "local_state",
     "local_state_now",
     "scanned_remote",
     "scanned_state",
@@ -39,7 +41,9 @@ each file (one request instead of many)."""
 NO_SUCH_FILE = "no such file"
 """`state_now`'s reason for a file that does not exist."""
 
-_DIRECTORY = "a directory, not a file"
+DIRECTORY = "a directory, not a file"
+"""`state_now`'s reason, and `local_state`'s `Unreachable` one, for a directory."""
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MTIME_KEYS = ("LastModified", "last_modified", "mtime", "updated", "modified", "created")
 _ETAG_KEYS = ("ETag", "etag", "e_tag")
@@ -122,7 +126,7 @@ def source_states(
     remote: dict[str, list[str]] = {}
     for url in dict.fromkeys(urls):
         if is_local(url):
-            out[url] = _local_state(url)
+            out[url] = local_state(url)
         else:
             remote.setdefault(url.split("://", 1)[0], []).append(url)
     for urls_of_protocol in remote.values():
@@ -130,14 +134,20 @@ def source_states(
     return out
 
 
-def _local_state(url: str) -> SourceState | Unreachable | None:
+def local_state(url: str) -> SourceState | Unreachable | None:
+    """A local file's state now, from one ``os.stat`` of it as the system opens it (an
+    absolute path as it is spelled: ``dir/gone/../a.nc`` cannot be opened when ``gone`` does
+    not exist); None when there is no such file; `Unreachable` saying why when it cannot be
+    asked or is a directory (`DIRECTORY`). Every local state is taken here: for
+    `source_states`, `scanned_state`, `state_now` (validate) and the read-time guard."""
+    path = url if url.startswith("/") else local_path(url)
     try:
-        stat = os.stat(local_path(url))
+        stat = os.stat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
         return Unreachable(f"{type(exc).__name__}: {exc.strerror or exc}")
-    return _stat_state(stat)
+    return Unreachable(DIRECTORY) if S_ISDIR(stat.st_mode) else _stat_state(stat)
 
 
 def _stat_state(stat: os.stat_result) -> SourceState:
@@ -232,12 +242,9 @@ def scanned_state(url: str, storage_options: Mapping[str, Any] | None = None) ->
     chunk files are recorded instead), a missing file (the scan names it) or an unreachable
     one."""
     if is_local(url):
-        try:
-            stat = os.stat(local_path(url))
-        except OSError:
-            return None
-        return None if S_ISDIR(stat.st_mode) else _stat_state(stat)
-    state = source_states([url], storage_options)[url]
+        state = local_state(url)
+    else:
+        state = source_states([url], storage_options)[url]
     return state if isinstance(state, SourceState) else None
 
 
@@ -300,17 +307,15 @@ def state_now(
         return NO_SUCH_FILE
     if sized and found.get("size") is None:
         return f"{url}: its size is unknown (the server did not give it)"
-    return info_state(found) or _DIRECTORY
+    return info_state(found) or DIRECTORY
 
 
 def local_state_now(url: str) -> SourceState | str:
-    """`state_now` of a local file: one ``os.stat``."""
-    # an absolute path is stat-ed as it is spelled: the system resolves it as it opens it
-    path = url if url.startswith("/") else local_path(url)
-    try:
-        stat = os.stat(path)
-    except FileNotFoundError:
+    """`state_now` of a local file: `local_state`, or why there is none."""
+    state = local_state(url)
+    if state is None:
         return NO_SUCH_FILE
-    except OSError as exc:
-        return f"{url}: cannot get its size: {type(exc).__name__}: {exc}"
-    return stat_state(stat) or _DIRECTORY
+    if isinstance(state, Unreachable):
+        why = state.reason
+        return why if why == DIRECTORY else f"{url}: cannot get its size: {why}"
+    return state

@@ -4,12 +4,14 @@ with a virtual chunk container (and read access) for every place the references 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
 from refzarr.errors import RefzarrError, UnsupportedFeatureError
+from refzarr.formats.written import WriteResult
 from refzarr.model import RefGroup
 from refzarr.sources.state import is_local, local_path
 
@@ -17,6 +19,7 @@ __all__ = [
     "CommitConflictError",
     "commit_icechunk",
     "commit_session",
+    "commit_written",
     "container_credentials",
     "open_repository",
     "quiet_local_storage_logs",
@@ -151,6 +154,29 @@ def commit_icechunk(
     UnsupportedFeatureError, IncompatibleError
         As `refzarr.to_icechunk`; when a reference points where no container can be made.
     """
+    snapshot, _ = commit_written(
+        group,
+        repository,
+        message=message,
+        append_dim=append_dim,
+        storage_options=storage_options,
+        source_options=source_options,
+        branch=branch,
+    )
+    return snapshot
+
+
+def commit_written(
+    group: RefGroup,
+    repository: str | os.PathLike[str],
+    *,
+    message: str = "refzarr",
+    append_dim: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    source_options: Mapping[str, Any] | None = None,
+    branch: str = "main",
+) -> tuple[str, WriteResult]:
+    """`commit_icechunk`, with what was written (its ``target`` the repository)."""
     from refzarr.formats.icechunk.write import ICECHUNK_REFUSES, to_icechunk
     from refzarr.model.hierarchy import refuse_empty_chunks
 
@@ -159,8 +185,9 @@ def commit_icechunk(
     sources = source_options if source_options is not None else storage_options
     repo = open_repository(shown, storage_options, sources, source_prefixes(group), create=True)
     session = repo.writable_session(branch)
-    to_icechunk(group, session.store, append_dim=append_dim, storage_options=sources)
-    return commit_session(session, message, shown, branch)
+    result = to_icechunk(group, session.store, append_dim=append_dim, storage_options=sources)
+    snapshot = commit_session(session, message, shown, branch)
+    return snapshot, dataclasses.replace(result, target=shown)
 
 
 def open_repository(

@@ -19,6 +19,7 @@ from urllib.parse import quote
 import numpy as np
 
 from refzarr.errors import UnsupportedFeatureError
+from refzarr.formats.written import ArrayShape, WriteResult, written_result
 from refzarr.model import WHOLE_FILE, ChunkManifest, RefArray, RefGroup
 from refzarr.model.attr_types import LAYOUT_ATTR, TYPES_ATTR
 from refzarr.model.frozen import thaw_json
@@ -37,7 +38,7 @@ def to_icechunk(
     path: str = "",
     append_dim: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
-) -> None:
+) -> WriteResult:
     """Write ``group`` into the Icechunk store of a writable session (not committed).
 
     Parameters
@@ -59,6 +60,13 @@ def to_icechunk(
         ``group`` written as it is.
     storage_options
         fsspec options for the group's sources (read to compare values when appending).
+
+    Returns
+    -------
+    WriteResult
+        What was written (as `refzarr.write` says it; ``target`` is ``path``): the
+        dimension lengths of ``group``'s arrays in the store after the write, the number of
+        chunk references of ``group``, whether it was appended to a group in the store.
 
     Notes
     -----
@@ -91,8 +99,15 @@ def to_icechunk(
     refuse_empty_chunks(group, ICECHUNK_REFUSES, path)
     checksums = source_checksums(group)
     if append_dim is not None and _holds_group(store, path):
-        _append(group, store, path, append_dim, storage_options, checksums)
-        return
+        growths = _append(group, store, path, append_dim, storage_options, checksums)
+        return written_result(
+            group,
+            path,
+            "icechunk",
+            written=_grown_shapes(group, path, growths),
+            append_dim=append_dim,
+            appended=True,
+        )
     from refzarr.formats.icechunk.append import flat_arrays
     from refzarr.formats.icechunk.record import record_attributes
 
@@ -106,6 +121,18 @@ def to_icechunk(
             )
         else:
             _write_array(store, member_path, node, checksums)
+    return written_result(group, path, "icechunk", append_dim=append_dim)
+
+
+def _grown_shapes(group: RefGroup, path: str, growths: list[Any]) -> list[ArrayShape]:
+    """The arrays of ``group`` (paths below ``path``) with their shapes after the append."""
+    from refzarr.formats.icechunk.append import flat_arrays
+
+    grown = {growth.path: growth.new_shape for growth in growths}
+    return [
+        (at, tuple(array.meta.dimension_names or ()), grown.get(at, array.meta.shape))
+        for at, array in flat_arrays(group, path).items()
+    ]
 
 
 def _holds_group(store: Any, path: str) -> bool:
@@ -126,7 +153,8 @@ def _append(
     append_dim: str,
     storage_options: Mapping[str, Any] | None,
     checksums: Checksums,
-) -> None:
+) -> list[Any]:
+    """Append ``group`` to the group at ``path``; the arrays grown (`Growth`)."""
     import zarr
 
     from refzarr.formats.icechunk.append import flat_arrays, plan_append
@@ -145,6 +173,7 @@ def _append(
         shift = [0] * growth.array.meta.ndim
         shift[growth.axis] = growth.chunk_offset
         write_chunks(store, growth.path, growth.array.manifest, checksums, tuple(shift))
+    return growths
 
 
 def _append_record(store: Any, path: str, group: RefGroup, growths: list[Any]) -> None:

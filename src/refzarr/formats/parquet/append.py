@@ -49,6 +49,7 @@ from refzarr.formats.parquet.write import (
 )
 from refzarr.formats.source import Location
 from refzarr.formats.target_lock import target_lock
+from refzarr.formats.written import WriteResult, written_result
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import is_metadata_key, require_regular_grids
 
@@ -69,6 +70,8 @@ class AppendOutcome:
     ----------
     fast
         Only the changed record files were written (else the whole set was rewritten).
+    result
+        What was written (`refzarr.write` returns it).
     reason
         Why the whole set was rewritten ("" when it was not).
     written
@@ -78,6 +81,7 @@ class AppendOutcome:
     """
 
     fast: bool
+    result: WriteResult
     reason: str = ""
     written: int = 0
     linked: int = 0
@@ -166,15 +170,18 @@ def _append_locked(
         except (RefzarrError, ValueError) as exc:  # combine's exact error comes from below
             reason = f"the checks refused the append ({type(exc).__name__})"
         else:
-            outcome = _write_fast(plan, location, zmeta.record_size, durable)
+            written, linked = _write_fast(plan, location, zmeta.record_size, durable)
             LOG.debug(
                 "%s: appended along %r: %d record files written, %d files linked",
                 location.shown,
                 append_dim,
-                outcome.written,
-                outcome.linked,
+                written,
+                linked,
             )
-            return outcome
+            result = written_result(
+                group, target, "parquet", written=plan.group, append_dim=append_dim, appended=True
+            )
+            return AppendOutcome(True, result, "", written, linked)
     LOG.debug("%s: whole set rewritten to append along %r: %s", location.shown, append_dim, reason)
     return _rewrite(
         group,
@@ -214,8 +221,9 @@ def _existing_layout(
 
 def _write_fast(
     plan: AppendPlan, location: Location, record_size: int, durable: bool
-) -> AppendOutcome:
-    """A new directory of links and changed files, exchanged with the old one."""
+) -> tuple[int, int]:
+    """A new directory of links and changed files, exchanged with the old one; the files
+    written and linked."""
     with atomic_path(location, directory=True, recycle=True, sync=durable) as temporary:
         linked = _link_unchanged(location.path, temporary, plan)
         step("linked")
@@ -225,7 +233,7 @@ def _write_fast(
         _create(os.path.join(temporary, ".zmetadata"), document)
         if durable:
             flush_tree(temporary)
-    return AppendOutcome(True, "", written, linked)
+    return written, linked
 
 
 def _link_unchanged(source: str, destination: str, plan: AppendPlan) -> int:
@@ -394,11 +402,13 @@ def _rewrite(
     urls, append_dim, record_size, storage_options = how
 
     size = record_size
+    appended = False
     try:
         existing = read(target, storage_options)
     except SourceNotFoundError:
         combined, reason = group, "no set at the target yet"
     else:
+        appended = True
         combined = combine(
             [existing, group],
             concat_dims=[append_dim],
@@ -413,7 +423,10 @@ def _rewrite(
         write_parquet(combined, location.fs, temporary, record_size=size)
         if durable and location.is_local:
             flush_tree(temporary)
-    return AppendOutcome(False, reason)
+    result = written_result(
+        group, target, "parquet", written=combined, append_dim=append_dim, appended=appended
+    )
+    return AppendOutcome(False, result, reason)
 
 
 def _record_size_of(location: Location) -> int | None:

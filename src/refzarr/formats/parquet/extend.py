@@ -10,10 +10,12 @@ decodes it, checks it and reports what is wrong.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from refzarr.formats.parquet.arrow import int_array, string_array
 from refzarr.formats.parquet.records import COLUMNS
 from refzarr.formats.parquet.tables import RECORD_SCHEMA
 
@@ -60,9 +62,10 @@ def _joined_path(old: pa.ChunkedArray, new: pa.ChunkedArray) -> pa.Array:
     indices = []
     for chunk in chunks:
         urls = chunk.dictionary.to_pylist()
-        remap = pa.array([table.setdefault(url, len(table)) for url in urls], pa.int32())
-        indices.append(pc.take(remap, chunk.indices))  # nulls stay null
-    dictionary = pa.array(list(table), pa.string())
+        # through buffers: pa.array would import pandas (half a second) for an append
+        ids = np.fromiter((table.setdefault(url, len(table)) for url in urls), np.int32, len(urls))
+        indices.append(pc.take(int_array(ids), chunk.indices))  # nulls stay null
+    dictionary = string_array(list(table))
     return pa.DictionaryArray.from_arrays(pa.concat_arrays(indices), dictionary)
 
 
