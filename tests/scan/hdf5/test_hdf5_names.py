@@ -127,3 +127,19 @@ def test_a_netcdf_dimension_whose_name_is_not_utf8_is_named(tmp_path: Path) -> N
         coord.attrs["_Netcdf4Coordinates"] = np.array([0, 1], dtype="i4")
     with pytest.raises(UnsupportedFeatureError, match=r"dataset '/c': dimension scale name b'"):
         refzarr.scan(str(path))
+
+
+@pytest.mark.parametrize("style", ["symbol-table", "compact"])
+def test_a_text_link_to_an_object_named_otherwise_is_kept(tmp_path: Path, style: str) -> None:
+    """Only the name is refused: the same dataset and group under a UTF-8 soft link are
+    members (HDF5 names an object by the path it was opened through)."""
+    path = tmp_path / "f.h5"
+    with h5py.File(path, "w", **STYLES[style]) as f:  # type: ignore[arg-type]
+        f.create_dataset(BAD, data=np.arange(3))
+        f.create_group(b"gr\xfcn").create_dataset("inside", data=np.arange(2))
+        f.id.links.create_soft(b"alias", b"/" + BAD)
+        f.id.links.create_soft(b"galias", b"/gr\xfcn")
+    got = refzarr.scan(str(path), on_unsupported="skip")
+    assert list(got.members) == ["alias", "galias"]
+    assert list(got["galias"].members) == ["inside"]  # type: ignore[union-attr]
+    assert [item.path for item in got.skipped] == ["/caf\\xe9", "/gr\\xfcn"]
