@@ -6,7 +6,10 @@ Each file has one group ``/g`` of ``count`` links, of one kind per file:
 - ``groups``: empty subgroups;
 - ``soft-groups``: soft links to one group of 20 datasets (built once, however many links);
 - ``datasets``: as many small contiguous datasets (the common case: each costs far more than
-  its link).
+  its link);
+- ``nc-variables``: a netCDF4 file (netCDF4-python) whose root group holds ``count`` variables
+  over one dimension, each with its ``DIMENSION_LIST`` (netCDF-C always writes new-style
+  groups: ``--libver`` does not apply).
 
 ``--libver latest`` (default): the links are in dense storage (a fractal heap indexed by v2
 B-trees), read by refzarr. ``--libver earliest``: ``/g`` is an old-style group (a symbol
@@ -39,12 +42,16 @@ import numpy as np
 from bench_hdf5_attrs import timed  # median wall and CPU seconds of repeated calls
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "hdf5_links"
-KINDS = ("hard", "groups", "soft-groups", "datasets")
+KINDS = ("hard", "groups", "soft-groups", "datasets", "nc-variables")
 
 
 def write(path: Path, kind: str, count: int, libver: str = "latest") -> None:
     """A file whose group ``g`` holds ``count`` links of ``kind``."""
     tmp = path.with_suffix(".tmp")
+    if kind == "nc-variables":
+        write_netcdf(tmp, count)
+        tmp.rename(path)
+        return
     with h5py.File(tmp, "w", libver=libver) as f:
         x = f.create_dataset("x", data=np.arange(4.0))
         target = f.create_group("target")
@@ -64,9 +71,20 @@ def write(path: Path, kind: str, count: int, libver: str = "latest") -> None:
     tmp.rename(path)
 
 
+def write_netcdf(path: Path, count: int) -> None:
+    """A netCDF4 file of ``count`` variables over one dimension."""
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("x", 4)
+        nc.createVariable("x", "f8", ("x",))[:] = np.arange(4.0)
+        for k in range(count):
+            nc.createVariable(f"v{k:06d}", "f4", ("x",))[:] = np.arange(4.0)
+
+
 def h5py_walk(path: Path) -> None:
     with h5py.File(path, "r") as f:
-        g = f["g"]
+        g = f.get("g", f)
         for name in g:
             g[name]
 
