@@ -14,7 +14,7 @@ bookkeeping the scanner looks at (``CLASS``, ``NAME``, ``_FillValue``, netCDF's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import h5py
 import numpy as np
@@ -23,6 +23,7 @@ from h5py import h5, h5a, h5ds, h5p, h5s, h5t
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model.attr_types import attribute_type, with_types
 from refzarr.scan.hdf5.attr_messages import UNREAD, HeaderAttributes
+from refzarr.scan.hdf5.names import not_text, shown
 
 __all__ = [
     "BASE64_PREFIX",
@@ -253,15 +254,17 @@ def read_attributes(
     out: dict[str, Any] = {}
     types: dict[str, str] = {}
     raw: dict[str, Any] = {}
-    for name in attrs.names:
+    for name in cast("list[str | bytes]", attrs.names):  # h5py: bytes when not UTF-8
         if name in hidden:
             continue
         try:
+            if isinstance(name, bytes):
+                raise not_text(where, "attribute", name)
             out[name], kind = _read_one(attrs, name, where)
         except UnsupportedFeatureError as exc:
             if on_skip is None:
                 raise
-            on_skip(name, str(exc))
+            on_skip(shown(name), str(exc))
             continue
         if kind is not None:
             types[name] = kind

@@ -20,6 +20,7 @@ import numpy as np
 from h5py import h5ds
 
 from refzarr.scan.hdf5.attrs import AttributeTable
+from refzarr.scan.hdf5.names import NotText
 from refzarr.scan.hdf5.scale_names import UNKNOWN, ScaleNames
 
 __all__ = [
@@ -128,14 +129,20 @@ def dimension_names(
 def _scale_name(ds: h5py.Dataset, axis: int) -> str | None:
     if h5ds.get_num_scales(ds.id, axis) == 0:
         return None
-    found: list[str] = []
+    found: list[bytes] = []
 
     def first(scale: h5py.h5d.DatasetID) -> int:
-        found.append(h5py.h5i.get_name(scale).decode("utf-8"))
+        found.append(h5py.h5i.get_name(scale))  # decoded outside: h5py's callback hides errors
         return 1  # stop at the first scale, as netCDF does
 
     h5ds.iterate(ds.id, axis, first)
-    return short_name(found[0]) if found else None
+    if not found:
+        return None
+    name = found[0].rpartition(b"/")[2]
+    try:
+        return name.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotText("dimension scale", name) from None
 
 
 def _netcdf_dimension_names(
@@ -150,13 +157,20 @@ def _netcdf_dimension_names(
     if ids is None or np.size(ids) != ds.ndim:
         return None
     known = _netcdf_dimensions(ds.parent)
-    return [known.get(int(dimid)) for dimid in np.ravel(ids)]
+    names: list[str | None] = []
+    for dimid in np.ravel(ids):
+        name = known.get(int(dimid))
+        if isinstance(name, bytes):  # h5py lists a name that is not UTF-8 as bytes
+            raise NotText("dimension scale", name)
+        names.append(name)
+    return names
 
 
-def _netcdf_dimensions(group: h5py.Group) -> dict[int, str]:
+def _netcdf_dimensions(group: h5py.Group) -> dict[int, str | bytes]:
     """``{dimension id: name}`` of the dimension scales in ``group`` and the groups above it
-    (an inner group's dimension hides an outer one of the same id)."""
-    found: dict[int, str] = {}
+    (an inner group's dimension hides an outer one of the same id; a name that is not UTF-8
+    as bytes)."""
+    found: dict[int, str | bytes] = {}
     while True:
         for name in group:
             dimid = _dimension_id(group, name)

@@ -27,7 +27,7 @@ from refzarr.scan.hdf5.attr_messages import (
     dataspace_dims,
     dataspace_max_dims,
 )
-from refzarr.scan.hdf5.dimension_list import dimension_list
+from refzarr.scan.hdf5.dimension_list import Collections, dimension_list
 from refzarr.scan.hdf5.group_links import LINK_KINDS, Link, group_links
 from refzarr.scan.hdf5.ohdr import (
     DATASPACE,
@@ -76,7 +76,17 @@ class ObjectHeaders:
         name index) is damaged.
     """
 
-    __slots__ = ("_h5", "_headers", "_messages", "_opened", "_read", "_sb", "_size", "_url")
+    __slots__ = (
+        "_collections",
+        "_h5",
+        "_headers",
+        "_messages",
+        "_opened",
+        "_read",
+        "_sb",
+        "_size",
+        "_url",
+    )
 
     def __init__(self, h5: h5py.File, read_range: Read, size: int, url: str | None = None) -> None:
         self._h5, self._size = h5, size
@@ -88,6 +98,8 @@ class ObjectHeaders:
         """Attribute messages and whether creation order is tracked, by header address."""
         self._headers: dict[int, Header] = {}
         """The messages of each header read (`_KINDS`), by address."""
+        self._collections = Collections()
+        """The global heap collections ``DIMENSION_LIST`` sequences were read from."""
 
     def attributes(self, oid: Any, address: int | None = None) -> HeaderAttributes | None:
         """The attributes of the object ``oid`` (a group or dataset id; ``address``: its
@@ -138,7 +150,7 @@ class ObjectHeaders:
             found = None if sb is None else self._attribute_messages(_at(oid, address), sb)
             if found is None or sb is None:
                 return None
-            axes = dimension_list(self._read, sb, found[0])
+            axes = dimension_list(self._read, sb, found[0], self._collections)
         except DamagedStructure as exc:
             raise self._damaged(oid, address, exc) from exc
         except _FALLBACK:

@@ -40,6 +40,7 @@ from refzarr.scan.hdf5.group_links import EXTERNAL, HARD, Link
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5.links import follow_external_link
+from refzarr.scan.hdf5.names import NotText, not_text, shown
 from refzarr.scan.hdf5.ohdr import header_address
 from refzarr.scan.hdf5.scale_names import ScaleNames
 from refzarr.scan.hdf5.source import OpenSource, open_source
@@ -158,7 +159,10 @@ class _Walk:
         group_path = group.name  # asked once: h5py asks HDF5 each time
         address = header_address(group.id) if address is None else address
         for name, target, link in self.links(group, address):
-            path = _join(group_path, name)
+            path = _join(group_path, shown(name))
+            if isinstance(name, bytes):  # not UTF-8: no key, no variable name for it
+                self.guarded(path, partial(_refuse, self.where(group_path, "group"), name))
+                continue
             build = partial(self.member, group, name, inside, path, target, link)
             member = self.guarded(path, build)
             if member is not None:
@@ -349,6 +353,8 @@ class _Walk:
                 seen = self.build_array(ds, path, AttributeTable(ds) if attrs is None else attrs)
             except RefzarrError:
                 raise
+            except NotText as exc:  # the name of a dimension scale
+                raise not_text(self.where(path), exc.what, exc.name) from None
             except (OSError, RuntimeError) as exc:  # h5py reading damaged metadata
                 raise ScanError(
                     f"{self.where(path)}: reading its HDF5 metadata failed (damaged file?): {exc}"
@@ -445,6 +451,11 @@ class _Walk:
         attrs = read_attributes(ds, where, self.skip_attribute(path), table)
         attrs.update(type_attributes(ds, tid))  # enum mapping, opaque tag
         return attrs
+
+
+def _refuse(where: str, name: bytes) -> None:
+    """`UnsupportedFeatureError` for the link ``name`` (not UTF-8) of the group at ``where``."""
+    raise not_text(where, "link", name)
 
 
 def _is_external(group: h5py.Group, name: str) -> bool:
