@@ -178,12 +178,14 @@ class ArrayReader:
         else:  # a reference: its path id is only told apart from the sentinels
             pid, url, offset = 0, value.url, value.offset
             length = -1 if value.length is None else value.length
+        if pid != MISSING:  # `_check_sizes` for one chunk
+            check_chunk_bytes(self.array.meta.chunks, self.dtype, lambda: self._key(index))
+            if url is not None and length > max_chunk_bytes():
+                check_stored_bytes(length, self._key(index), url)
         path_id = np.array([pid], dtype=np.int32)
         lengths = np.array([length], dtype=np.int64)
-        self._check_sizes(coords, path_id, [url], lengths)
-        return _Entries(
-            coords, path_id, [url], np.array([offset], dtype=np.int64), lengths, inlined
-        )
+        offsets = np.array([offset], dtype=np.int64)
+        return _Entries(coords, path_id, [url], offsets, lengths, inlined)
 
     def _check_sizes(
         self,
@@ -249,6 +251,8 @@ class ArrayReader:
                     job.tiled[tuple(tiles[whole].T)] = values
                 elif run is None:
                     job.tiled[tuple(tiles[whole[decoded]].T)] = values[decoded]
+                if len(whole) == len(rows) and decoded.all():
+                    return  # every chunk placed (one for each dask task, most often)
                 alone = np.setdiff1d(alone, whole[decoded], assume_unique=True)
         for i in alone.tolist():
             start = int(starts[i])

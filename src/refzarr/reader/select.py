@@ -134,34 +134,43 @@ class Axis:
     @classmethod
     def run(cls, start: int, stop: int, chunk: int) -> Axis:
         """The axis selecting positions ``start .. stop - 1`` (``0 <= start < stop``) of a
-        regular axis: what `of` gives for them (step 1), by arithmetic."""
+        regular axis: what `of` gives for them (step 1), by arithmetic.
+
+        Only the first and the last chunk can be selected in part; every chunk between is
+        selected whole, so the tiles are those chunks counted from the first whole one.
+        """
         low_id, high_id = start // chunk, (stop - 1) // chunk
-        ids = np.arange(low_id, high_id + 1, dtype=np.int64)
-        starts = ids * chunk
-        lows = np.maximum(starts - start, 0)
-        highs = np.minimum(starts + chunk - start, stop - start)
-        first = np.maximum(starts, start) - starts
-        last = np.minimum(starts + chunk, stop) - 1 - starts
-        whole = (first == 0) & (last == chunk - 1)
-        tiles = np.full(len(ids), -1, dtype=np.int64)
-        base = 0
-        if whole.any():  # the chunks selected whole are consecutive
-            base = int(lows[whole][0])
-            tiles[whole] = (lows[whole] - base) // chunk
+        count = high_id - low_id + 1
+        first = start - low_id * chunk
+        last = stop - 1 - high_id * chunk
+        head_whole = first == 0 and (count > 1 or last == chunk - 1)
+        tail_whole = last == chunk - 1 and (count > 1 or first == 0)
+        head_low = 0
+        lows = [head_low, *range(low_id * chunk + chunk - start, stop - start, chunk)]
+        highs = [*lows[1:], stop - start]
+        firsts = [first, *([0] * (count - 1))]
+        lasts = [*([chunk - 1] * (count - 1)), last]
+        if count == 1:
+            firsts, lasts = [first], [last]
+        whole_from = 0 if head_whole else 1
+        whole_to = count if tail_whole else count - 1  # chunks whole_from .. whole_to - 1
+        tile_count = max(whole_to - whole_from, 0)
+        tiles = np.full(count, -1, dtype=np.int64)
+        tiles[whole_from : whole_from + tile_count] = np.arange(tile_count, dtype=np.int64)
         return cls(
             stop - start,
-            ids,
+            np.arange(low_id, high_id + 1, dtype=np.int64),
             1,
             slice(None),
             tiles,
-            base,
-            int(np.count_nonzero(whole)),
+            lows[whole_from] if tile_count else 0,
+            tile_count,
             chunk,
-            dict(zip(range(low_id, high_id + 1), range(len(ids)), strict=True)),
-            lows.tolist(),
-            highs.tolist(),
-            first.tolist(),
-            last.tolist(),
+            dict(zip(range(low_id, high_id + 1), range(count), strict=True)),
+            lows,
+            highs,
+            firsts,
+            lasts,
         )
 
     def in_output(self, chunk_id: int) -> slice:
