@@ -305,7 +305,7 @@ class RangeReader:
             while True:
                 for block_index in queue:
                     block = plan.blocks[block_index]
-                    where = names.of(members[block_index])
+                    where = partial(names.of, members[block_index])  # named on failure only
                     tries = Tries(policy.seconds() if timed else None)
                     if files is not None and (alone or block.length <= SMALL_LOCAL_BLOCK):
                         yield block_index, self._fetch_block(block, policy, files, where, tries)
@@ -332,7 +332,7 @@ class RangeReader:
         block: Block,
         policy: FetchPolicy,
         files: LocalFiles | None,
-        where: str,
+        where: Callable[[], str],
         tries: Tries,
     ) -> bytes:
         """One block, retried on transient failures; ChunkFetchError when it cannot be had
@@ -347,10 +347,13 @@ class RangeReader:
                     "--sources` tells), or the set's writer recorded a wrong length (kerchunk's "
                     "scan_grib does for GRIB1 messages): scan the file again with `refzarr scan`"
                 )
-                raise _fetch_error(block, where, reason)
+                raise _fetch_error(block, where(), reason)
             return data
 
-        return retried(fetch, policy, tries, partial(_fetch_error, block, where))
+        def fail(reason: str) -> ChunkFetchError:
+            return _fetch_error(block, where(), reason)
+
+        return retried(fetch, policy, tries, fail)
 
     def _get(self, block: Block, files: LocalFiles | None) -> bytes:
         fs, is_local = self._filesystem(block.url)
@@ -363,10 +366,13 @@ class RangeReader:
 
     def _filesystem(self, url: str) -> tuple[Any, bool]:
         """The fsspec filesystem of a URL (one instance per protocol) and whether it is local."""
+        protocol = _protocol(url)
+        found = self._filesystems.get(protocol)  # made once: read without the lock
+        if found is not None:
+            return found
         import fsspec  # on first use: `import refzarr` stays light
         from fsspec.implementations.local import LocalFileSystem
 
-        protocol = _protocol(url)
         with self._lock:
             found = self._filesystems.get(protocol)
             if found is None:
@@ -408,6 +414,8 @@ class _Names:
 
 def _members_by_block(plan: ReadPlan) -> list[np.ndarray[Any, np.dtype[np.int64]]]:
     """For every block, the requests it holds (ascending)."""
+    if len(plan.blocks) == 1:
+        return [np.arange(len(plan.block_of), dtype=np.int64)]
     order = np.argsort(plan.block_of, kind="stable")
     bounds = np.searchsorted(plan.block_of[order], np.arange(len(plan.blocks) + 1))
     return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
@@ -425,6 +433,10 @@ def _check_ends(
 ) -> None:
     """Raise ChunkFetchError for a range that ends past any possible file end (a corrupt
     reference whose end would overflow); checked before anything is planned or read."""
+    if len(offsets) == 1 == len(lengths):  # one range (a point read): without numpy
+        start, size = int(offsets[0]), int(lengths[0])
+        if size < 0 or start <= _LAST_BYTE - size:
+            return
     starts = np.asarray(offsets, dtype=np.int64).reshape(-1)
     sizes = np.asarray(lengths, dtype=np.int64).reshape(-1)
     if starts.shape != sizes.shape or not starts.size or (sizes < 0).any():

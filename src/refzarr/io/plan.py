@@ -101,6 +101,10 @@ def plan_reads(
     blocks: list[Block] = []
     if count == 0:
         return ReadPlan((), block_of, offset_in_block, sizes)
+    if count == 1:  # one range: one block (a point read)
+        start = int(starts[0])
+        block = Block(urls[0], start, start + int(sizes[0]))
+        return ReadPlan((block,), block_of, offset_in_block, sizes)
     url_ids, table = _factorize(urls)
     order = np.lexsort((starts, url_ids))
     for group in _runs(url_ids[order]):

@@ -15,6 +15,7 @@ a single loaded block.
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
@@ -672,7 +673,10 @@ class ChunkManifest:
             0 <= i < s for i, s in zip(idx, self._grid_shape, strict=True)
         ):
             raise IndexError(f"chunk index {idx} outside grid {self._grid_shape}")
-        return int(np.ravel_multi_index(idx, self._grid_shape)) if idx else 0
+        number = 0
+        for i, s in zip(idx, self._grid_shape, strict=True):  # C order, in Python ints
+            number = number * s + operator.index(i)
+        return number
 
     # -- whole columns ----------------------------------------------------------------------
 

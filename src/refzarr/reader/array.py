@@ -49,7 +49,7 @@ class _Entries:
     """The manifest entries of the chunks a selection needs, column-wise."""
 
     coords: np.ndarray[Any, np.dtype[np.int64]]  # (n, ndim) chunk coordinates
-    path_id: np.ndarray[Any, np.dtype[np.int32]]
+    path_id: np.ndarray[Any, np.dtype[np.int32]]  # >= 0 referenced (see urls), else a sentinel
     urls: list[str | None]
     offsets: np.ndarray[Any, np.dtype[np.int64]]
     lengths: np.ndarray[Any, np.dtype[np.int64]]
@@ -128,15 +128,12 @@ class ArrayReader:
 
     def _entries(self, axes: Sequence[Axis]) -> _Entries:
         manifest = self.array.manifest
-        if axes:
-            grids = np.meshgrid(*[axis.chunk_ids for axis in axes], indexing="ij")
-            coords = np.stack([g.reshape(-1) for g in grids], axis=1).astype(np.int64)
-        else:  # a scalar: one chunk
-            coords = np.zeros((1, 0), dtype=np.int64)
+        if all(len(axis.chunk_ids) == 1 for axis in axes):  # one chunk (a point, a window)
+            return self._one_entry(tuple([int(axis.chunk_ids[0]) for axis in axes]))
+        grids = np.meshgrid(*[axis.chunk_ids for axis in axes], indexing="ij")
+        coords = np.stack([g.reshape(-1) for g in grids], axis=1).astype(np.int64)
         grid = manifest.grid_shape
-        numbers = (
-            np.ravel_multi_index(tuple(coords.T), grid) if grid else np.zeros(1, dtype=np.int64)
-        )
+        numbers = np.ravel_multi_index(tuple(coords.T), grid)
         count = len(numbers)
         path_id = np.empty(count, dtype=np.int32)
         offsets = np.empty(count, dtype=np.int64)
@@ -165,6 +162,30 @@ class ArrayReader:
                     inlined[row] = block.inlined[number]
         self._check_sizes(coords, path_id, urls, lengths)
         return _Entries(coords, path_id, urls, offsets, lengths, inlined)
+
+    def _one_entry(self, index: tuple[int, ...]) -> _Entries:
+        """The entry of the chunk at ``index`` alone, looked up without column arithmetic."""
+        value = self.array.manifest[index]
+        coords = np.array([index], dtype=np.int64).reshape(1, len(index))
+        url: str | None = None
+        offset = length = 0
+        inlined: dict[int, bytes] = {}
+        if value is None:
+            pid = MISSING
+        elif isinstance(value, bytes):
+            pid = INLINED
+            inlined[0] = value
+        else:  # a reference: its path id is only told apart from the sentinels
+            pid, url, offset = 0, value.url, value.offset
+            length = -1 if value.length is None else value.length
+        if pid != MISSING:  # `_check_sizes` for one chunk
+            check_chunk_bytes(self.array.meta.chunks, self.dtype, lambda: self._key(index))
+            if url is not None and length > max_chunk_bytes():
+                check_stored_bytes(length, self._key(index), url)
+        path_id = np.array([pid], dtype=np.int32)
+        lengths = np.array([length], dtype=np.int64)
+        offsets = np.array([offset], dtype=np.int64)
+        return _Entries(coords, path_id, [url], offsets, lengths, inlined)
 
     def _check_sizes(
         self,
@@ -212,6 +233,10 @@ class ArrayReader:
     ) -> None:
         """Decode stored chunks of ``job`` (``data[start : start + length]``) into the output:
         those selected whole in one batch when the codecs allow, the others one by one."""
+        if job.tiled is None and len(rows) == 1:  # one chunk, not selected whole
+            start = int(starts[0])
+            self.place(job, int(rows[0]), data[start : start + int(lengths[0])])
+            return
         alone = np.arange(len(rows))
         if self.batch is not None and job.tiled is not None and job.entries is not None:
             tiles = tile_numbers(job.axes, job.entries.coords[rows])
@@ -226,6 +251,8 @@ class ArrayReader:
                     job.tiled[tuple(tiles[whole].T)] = values
                 elif run is None:
                     job.tiled[tuple(tiles[whole[decoded]].T)] = values[decoded]
+                if len(whole) == len(rows) and decoded.all():
+                    return  # every chunk placed (one for each dask task, most often)
                 alone = np.setdiff1d(alone, whole[decoded], assume_unique=True)
         for i in alone.tolist():
             start = int(starts[i])
@@ -302,6 +329,8 @@ class _Stored:
             np.flatnonzero(job.entries.path_id >= 0) if job.entries is not None else _NONE
             for job in jobs
         ]
+        if len(jobs) == 1:  # one array's read (the usual case)
+            return cls(jobs, np.zeros(len(found[0]), dtype=np.int64), found[0].astype(np.int64))
         job_of = np.repeat(np.arange(len(jobs), dtype=np.int64), [len(f) for f in found])
         rows = np.concatenate(found).astype(np.int64) if found else _NONE
         return cls(jobs, job_of, rows)
@@ -313,9 +342,12 @@ class _Stored:
         urls: list[str] = []
         offsets: list[np.ndarray[Any, Any]] = []
         lengths: list[np.ndarray[Any, Any]] = []
-        counts = np.bincount(self.job_of, minlength=len(self.jobs))
-        # a job's chunks are consecutive, in the order of `jobs`
-        for job, rows in zip(self.jobs, np.split(self.rows, np.cumsum(counts)[:-1]), strict=True):
+        if len(self.jobs) == 1:
+            per_job = [self.rows]
+        else:  # a job's chunks are consecutive, in the order of `jobs`
+            counts = np.bincount(self.job_of, minlength=len(self.jobs))
+            per_job = np.split(self.rows, np.cumsum(counts)[:-1])
+        for job, rows in zip(self.jobs, per_job, strict=True):
             if job.entries is None or not rows.size:
                 continue
             urls += [job.entries.urls[row] or "" for row in rows.tolist()]
@@ -341,6 +373,10 @@ class _Stored:
         lengths: np.ndarray[Any, np.dtype[np.int64]],
     ) -> None:
         """Decode ``chunks`` (``data[start : start + length]``) into their jobs' outputs."""
+        if len(self.jobs) == 1:
+            job = self.jobs[0]
+            job.array.place_run(job, self.rows[chunks], data, starts, lengths)
+            return
         job_of = self.job_of[chunks]
         for number in np.unique(job_of).tolist():
             mine = job_of == number
@@ -402,6 +438,9 @@ class _Decoding:
     def add_block(self, stored: _Stored, block: FetchedBlock) -> None:
         """Decode the chunks of a fetched block, a batch of them per task."""
         count = len(block.requests)
+        if count == 1:  # one chunk: one task
+            self.submit(stored.place_run, block.requests, block.data, block.starts, block.lengths)
+            return
         batches = max(-(-count // _BATCH_CHUNKS), -(-int(block.lengths.sum()) // _BATCH_BYTES), 1)
         for part in np.array_split(np.arange(count), min(batches, count or 1)):
             if part.size:
