@@ -41,6 +41,7 @@ VENV312 := .venv312
 STAMP312 := $(VENV312)/.installed
 NEWEST_TESTS := \
 	tests/reader/test_store.py tests/reader/test_array_reader.py tests/reader/test_dask_workers.py \
+	tests/reader/test_small_reads.py \
 	tests/sources/test_sources_read_check.py \
 	tests/codecs/hdf5/test_hdf5_codecs.py tests/codecs/hdf4 tests/codecs/test_fits_codecs.py \
 	tests/codecs/test_batch.py tests/codecs/test_unshuffle.py \
