@@ -16,7 +16,8 @@ import refzarr
 from dailykit import write_day, write_days
 from refzarr.combine import combine
 from refzarr.model import RefGroup
-from refzarr.parallel import scan_many
+from refzarr.parallel import fold as fold_module
+from refzarr.parallel import scan_and_combine, scan_many
 from refzarr.parallel.fold import CombineFold
 
 
@@ -195,3 +196,28 @@ def test_bad_sizes_and_arguments() -> None:
         CombineFold({"concat_dims": ["time"], "urls": ["a"]})
     with pytest.raises(ValueError, match="at least one group"):
         CombineFold({"concat_dims": ["time"]}).result()
+
+
+@pytest.mark.parametrize("executor", ["serial", "threads"])
+def test_scan_and_combine_in_this_process(
+    days: list[str],
+    scanned: dict[str, RefGroup],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    executor: str,
+) -> None:
+    """`scan_and_combine` without a dask client: scanned on ``executor``, folded here."""
+    monkeypatch.setattr(fold_module, "FOLD_SIZE", 2)
+    kwargs = {"concat_dims": ["time"], "identical_dims": ["lat", "lon"]}
+    found = scan_and_combine(days, executor, kwargs, batch_size=3)
+    expected = combine(list(scanned.values()), urls=days, **kwargs)
+    assert digests(found, tmp_path / "fold") == digests(expected, tmp_path / "one")
+
+
+def test_scan_and_combine_in_this_process_names_a_failing_file(
+    days: list[str], tmp_path: Path
+) -> None:
+    corrupt = tmp_path / "corrupt.nc"
+    corrupt.write_bytes(b"no HDF5 here" * 10)
+    with pytest.raises(refzarr.ScanError, match=r"corrupt\.nc"):
+        scan_and_combine([*days, corrupt], "serial", {"concat_dims": ["time"]})

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from contextlib import closing
 from collections.abc import Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
