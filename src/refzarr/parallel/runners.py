@@ -79,7 +79,9 @@ class FuturesRunner:
             }
         try:
             for future in cf_as_completed(futures):
-                yield futures[future], future.result()
+                # dropped once handed over: a future holds its batch's groups, which the
+                # caller may have combined and let go of by the time the next one comes
+                yield futures.pop(future), future.result()
         finally:
             for future in futures:
                 future.cancel()
