@@ -64,7 +64,7 @@ class CombineFold:
         self._signature: tuple[Any, ...] | None = None
         self._batch: list[RefGroup] = []
         self._partials: list[RefGroup] = []
-        self._kept: list[bytes] = []
+        self._kept: list[bytes | list[RefGroup]] = []  # every batch: packed while folding
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -72,7 +72,7 @@ class CombineFold:
     @property
     def folded(self) -> bool:
         """Whether the groups are being combined in batches (so far)."""
-        return self._folding and bool(self._kept)
+        return self._folding and bool(self._partials)
 
     def add(self, url: str, group: RefGroup) -> None:
         """Take the next group (of file ``url``); combine the batch once it is full."""
@@ -114,9 +114,10 @@ class CombineFold:
 
     def _fold_batch(self) -> None:
         batch, self._batch = self._batch, []
-        self._kept.append(_packed(batch))
-        if not self._folding:
+        if not self._folding:  # all combined at once in the end: packing would only cost
+            self._kept.append(batch)
             return
+        self._kept.append(_packed(batch))
         urls = self.urls[len(self.urls) - len(batch) :]
         if any(_signature(group, self._dims) != self._signature for group in batch):
             self._stop_folding()
@@ -135,8 +136,10 @@ class CombineFold:
         groups: list[RefGroup] = []
         kept, self._kept = self._kept, []
         with gc_paused():
-            for packed in kept:
-                groups.extend(pickle.loads(zlib.decompress(packed)))
+            for batch in kept:
+                if isinstance(batch, bytes):
+                    batch = pickle.loads(zlib.decompress(batch))
+                groups.extend(batch)
         return groups
 
     def _combine_all(self, groups: list[RefGroup]) -> RefGroup:
