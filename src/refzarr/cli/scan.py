@@ -7,6 +7,7 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from refzarr.cli.common import (
@@ -28,8 +29,10 @@ from refzarr.combine.specs import FromRegex
 from refzarr.errors import IncompatibleError, ScanError, UnsupportedFeatureError
 from refzarr.formats.api import write
 from refzarr.model import RefGroup
-from refzarr.parallel import ScanResults, scan_many
-from refzarr.parallel.batches import OnError
+from refzarr.parallel import ScanFailure
+from refzarr.parallel.batches import Failed, OnError
+from refzarr.parallel.fold import CombineFold
+from refzarr.parallel.scan_many import plan_scans
 
 __all__ = ["register", "run"]
 
@@ -212,9 +215,10 @@ def run(args: argparse.Namespace) -> int:
     if args.on_unsupported != "raise":
         options["on_unsupported"] = args.on_unsupported
     on_error: OnError = "skip" if args.skip_errors else "raise"
+    combine_kwargs = _combine_kwargs(concat_dims, _names(args.identical_dim), coords, storage)
     with _Executor(args) as executor:
         try:
-            results = scan_many(urls, executor=executor, on_error=on_error, **options)
+            results = _scan(urls, executor, on_error, options, combine_kwargs)
         except UnsupportedFeatureError as exc:
             raise CommandFailed(
                 f"{exc} (pass --on-unsupported skip to leave such arrays out, or "
@@ -230,9 +234,10 @@ def run(args: argparse.Namespace) -> int:
     if not results:
         raise CommandFailed(f"none of the {plural(len(urls), 'file')} could be scanned")
     if len(results) == 1 and not coords:  # one file's coordinate from its name is combined
-        group: RefGroup = results[0]
+        assert results.fold.first is not None
+        group: RefGroup = results.fold.first
     else:
-        group = _combine(results, concat_dims, _names(args.identical_dim), coords, storage)
+        group = _combine(results, concat_dims)
     same = storage is not None and _protocol(str(args.output)) == _protocol(urls[0])
     if chosen == "icechunk":
         from refzarr.formats.icechunk.repository import commit_written
@@ -314,40 +319,81 @@ def _dim_option(option: str, value: str, what: str, example: str) -> tuple[str, 
     return dim, text
 
 
-def _combine(
-    results: ScanResults,
+@dataclass(frozen=True)
+class _Scanned:
+    """The files scanned, their groups being combined (`CombineFold`), the failures
+    (``--skip-errors``), the arrays left out (``--on-unsupported skip``) and the files built
+    from ``.idx`` sidecars: what the summary line and the messages on stderr say."""
+
+    fold: CombineFold
+    errors: tuple[ScanFailure, ...]
+    left_out: tuple[tuple[str, str], ...]
+    indexed: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.fold)
+
+    @property
+    def variable_sets(self) -> int:
+        """How many sets of files holding different variables there are."""
+        return len(self.fold.structures)
+
+
+def _scan(
+    urls: list[str],
+    executor: Any,
+    on_error: OnError,
+    options: dict[str, Any],
+    combine_kwargs: dict[str, Any],
+) -> _Scanned:
+    """Scan the files (as `scan_many`), each group handed to a `CombineFold` as it comes:
+    batches of files combined as they come, not every file's group held until the end."""
+    plan = plan_scans(urls, on_error, None, options)
+    fold = CombineFold(combine_kwargs)
+    errors: list[ScanFailure] = []
+    left_out: list[tuple[str, str]] = []
+    for url, outcome in plan.outcomes(executor, None):
+        if isinstance(outcome, Failed):
+            errors.append(ScanFailure(outcome.url, outcome.message))
+            continue
+        left_out.extend((s.path, s.reason) for s in getattr(outcome, "skipped", ()))
+        fold.add(url, outcome)
+    return _Scanned(fold, tuple(errors), tuple(left_out), plan.indexed_urls)
+
+
+def _combine_kwargs(
     concat_dims: list[str],
     identical_dims: list[str],
     coords: dict[str, FromRegex],
     storage_options: dict[str, Any] | None,
-) -> RefGroup:
-    from refzarr.combine import combine
+) -> dict[str, Any]:
+    return {
+        "concat_dims": concat_dims,
+        "identical_dims": identical_dims or None,
+        "coords": coords or None,
+        "storage_options": storage_options,
+    }
 
+
+def _combine(results: _Scanned, concat_dims: list[str]) -> RefGroup:
     try:
-        return combine(
-            results,
-            concat_dims=concat_dims,
-            identical_dims=identical_dims or None,
-            coords=coords or None,
-            urls=results.urls,
-            storage_options=storage_options,
-        )
+        return results.fold.result()
     except IncompatibleError as exc:
         if concat_dims:
             raise
         raise IncompatibleError(
             f"{str(exc).rstrip('.')}.\nThe files may be pieces along a dimension: "
-            f"{_concat_dim_hint(results)}"
+            f"{_concat_dim_hint(results.fold.first)}"
         ) from exc
 
 
-def _concat_dim_hint(results: ScanResults) -> str:
+def _concat_dim_hint(first: RefGroup | None) -> str:
     """What to pass as ``--concat-dim``: the files' unlimited dimensions where recorded."""
     from refzarr.model.attr_types import unlimited_dimensions
 
     unlimited = {
         name: None
-        for group in results[:1]
+        for group in ([] if first is None else [first])
         for _, array in group.arrays()
         for name in unlimited_dimensions(array.meta.attributes)
     }
@@ -363,14 +409,13 @@ def _protocol(url: str) -> str:
     return url.split("://", 1)[0] if "://" in url else "file"
 
 
-def _report_skipped(results: ScanResults) -> None:
+def _report_skipped(results: _Scanned) -> None:
     for failure in results.errors:
         # the path once, not twice: "ScanError: <url>: why" -> "ScanError: why"
         message = re.sub(rf"^(\w+: )?{re.escape(failure.url)}: ", r"\1", failure.message)
         print(f"refzarr: skipped {failure.url}: {message}", file=sys.stderr)
-    for group in results:
-        for left_out in getattr(group, "skipped", ()):
-            print(f"refzarr: left out {left_out.path}: {left_out.reason}", file=sys.stderr)
+    for path, reason in results.left_out:
+        print(f"refzarr: left out {path}: {reason}", file=sys.stderr)
 
 
 def _format_names() -> list[str]:

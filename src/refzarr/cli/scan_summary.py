@@ -6,13 +6,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from refzarr.cli.table import plural
 from refzarr.formats.written import WriteResult, dimension_lengths
 from refzarr.model import RefGroup
-from refzarr.parallel import ScanResults
+from refzarr.parallel import ScanFailure, ScanResults
 
 __all__ = ["Appended", "appended_lengths", "summary"]
+
+
+class Scanned(Protocol):
+    """What the summary counts: the files scanned (``len``), those skipped, those built
+    from an index; `ScanResults`, or the CLI's record of files combined as they came (which
+    counts its sets of variables as they came: ``variable_sets``)."""
+
+    @property
+    def errors(self) -> tuple[ScanFailure, ...]:
+        """The files skipped."""
+        ...
+
+    @property
+    def indexed(self) -> tuple[str, ...]:
+        """The files built from an index."""
+        ...
+
+    def __len__(self) -> int:
+        """The files scanned."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +47,7 @@ class Appended:
 
 def summary(
     output: str,
-    results: ScanResults,
+    results: Scanned,
     concat_dims: Sequence[str],
     *,
     appended: Appended | None = None,
@@ -60,7 +81,7 @@ def summary(
     return ", ".join(parts)
 
 
-def _how(results: ScanResults, concat_dims: Sequence[str], appended: Appended | None) -> str:
+def _how(results: Scanned, concat_dims: Sequence[str], appended: Appended | None) -> str:
     """`` along time``, `` merged`` (several files, no dimension), `` appended along time
     (length 4 -> 7)``, `` along time (new set)`` (an append to nothing)."""
     if appended is None:
@@ -77,10 +98,14 @@ def _how(results: ScanResults, concat_dims: Sequence[str], appended: Appended | 
     return f"{how} (length {appended.before:,} -> {appended.after:,})"
 
 
-def _variable_sets(results: ScanResults) -> int:
+def _variable_sets(results: Scanned) -> int:
     """How many sets of files holding different variables were merged side by side."""
     if len(results) < 2:
         return 1
+    counted = getattr(results, "variable_sets", None)
+    if isinstance(counted, int):
+        return counted
+    assert isinstance(results, ScanResults)
     from refzarr.combine.sets import variable_sets
 
     return variable_sets(results)

@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from concurrent.futures import as_completed as cf_as_completed
 from contextlib import contextmanager
@@ -26,6 +26,8 @@ SERIAL_BELOW = 32
 processes (about half a second each to import h5py and refzarr) costs more than they save."""
 
 Batch = Callable[[Sequence[str]], list[Outcome]]
+Batches = Generator[tuple[int, list[Outcome]], None, None]
+"""What `Runner.run` yields (a generator: closing it cancels the work not yet done)."""
 
 
 class Runner(Protocol):
@@ -36,7 +38,7 @@ class Runner(Protocol):
 
     workers: int
 
-    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Iterator[tuple[int, list[Outcome]]]:
+    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Batches:
         """Every batch's outcomes, in completion order."""
         ...
 
@@ -57,7 +59,7 @@ class SerialRunner:
 
     workers: int = 1
 
-    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Iterator[tuple[int, list[Outcome]]]:
+    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Batches:
         for index, batch in enumerate(batches):
             yield index, fn(batch)
 
@@ -69,7 +71,7 @@ class FuturesRunner:
     executor: Executor
     workers: int
 
-    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Iterator[tuple[int, list[Outcome]]]:
+    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Batches:
         with warnings.catch_warnings():  # a fork beside fsspec's threads (`_start_method`)
             warnings.filterwarnings("ignore", _FORK_WARNING, DeprecationWarning)
             futures: dict[Future[list[Outcome]], int] = {
@@ -77,7 +79,9 @@ class FuturesRunner:
             }
         try:
             for future in cf_as_completed(futures):
-                yield futures[future], future.result()
+                # dropped once handed over: a future holds its batch's groups, which the
+                # caller may have combined and let go of by the time the next one comes
+                yield futures.pop(future), future.result()
         finally:
             for future in futures:
                 future.cancel()
@@ -90,7 +94,7 @@ class DaskRunner:
     client: Any
     workers: int
 
-    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Iterator[tuple[int, list[Outcome]]]:
+    def run(self, fn: Batch, batches: Sequence[list[str]]) -> Batches:
         from distributed import as_completed
 
         futures = self.client.map(fn, batches, pure=False)

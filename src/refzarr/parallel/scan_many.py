@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import closing
+from dataclasses import dataclass
 from typing import Any
 
 from refzarr.model import RefGroup
@@ -20,7 +22,7 @@ from refzarr.parallel.progress import scan_progress
 from refzarr.parallel.results import ScanFailure, ScanResults
 from refzarr.parallel.runners import open_runner
 
-__all__ = ["scan_many"]
+__all__ = ["ScanPlan", "plan_scans", "scan_many"]
 
 
 def scan_many(
@@ -85,6 +87,89 @@ def scan_many(
     ...     groups = refzarr.scan_many(urls, executor=client, on_error="skip")
     ...     print(groups.errors)
     """
+    plan = plan_scans(urls, on_error, batch_size, scan_options)
+    groups: list[RefGroup] = []
+    urls_done: list[str] = []
+    errors: list[ScanFailure] = []
+    for url, outcome in plan.outcomes(executor, progress):
+        if isinstance(outcome, Failed):
+            errors.append(ScanFailure(outcome.url, outcome.message))
+        else:
+            groups.append(outcome)
+            urls_done.append(url)
+    return ScanResults(tuple(groups), tuple(urls_done), tuple(errors), plan.indexed_urls)
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """The files of one `scan_many` call, checked, with the groups built at once (GRIB
+    ``.idx`` sidecars) by position; `outcomes` scans the rest."""
+
+    names: list[str]
+    on_error: OnError
+    batch_size: int | None
+    options: dict[str, Any]
+    built: dict[int, RefGroup]
+    indexed: set[int]
+
+    @property
+    def indexed_urls(self) -> tuple[str, ...]:
+        """The files built from an index, in input order."""
+        return tuple(self.names[k] for k in sorted(self.indexed))
+
+    def outcomes(self, executor: Any, progress: bool | None) -> Iterator[tuple[str, Outcome]]:
+        """Every file's ``(url, group or Failed)`` in input order, each as soon as it and
+        every file before it are done (batches complete in any order: those that come early
+        wait). With ``on_error="raise"``, the first failure seen is raised as it arrives.
+        Iterate once: the groups built at once are handed over, not kept."""
+        names, built = self.names, self.built
+        rest = [name for k, name in enumerate(names) if k not in built]
+        scanner = BatchScanner(self.options, self.on_error)
+        with open_runner(executor if rest else "serial", len(rest)) as runner:
+            size = self.batch_size or (
+                1 if runner.workers == 1 else _default_size(rest, runner.workers)
+            )
+            batches = split(rest, size)
+            with (
+                scan_progress(progress, names) as bar,
+                closing(runner.run(scanner, batches)) as arriving,
+            ):
+                bar.update(len(built))
+                waiting: dict[int, list[Outcome]] = {}
+                scanned: Iterator[Outcome] = iter(())
+                following = 0  # the next batch to hand out
+                for position, name in enumerate(names):
+                    if position in built:
+                        yield name, built.pop(position)
+                        continue
+                    outcome = next(scanned, None)
+                    while outcome is None:  # the next batch, once it has arrived
+                        while following not in waiting:
+                            index, done = next(arriving)
+                            if self.on_error == "raise" and done and isinstance(done[-1], Failed):
+                                raise done[-1].exception()
+                            waiting[index] = done
+                            bar.update(len(done))
+                        scanned = iter(waiting.pop(following))
+                        following += 1
+                        outcome = next(scanned, None)
+                    yield name, outcome
+
+
+def plan_scans(
+    urls: Iterable[str | os.PathLike[str]],
+    on_error: OnError,
+    batch_size: int | None,
+    scan_options: dict[str, Any],
+) -> ScanPlan:
+    """`scan_many`'s arguments checked (before any file is scanned) and the groups that
+    formats build other than file by file built.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As `scan_many` documents.
+    """
     names = [os.fspath(url) for url in urls]
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
@@ -96,21 +181,7 @@ def scan_many(
 
         check_shared_data_url(scan_options["data_url"], len(names))
     built, indexed = _built_at_once(names, scan_options)
-    rest = [name for k, name in enumerate(names) if k not in built]
-    scanner = BatchScanner(scan_options, on_error)
-    outcomes: list[list[Outcome] | None]
-    with open_runner(executor if rest else "serial", len(rest)) as runner:
-        size = batch_size or (1 if runner.workers == 1 else _default_size(rest, runner.workers))
-        batches = split(rest, size)
-        outcomes = [None] * len(batches)
-        with scan_progress(progress, names) as bar:
-            bar.update(len(built))
-            for index, done in runner.run(scanner, batches):
-                if on_error == "raise" and done and isinstance(done[-1], Failed):
-                    raise done[-1].exception()
-                outcomes[index] = done
-                bar.update(len(done))
-    return _results(names, outcomes, built, indexed)
+    return ScanPlan(names, on_error, batch_size, dict(scan_options), built, indexed)
 
 
 def _built_at_once(
@@ -137,24 +208,3 @@ def _built_at_once(
 
 def _default_size(names: list[str], workers: int) -> int:
     return batch_size(len(names), workers)
-
-
-def _results(
-    names: list[str],
-    outcomes: list[list[Outcome] | None],
-    built: dict[int, RefGroup],
-    indexed: set[int],
-) -> ScanResults:
-    groups: list[RefGroup] = []
-    urls: list[str] = []
-    errors: list[ScanFailure] = []
-    scanned = iter([outcome for batch in outcomes for outcome in batch or ()])
-    flat = [built[k] if k in built else next(scanned) for k in range(len(names))]
-    for url, outcome in zip(names, flat, strict=True):
-        if isinstance(outcome, Failed):
-            errors.append(ScanFailure(outcome.url, outcome.message))
-        else:
-            groups.append(outcome)
-            urls.append(url)
-    from_index = tuple(names[k] for k in sorted(indexed))
-    return ScanResults(tuple(groups), tuple(urls), tuple(errors), from_index)

@@ -1,5 +1,7 @@
 """Archives larger than one machine: per-file scans as dask.distributed tasks and a tree
-reduction of `refzarr.combine`, so no partial result ever passes through the client.
+reduction of `refzarr.combine`, so no partial result ever passes through the client. On one
+machine (any other executor), the groups are combined in this process in batches as they
+arrive (`refzarr.parallel.fold`).
 
 Leaves scan a batch of files and combine them; each level above combines ``fanin`` results of
 the level below, on the workers, until one is left. The client holds only futures, then the
@@ -16,6 +18,7 @@ from typing import Any
 
 from refzarr.model import RefGroup
 from refzarr.parallel.batches import BatchScanner, Failed, batch_size, check_options, split
+from refzarr.parallel.runners import is_dask_client
 
 __all__ = ["scan_and_combine"]
 
@@ -29,19 +32,27 @@ def scan_and_combine(
     batch_size: int | None = None,
     **scan_options: Any,
 ) -> RefGroup:
-    """Scan and combine many files on a dask.distributed cluster, by a tree reduction.
+    """Scan and combine many files: on a dask.distributed cluster by a tree reduction, else
+    in batches in this process as the scans arrive; either way without holding every file's
+    group at once.
 
     Parameters
     ----------
     urls
         The files (paths or fsspec URLs the workers can reach).
     client
-        A ``distributed.Client``.
+        A ``distributed.Client``; or where `scan_many` runs the scans (None, ``"processes"``,
+        ``"threads"``, ``"serial"``, a `concurrent.futures.Executor`): then this process
+        combines the groups in batches as they arrive, holding about a batch of groups at a
+        time instead of every file's (`refzarr.parallel.fold.CombineFold`: the same result
+        and errors as one combine of them all).
     combine_kwargs
-        Keyword arguments of `refzarr.combine.combine` (``concat_dims`` at least). ``coords``
-        and ``urls`` apply at the leaves; the levels above read the combined coordinates.
+        Keyword arguments of `refzarr.combine.combine` (``concat_dims`` at least). On a
+        cluster, ``coords`` and ``urls`` apply at the leaves; the levels above read the
+        combined coordinates. In this process, ``urls`` is not taken (each group's file is
+        known).
     fanin
-        Partial results combined per task above the leaves (at least 2).
+        Partial results combined per task above the leaves (at least 2; cluster only).
     batch_size
         Files per leaf task (default: about four tasks per worker thread, at most 64 files).
     **scan_options
@@ -71,6 +82,8 @@ def scan_and_combine(
         raise ValueError(f"fanin must be at least 2, got {fanin}")
     if "concat_dims" not in combine_kwargs:
         raise TypeError("combine_kwargs needs 'concat_dims' (e.g. {'concat_dims': ['time']})")
+    if not is_dask_client(client):
+        return _folded(names, client, combine_kwargs, batch_size, scan_options)
     check_options(scan_options)
     workers = max(1, sum(client.nthreads().values()))
     size = batch_size or _leaf_size(len(names), workers)
@@ -91,6 +104,25 @@ def scan_and_combine(
     if not isinstance(result, RefGroup):
         raise TypeError(f"the reduction returned {type(result).__name__}, not a RefGroup")
     return result
+
+
+def _folded(
+    names: list[str],
+    executor: Any,
+    combine_kwargs: Mapping[str, Any],
+    batch_size: int | None,
+    scan_options: dict[str, Any],
+) -> RefGroup:
+    """Scanned by `scan_many`'s machinery on ``executor``, combined here as they come."""
+    from refzarr.parallel.fold import CombineFold
+    from refzarr.parallel.scan_many import plan_scans
+
+    plan = plan_scans(names, "raise", batch_size, scan_options)
+    fold = CombineFold({k: v for k, v in combine_kwargs.items() if k != "urls"})
+    for url, outcome in plan.outcomes(executor, None):
+        assert not isinstance(outcome, Failed)  # raised by `outcomes` (on_error="raise")
+        fold.add(url, outcome)
+    return fold.result()
 
 
 def _leaf_size(count: int, workers: int) -> int:
