@@ -123,8 +123,9 @@ def _apply(
         checksums = source_checksums(group)
         for path, (start, stop) in regions.items():
             by_array.setdefault(path, []).append(_Place(url, group, (start, stop), checksums))
+    located: dict[str, str] = {}
     for path, places in by_array.items():
-        _replace(store, path, places)
+        _replace(store, path, places, located)
     scans = [read_record(fresh[s.url])[0] if s.url in fresh else s for s in record.scans]
     _set_record(store, sources_document(scans), record.regions, where)
 
@@ -139,7 +140,7 @@ class _Place:
     checksums: Mapping[str, Any]
 
 
-def _replace(store: Any, path: str, places: Sequence[_Place]) -> None:
+def _replace(store: Any, path: str, places: Sequence[_Place], located: dict[str, str]) -> None:
     """The chunks of each place's region of the array at ``path`` replaced by its new scan's
     (every new scan checked first; then the chunks each no longer holds deleted, then every
     new chunk written at once)."""
@@ -167,7 +168,7 @@ def _replace(store: Any, path: str, places: Sequence[_Place]) -> None:
         placed.append((array, place.region, shift))
     for array, region, shift in placed:
         _delete_unwritten(store, path, array, region, shift)
-    write_parts(store, path, parts, checksums)
+    write_parts(store, path, parts, checksums, located)
 
 
 def _check_fill(path: str, array: RefArray, existing: Any, url: str) -> None:

@@ -104,13 +104,14 @@ def to_icechunk(
     attributes = _group_attributes(group, path or "/")
     record = record_attributes(group, flat_arrays(group, path), None, scans)
     zarr.create_group(store, path=path, attributes=attributes, overwrite=True)
+    located: dict[str, str] = {}  # the arrays of a file share its location: found once
     for member_path, node in _walk(group, path):
         if isinstance(node, RefGroup):
             zarr.create_group(
                 store, path=member_path, attributes=_group_attributes(node, member_path)
             )
         else:
-            _write_array(store, member_path, node, checksums)
+            _write_array(store, member_path, node, checksums, located)
     if record:  # last: creating each member below the root reads the root's document
         add_attributes(store, path, record, path or "/")
 
@@ -144,6 +145,7 @@ def _append(
     from refzarr.formats.icechunk.append import flat_arrays, plan_append
 
     growths = plan_append(store, flat_arrays(group, path), append_dim, storage_options)
+    located: dict[str, str] = {}
     for growth in growths:
         stored = zarr.open_array(store, path=growth.path, mode="r+")
         before = stored.shape[growth.axis]
@@ -155,7 +157,8 @@ def _append(
             continue
         shift = [0] * growth.array.meta.ndim
         shift[growth.axis] = growth.chunk_offset
-        write_chunks(store, growth.path, growth.array.manifest, checksums, tuple(shift))
+        manifest = growth.array.manifest
+        write_chunks(store, growth.path, manifest, checksums, tuple(shift), located)
     _append_record(store, path, group, growths, scans)  # last, as `to_icechunk` writes it
 
 
@@ -190,7 +193,9 @@ def _walk(group: RefGroup, prefix: str) -> Iterator[tuple[str, RefArray | RefGro
             yield from _walk(member, member_path)
 
 
-def _write_array(store: Any, path: str, array: RefArray, checksums: Checksums) -> None:
+def _write_array(
+    store: Any, path: str, array: RefArray, checksums: Checksums, located: dict[str, str]
+) -> None:
     import zarr
 
     meta = array.meta
@@ -222,7 +227,7 @@ def _write_array(store: Any, path: str, array: RefArray, checksums: Checksums) -
             f"array {path!r}: Zarr v3 (Icechunk) cannot hold it as refzarr describes it "
             f"(dtype {meta.dtype}): {exc}"
         ) from exc
-    write_chunks(store, path, array.manifest, checksums)
+    write_chunks(store, path, array.manifest, checksums, (), located)
 
 
 def _serializer(dtype: np.dtype[Any]) -> Any:
@@ -316,25 +321,33 @@ def write_chunks(
     manifest: ChunkManifest,
     checksums: Checksums,
     shift: tuple[int, ...] = (),
+    located: dict[str, str] | None = None,
 ) -> None:
     """Every chunk of ``manifest`` into the store, at its index plus ``shift``, each with its
     source's checksum when the scan recorded one (`write_parts` of one part)."""
-    write_parts(store, path, [(manifest, shift)], checksums)
+    write_parts(store, path, [(manifest, shift)], checksums, located)
 
 
 ChunkPart = tuple[ChunkManifest, tuple[int, ...]]
 """A manifest, and where its chunk grid starts in the array's (``()``: at the origin)."""
 
 
-def write_parts(store: Any, path: str, parts: Sequence[ChunkPart], checksums: Checksums) -> None:
+def write_parts(
+    store: Any,
+    path: str,
+    parts: Sequence[ChunkPart],
+    checksums: Checksums,
+    located: dict[str, str] | None = None,
+) -> None:
     """The chunks of every part (regions that do not overlap) into the array at ``path``,
     each with its source's checksum when the scan recorded one: through Icechunk 2.x's
     ``set_virtual_refs_arr`` where the installed Icechunk has it and the chunks come in boxes
     (`refzarr.formats.icechunk.columns.arr_calls`), else in one ``set_virtual_refs`` call;
-    inlined chunks as native chunks."""
+    inlined chunks as native chunks. ``located``: source URL -> Icechunk location, filled and
+    reused across the caller's arrays."""
     from refzarr.formats.icechunk.columns import arr_calls
 
-    grid, columns, sources, inlined = gathered_columns(parts, path)
+    grid, columns, sources, inlined = gathered_columns(parts, path, located)
     sums = [checksums.get(source, _NO_CHECKSUM) for source in sources]
     calls = None
     if getattr(store, "set_virtual_refs_arr", None) is not None:
@@ -350,7 +363,7 @@ def write_parts(store: Any, path: str, parts: Sequence[ChunkPart], checksums: Ch
 
 
 def gathered_columns(
-    parts: Sequence[ChunkPart], path: str
+    parts: Sequence[ChunkPart], path: str, located: dict[str, str] | None = None
 ) -> tuple[tuple[int, ...], Any, list[str], dict[tuple[int, ...], bytes]]:
     """The referenced chunks of every part as one `Columns` over a chunk grid holding each
     part where it goes (Icechunk locations, whole-file lengths resolved), the source URL of
@@ -379,10 +392,14 @@ def gathered_columns(
         lengths.append(np.asarray(written.length)[rows].astype(np.uint64))
         inlined.update((_shifted(k, shift), data) for k, data in manifest.inlined.items())
     ids_all = np.concatenate(url_ids)
+    located = {} if located is None else located
+    for source in sources:
+        if source not in located:
+            located[source] = location(source, path)
     columns = Columns(
         np.concatenate(numbers),
         ids_all,
-        [location(source, path) for source in sources],
+        [located[source] for source in sources],
         np.concatenate(offsets),
         _sized(np.concatenate(lengths), ids_all, sources, path),
     )
