@@ -3,8 +3,9 @@ local Icechunk repository, then C of them touched (their times moved on) and ref
 
 Each run copies the repository as first written, touches the files, and times
 `refresh_icechunk` alone (imports done before the clock starts) in a fresh process whose
-``PYTHONPATH`` is ``--src`` (so an older checkout's code can be timed the same way). Medians
-of ``--repeat`` runs.
+``PYTHONPATH`` is ``--src`` (so an older checkout's code can be timed the same way), with the
+CPU time of that process and its scanning workers (imports included). Medians of
+``--repeat`` runs.
 
 Usage::
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -57,13 +59,18 @@ def _touch(paths: list[Path], seconds: int) -> None:
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + seconds * 1_000_000_000))
 
 
-def _one_run(repo: Path, src: str) -> tuple[float, int]:
+def _one_run(repo: Path, src: str) -> tuple[float, float, int]:
+    """The refresh's wall time, the CPU time of its process and workers (imports included:
+    steadier than wall time on a shared machine), and the number of files refreshed."""
     env = {**os.environ, "PYTHONPATH": src}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         [sys.executable, "-c", _RUN, str(repo)], env=env, check=True, capture_output=True
     )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = sum(getattr(after, f) - getattr(before, f) for f in ("ru_utime", "ru_stime"))
     seconds, changed = out.stdout.decode().split()[-2:]  # after any output of the refresh
-    return float(seconds), int(changed)
+    return float(seconds), cpu, int(changed)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,16 +91,24 @@ def main(argv: list[str] | None = None) -> None:
         first = Path(tmp) / "first"
         scan = ["scan", *map(str, paths), "-o", str(first), "--format", "icechunk"]
         assert cli([*scan, "--concat-dim", "time"]) == 0
-        times = []
+        times, cpus = [], []
         for run in range(args.repeat):
             repo = Path(tmp) / f"repo{run}"
             shutil.copytree(first, repo)
             _touch(paths[: args.changed], 5 * (run + 1))
-            seconds, changed = _one_run(repo, args.src)
+            seconds, cpu, changed = _one_run(repo, args.src)
             assert changed == args.changed, changed
             times.append(seconds)
-            print(f"run {run}: {seconds:.2f} s ({changed} of {args.files} files refreshed)")
-    print(f"median {statistics.median(times):.2f} s over {args.repeat} runs, src {args.src}")
+            cpus.append(cpu)
+            load = os.getloadavg()[0]
+            print(
+                f"run {run}: {seconds:.2f} s, process cpu {cpu:.2f} s ({changed} of "
+                f"{args.files} files refreshed; load {load:.1f})"
+            )
+    print(
+        f"median {statistics.median(times):.2f} s, process cpu {statistics.median(cpus):.2f} s "
+        f"over {args.repeat} runs, src {args.src}"
+    )
 
 
 if __name__ == "__main__":

@@ -122,6 +122,13 @@ def freeze_json(value: Any, *, where: str = "value") -> Any:
 
 def thaw_json(value: Any) -> Any:
     """Return a plain, mutable JSON value (dict/list) from a frozen one."""
+    kind = type(value)
+    if kind in _SCALAR_TYPES:  # the usual cases first: no ABC instance checks (a record of
+        return value  # thousands of scans is thawed whenever a set is written)
+    if kind is FrozenDict:
+        return {key: thaw_json(item) for key, item in value._data.items()}
+    if kind is tuple:
+        return [thaw_json(item) for item in value]
     if isinstance(value, Mapping):
         return {key: thaw_json(item) for key, item in value.items()}
     if isinstance(value, tuple | list):

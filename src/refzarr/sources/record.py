@@ -31,6 +31,7 @@ __all__ = [
     "ScanRecord",
     "merged_sources",
     "read_record",
+    "record_of_document",
     "record_scan",
     "recorded_files",
     "referenced_urls",
@@ -211,9 +212,22 @@ def read_record(group: RefGroup, where: str = "reference set") -> list[ScanRecor
     RefFormatError
         When the record is malformed or of a newer version (names ``where``).
     """
-    doc = group.sources
+    return record_of_document(group.sources, where)
+
+
+def record_of_document(doc: Mapping[str, Any] | None, where: str) -> list[ScanRecord]:
+    """The scans a record document holds (`read_record` of a group whose ``sources`` it is),
+    read from the JSON as it is: a document of thousands of scans is not frozen first.
+
+    Raises
+    ------
+    RefFormatError
+        When the record is malformed or of a newer version (names ``where``).
+    """
     if doc is None:
         return []
+    if not isinstance(doc, Mapping):
+        raise RefFormatError(f"{where}: its record of sources is no JSON object: {doc!r}")
     return [_scan_record(entry, where) for entry in _scans(doc, where)]
 
 

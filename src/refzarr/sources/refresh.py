@@ -239,14 +239,16 @@ def rescan_many(
         alike.setdefault(key, []).append(scan)
     found: dict[str, RefGroup] = {}
     for batch in alike.values():
+        # the first here: the format's libraries (h5py, ~0.3 s) are imported once, in this
+        # process, and every worker the pool forks has them
+        found[batch[0].url] = rescan(batch[0], storage_options)
         if len(batch) == 1:
-            found[batch[0].url] = rescan(batch[0], storage_options)
             continue
         options = _rescan_options(batch[0], storage_options)
-        urls = [scan.url for scan in batch]
+        urls = [scan.url for scan in batch[1:]]
         groups = scan_many(urls, format=batch[0].format, progress=False, **options)
         found.update(zip(urls, groups, strict=True))
-    return found
+    return {scan.url: found[scan.url] for scan in scans if scan.url in found}
 
 
 def _replace_scans(group: RefGroup, fresh: Sequence[tuple[ScanRecord, RefGroup]]) -> RefGroup:

@@ -7,8 +7,9 @@ its corner as ``arr_offset``), flat C-order columns over every chunk of the box 
 location: no reference) and ONE checksum for the whole call. So the chunks are grouped by
 their file's checksum, each group written as the bounding box of its chunks: a file's chunks
 form a slab in the usual combination, and the boxes add up to about the number of chunks.
-When they would add up to far more (files interleaved in the grid), the caller writes
-`VirtualChunkSpec` objects instead.
+When they would add up to far more (files interleaved in the grid), or the calls would be
+many with a few chunks each (a file of one chunk per array, each file its own checksum: a
+call costs about ten chunk specs), the caller writes `VirtualChunkSpec` objects instead.
 """
 
 from __future__ import annotations
@@ -20,13 +21,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_BOX_RATIO", "ArrCall", "Columns", "arr_calls"]
+__all__ = ["MAX_BOX_RATIO", "MIN_CHUNKS_PER_CALL", "ArrCall", "Columns", "arr_calls"]
 
 MAX_BOX_RATIO = 4
 """The boxes may hold at most this many slots per referenced chunk (plus a small allowance),
 else `arr_calls` gives up (the columns would cost more than the objects they replace)."""
 
 _ALLOWANCE = 1024
+
+MIN_CHUNKS_PER_CALL = 8
+"""Past `_FEW_CALLS`, the calls must write this many chunks each on average, else
+`arr_calls` gives up: Icechunk 2.3 takes about as long for one ``set_virtual_refs_arr`` call
+as for ten `VirtualChunkSpec` objects in one ``set_virtual_refs`` call (20,000 files of one
+chunk, each with its own checksum: 0.20 s CPU in calls of one chunk, 0.05 s as specs)."""
+
+_FEW_CALLS = 16
 
 Checksum = str | datetime | None
 
@@ -68,7 +77,8 @@ def arr_calls(
 ) -> list[ArrCall] | None:
     """The calls that write ``columns`` (chunk indices moved by ``shift``), one per checksum
     (``checksums``: URL -> ETag, modification time or None; a URL not there has none); None
-    when the boxes would hold more than `MAX_BOX_RATIO` slots per chunk."""
+    when the boxes would hold more than `MAX_BOX_RATIO` slots per chunk, or the calls
+    fewer than `MIN_CHUNKS_PER_CALL` chunks each (beyond a few calls)."""
     count = columns.numbers.size
     if not count:
         return []
@@ -76,6 +86,8 @@ def arr_calls(
     labels = key_of_url[columns.url_ids]
     order = np.argsort(labels, kind="stable")
     found, starts = np.unique(labels[order], return_index=True)
+    if found.size > _FEW_CALLS and found.size * MIN_CHUNKS_PER_CALL > count:
+        return None
     coords = _coords(grid, columns.numbers)
     groups = np.split(order, starts[1:])
     boxes = [_box(coords[g]) for g in groups]

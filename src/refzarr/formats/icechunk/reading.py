@@ -73,10 +73,19 @@ def read_icechunk_record(
 
 
 def record_of_store(store: Any, where: str) -> IcechunkRecord:
-    """The record held by the root group of an Icechunk session's ``store``."""
-    import zarr
+    """The record held by the root group of an Icechunk session's ``store`` (read without
+    zarr-python, which would start its I/O thread: `refzarr.formats.icechunk.rootdoc`)."""
+    from refzarr.formats.icechunk.rootdoc import group_document
 
-    attributes = zarr.open_group(store, mode="r").attrs.asdict()
+    document = group_document(store, "")
+    if document is None:  # no Zarr v3 group at the root: as zarr says it
+        import zarr
+
+        attributes = zarr.open_group(store, mode="r").attrs.asdict()
+    else:
+        attributes = document.get("attributes", {})
+        if not isinstance(attributes, dict):
+            raise RefFormatError(f"{where}: the root group's attributes are no JSON object")
     sources = attributes.get(SOURCES_ATTR)
     if sources is not None and not isinstance(sources, Mapping):
         raise RefFormatError(f"{where}: attribute {SOURCES_ATTR!r} is no object")

@@ -24,7 +24,12 @@ from refzarr.errors import RefFormatError
 from refzarr.model import RefArray, RefGroup
 from refzarr.model.frozen import thaw_json
 from refzarr.model.hierarchy import SOURCES_ATTR
-from refzarr.sources.record import ScanRecord, read_record, sources_document
+from refzarr.sources.record import (
+    ScanRecord,
+    read_record,
+    record_of_document,
+    sources_document,
+)
 
 __all__ = [
     "REGIONS_ATTR",
@@ -57,59 +62,81 @@ def scan_regions(
     out: Regions = {}
     for path, array in arrays.items():
         shift = np.asarray((shifts or {}).get(path) or [0] * array.meta.ndim, dtype=np.int64)
-        for k, (start, stop) in _boxes(array, scan_of).items():
-            region = [(start + shift).tolist(), (stop + shift).tolist()]
-            out.setdefault(scans[k].url, {})[path] = region
+        found, starts, stops = _boxes(array, scan_of)
+        # whole columns to Python lists at once: a scan per file makes thousands of boxes
+        lows, highs = (starts + shift).tolist(), (stops + shift).tolist()
+        for k, low, high in zip(found.tolist(), lows, highs, strict=True):
+            out.setdefault(scans[k].url, {})[path] = [low, high]
     return out
 
 
-def _boxes(array: RefArray, scan_of: Mapping[str, int]) -> dict[int, tuple[Any, Any]]:
-    """Scan number -> (start, stop) of the chunks that reference its files, for the scans
-    whose box holds no other scan's chunk."""
+def _boxes(array: RefArray, scan_of: Mapping[str, int]) -> tuple[Any, Any, Any]:
+    """The scans whose box of chunks (those referencing their files) holds no other scan's
+    chunk, nor a chunk of a file no scan recorded: their numbers, and their boxes' starts and
+    stops (one row each). All boxes at once: a box is clean when the referenced chunks inside
+    it are the scan's own, counted through prefix sums over the chunk grid."""
     manifest = array.manifest
     grid = manifest.grid_shape
+    ndim = len(grid)
     written = manifest.written_entries()
     table = np.asarray([scan_of.get(url, -2) for url in written.paths] or [-2], dtype=np.int64)
     ids = np.asarray(written.path_id)
     referenced = ids >= 0
     numbers = np.asarray(written.numbers)[referenced]
     labels = table[ids[referenced]]
+    empty = np.zeros((0, ndim), dtype=np.int64)
     if not numbers.size:
-        return {}
+        return np.zeros(0, dtype=np.int64), empty, empty
     order = np.argsort(labels, kind="stable")
-    found, starts = np.unique(labels[order], return_index=True)
-    if grid:
-        coords = np.stack(np.unravel_index(numbers[order], grid), axis=1)
-    else:
-        coords = np.zeros((numbers.size, 0), dtype=np.int64)
-    grid_labels = _label_grid(grid, numbers, labels)
-    out: dict[int, tuple[Any, Any]] = {}
-    for scan, group in zip(
-        found.tolist(), np.split(np.arange(order.size), starts[1:]), strict=True
-    ):
-        if scan < 0:
-            continue
-        box = coords[group]
-        start, stop = box.min(axis=0), box.max(axis=0) + 1
-        inside = grid_labels[tuple(slice(int(a), int(b)) for a, b in zip(start, stop, strict=True))]
-        if np.isin(inside, (scan, -1)).all():
-            out[scan] = (start, stop)
-    return out
+    found, firsts, counts = np.unique(labels[order], return_index=True, return_counts=True)
+    if ndim:
+        coords = np.stack(np.unravel_index(numbers[order], grid), axis=1).astype(np.int64)
+        starts = np.minimum.reduceat(coords, firsts, axis=0)
+        stops = np.maximum.reduceat(coords, firsts, axis=0) + 1
+        inside = _box_sums(_prefix_sums(grid, numbers), starts, stops)
+    else:  # one chunk: its scan's box holds nothing else
+        starts = stops = np.zeros((found.size, 0), dtype=np.int64)
+        inside = counts
+    clean = (found >= 0) & (inside == counts)
+    return found[clean], starts[clean], stops[clean]
 
 
-def _label_grid(grid: tuple[int, ...], numbers: Any, labels: Any) -> Any:
-    """The scan number of every chunk (-1: no reference, -2: a file no scan recorded)."""
-    flat = np.full(int(np.prod(grid)), -1, dtype=np.int64)
-    flat[numbers] = labels
-    return flat.reshape(grid)
+def _prefix_sums(grid: tuple[int, ...], numbers: Any) -> Any:
+    """How many referenced chunks (flat ``numbers``) lie below each corner of the chunk grid:
+    ``sums[i, j, ...]`` counts those at indices below ``(i, j, ...)`` (one more row per axis)."""
+    dtype = np.int32 if numbers.size < 2**31 else np.int64
+    flat = np.zeros(int(np.prod(grid)), dtype=dtype)
+    flat[numbers] = 1
+    sums = np.zeros(tuple(n + 1 for n in grid), dtype=dtype)
+    inner = flat.reshape(grid)
+    for axis in range(len(grid)):
+        inner = np.cumsum(inner, axis=axis, dtype=dtype)
+    sums[tuple(slice(1, None) for _ in grid)] = inner
+    return sums
+
+
+def _box_sums(sums: Any, starts: Any, stops: Any) -> Any:
+    """The number of referenced chunks inside each box (rows of ``starts``, ``stops``), by
+    inclusion and exclusion over the boxes' corners."""
+    ndim = starts.shape[1]
+    total = np.zeros(starts.shape[0], dtype=np.int64)
+    for corner in range(2**ndim):
+        upper = [(corner >> axis) & 1 for axis in range(ndim)]
+        index = tuple(stops[:, axis] if up else starts[:, axis] for axis, up in enumerate(upper))
+        sign = -1 if (ndim - sum(upper)) % 2 else 1
+        total += sign * sums[index].astype(np.int64)
+    return total
 
 
 def record_attributes(
-    group: RefGroup, arrays: Mapping[str, RefArray], shifts: Mapping[str, Sequence[int]] | None
+    group: RefGroup,
+    arrays: Mapping[str, RefArray],
+    shifts: Mapping[str, Sequence[int]] | None,
+    scans: Sequence[ScanRecord] | None = None,
 ) -> dict[str, Any]:
     """The root attributes recording ``group``'s sources and their regions in ``arrays`` (an
-    empty dict when the group records no sources)."""
-    scans = read_record(group)
+    empty dict when the group records no sources); ``scans``: its record, when already read."""
+    scans = read_record(group) if scans is None else scans
     if not scans:
         return {}
     return {
@@ -125,9 +152,8 @@ def merged_attributes(
     (a scan of a URL already recorded replaces the older one)."""
     if not added:
         return {}
-    old = RefGroup(sources=existing.get(SOURCES_ATTR))
-    new = RefGroup(sources=added[SOURCES_ATTR])
-    sources = sources_document([*read_record(old, where), *read_record(new, where)])
+    old = record_of_document(existing.get(SOURCES_ATTR), where)
+    sources = sources_document([*old, *record_of_document(added[SOURCES_ATTR], where)])
     regions = read_regions(existing, where)
     regions.update(added[REGIONS_ATTR]["scans"])
     return {SOURCES_ATTR: sources, REGIONS_ATTR: {"version": REGIONS_VERSION, "scans": regions}}
@@ -164,6 +190,16 @@ def _arrays(value: Any, where: str) -> dict[str, list[list[int]]]:
 
 
 def _is_region(region: Any) -> bool:
+    if type(region) is list and len(region) == 2:  # as JSON gives it: checked at once
+        start, stop = region
+        if (
+            type(start) is list
+            and type(stop) is list
+            and len(start) == len(stop)
+            and all(type(v) is int for v in start)
+            and all(type(v) is int for v in stop)
+        ):
+            return True
     if not isinstance(region, Sequence) or len(region) != 2:
         return False
     return all(_ints(part) for part in region) and len(region[0]) == len(region[1])

@@ -76,11 +76,11 @@ def refresh_icechunk(
     """
     from refzarr.formats.icechunk.repository import commit_session, open_repository
     from refzarr.sources.check import changes_of, required
-    from refzarr.sources.refresh import refuse_unscannable, rescan
+    from refzarr.sources.refresh import refuse_unscannable, rescan_many
 
     where = os.fspath(repository)
     session = open_repository(where, refs_options).writable_session(branch)
-    record = record_of_store(session.store, where)
+    record = record_of_store(session.store, where)  # read without zarr's I/O thread
     scans = required(record.scans, where)
     changes = changes_of(scans, storage_options)
     if not changes:
@@ -88,7 +88,10 @@ def refresh_icechunk(
     refuse_unscannable(changes)
     redo = list(dict.fromkeys(c.scan for c in changes))
     by_url = {scan.url: scan for scan in scans}
-    fresh = {url: rescan(by_url[url], storage_options) for url in redo}
+    # scanned together (a process pool for many files) before zarr starts its I/O thread
+    # (`_apply`): with that thread running, the pool could not fork its workers, and would
+    # start them afresh (each importing refzarr and h5py again)
+    fresh = rescan_many([by_url[url] for url in redo], storage_options)
     _apply(session.store, record, fresh, where, storage_options)
     text = message or _message(redo)
     return IcechunkRefresh(changes, commit_session(session, text, where, branch))
@@ -108,6 +111,7 @@ def _apply(
         (group,) = fresh.values()
         to_icechunk(group, store, storage_options=storage_options)
         return
+    by_array: dict[str, list[_Place]] = {}  # each array opened and written once
     for url, group in fresh.items():
         regions = record.regions.get(url)
         if not regions:
@@ -118,37 +122,53 @@ def _apply(
             )
         checksums = source_checksums(group)
         for path, (start, stop) in regions.items():
-            _replace(store, path, group, url, (start, stop), checksums)
+            by_array.setdefault(path, []).append(_Place(url, group, (start, stop), checksums))
+    located: dict[str, str] = {}
+    for path, places in by_array.items():
+        _replace(store, path, places, located)
     scans = [read_record(fresh[s.url])[0] if s.url in fresh else s for s in record.scans]
-    _set_record(store, sources_document(scans), record.regions)
+    _set_record(store, sources_document(scans), record.regions, where)
 
 
-def _replace(
-    store: Any,
-    path: str,
-    group: RefGroup,
-    url: str,
-    region: tuple[Sequence[int], Sequence[int]],
-    checksums: Any,
-) -> None:
-    """The chunks of ``region`` of the array at ``path`` replaced by ``group``'s."""
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """A rescanned file's new scan, and the region of an array its chunks replace."""
+
+    url: str
+    group: RefGroup
+    region: tuple[Sequence[int], Sequence[int]]
+    checksums: Mapping[str, Any]
+
+
+def _replace(store: Any, path: str, places: Sequence[_Place], located: dict[str, str]) -> None:
+    """The chunks of each place's region of the array at ``path`` replaced by its new scan's
+    (every new scan checked first; then the chunks each no longer holds deleted, then every
+    new chunk written at once)."""
     import zarr
 
     from refzarr.formats.icechunk.append import check_alike
-    from refzarr.formats.icechunk.write import write_chunks
+    from refzarr.formats.icechunk.write import ChunkPart, write_parts
     from refzarr.sources.refresh import with_new_axes
 
     existing = zarr.open_array(store, path=path, mode="r")
     names = getattr(existing.metadata, "dimension_names", None)  # Zarr v3 only
-    array = with_new_axes(_fresh_array(group, path, url), names, existing.chunks)
-    try:
-        check_alike(path, array, existing, loaded=False)
-    except IncompatibleError as exc:
-        raise IncompatibleError(f"{url}: {exc}; {_AGAIN}") from exc
-    _check_fill(path, array, existing, url)
-    shift = _shift(path, array, existing, region, url)
-    write_chunks(store, path, array.manifest, checksums, shift)
-    _delete_unwritten(store, path, array, region, shift)
+    parts: list[ChunkPart] = []
+    checksums: dict[str, Any] = {}
+    placed = []
+    for place in places:
+        array = with_new_axes(_fresh_array(place.group, path, place.url), names, existing.chunks)
+        try:
+            check_alike(path, array, existing, loaded=False)
+        except IncompatibleError as exc:
+            raise IncompatibleError(f"{place.url}: {exc}; {_AGAIN}") from exc
+        _check_fill(path, array, existing, place.url)
+        shift = _shift(path, array, existing, place.region, place.url)
+        parts.append((array.manifest, shift))
+        checksums.update(place.checksums)
+        placed.append((array, place.region, shift))
+    for array, region, shift in placed:
+        _delete_unwritten(store, path, array, region, shift)
+    write_parts(store, path, parts, checksums, located)
 
 
 def _check_fill(path: str, array: RefArray, existing: Any, url: str) -> None:
@@ -232,13 +252,11 @@ def _delete_unwritten(
         sync(store.delete(f"{path}/c/" + "/".join(str(int(i)) for i in where)))
 
 
-def _set_record(store: Any, sources: Any, regions: Mapping[str, Any]) -> None:
-    import zarr
+def _set_record(store: Any, sources: Any, regions: Mapping[str, Any], where: str) -> None:
+    from refzarr.formats.icechunk.rootdoc import add_attributes
 
-    root = zarr.open_group(store, mode="r+")
-    root.attrs.update(
-        {SOURCES_ATTR: sources, REGIONS_ATTR: {"version": REGIONS_VERSION, "scans": regions}}
-    )
+    record = {SOURCES_ATTR: sources, REGIONS_ATTR: {"version": REGIONS_VERSION, "scans": regions}}
+    add_attributes(store, "", record, where)
 
 
 def _message(urls: Sequence[str]) -> str:

@@ -52,10 +52,20 @@ def source_prefixes(group: RefGroup) -> list[str]:
         containers, yourself and call `refzarr.to_icechunk`).
     """
     stores = _local_stores(group)
-    prefixes: set[str] = set()
+    urls: set[str] = set()
     for _, array in group.arrays():
-        for url in _urls(array.manifest.iter_written_blocks()):
-            prefixes.add(_prefix(url, stores))
+        urls |= _urls(array.manifest.iter_written_blocks())
+    by_folder: dict[str, str] = {}  # thousands of files in a few folders: each folder once
+    prefixes: set[str] = set()
+    for url in sorted(urls):  # the same first unsupported URL named at every run
+        if not is_local(url):
+            prefixes.add(_prefix(url))
+            continue
+        folder = os.path.dirname(local_path(url))
+        prefix = by_folder.get(folder)
+        if prefix is None:
+            prefix = by_folder[folder] = _folder_prefix(folder, stores)
+        prefixes.add(prefix)
     return sorted(prefixes)
 
 
@@ -74,9 +84,7 @@ def _local_stores(group: RefGroup) -> frozenset[str]:
 
 def _prefix(url: str, stores: frozenset[str] = frozenset()) -> str:
     if is_local(url):
-        folder = os.path.dirname(local_path(url))
-        store = next((f for f in _ancestors(folder) if f in stores), folder) if stores else folder
-        return f"file://{_plain_ancestor(store).rstrip('/')}/"
+        return _folder_prefix(os.path.dirname(local_path(url)), stores)
     protocol, _, rest = url.partition("://")
     if protocol in ("s3", "s3a"):
         return f"s3://{rest.split('/', 1)[0]}/"
@@ -85,6 +93,13 @@ def _prefix(url: str, stores: frozenset[str] = frozenset()) -> str:
         "for other stores, make the repository (with its containers) in Python and call "
         "refzarr.to_icechunk"
     )
+
+
+def _folder_prefix(folder: str, stores: frozenset[str]) -> str:
+    """The container prefix of the local files in ``folder`` (the Zarr store of ``stores``
+    holding it, if any)."""
+    store = next((f for f in _ancestors(folder) if f in stores), folder) if stores else folder
+    return f"file://{_plain_ancestor(store).rstrip('/')}/"
 
 
 def _ancestors(folder: str) -> Iterator[str]:

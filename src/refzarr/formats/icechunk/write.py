@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -24,6 +24,7 @@ from refzarr.model import WHOLE_FILE, ChunkManifest, RefArray, RefGroup
 from refzarr.model.attr_types import LAYOUT_ATTR, TYPES_ATTR
 from refzarr.model.frozen import thaw_json
 from refzarr.model.hierarchy import empty_chunk_error, refuse_empty_chunks, require_regular_grids
+from refzarr.sources.record import ScanRecord
 from refzarr.sources.state import local_path
 
 __all__ = ["to_icechunk"]
@@ -95,11 +96,14 @@ def to_icechunk(
     """
     import zarr
 
+    from refzarr.sources.record import read_record
+
     require_regular_grids(group)
     refuse_empty_chunks(group, ICECHUNK_REFUSES, path)
-    checksums = source_checksums(group)
+    scans = read_record(group)  # once: thousands of scans in a combined group
+    checksums = scan_checksums(scans)
     if append_dim is not None and _holds_group(store, path):
-        growths = _append(group, store, path, append_dim, storage_options, checksums)
+        growths = _append(group, store, path, append_dim, storage_options, checksums, scans)
         return written_result(
             group,
             path,
@@ -110,17 +114,21 @@ def to_icechunk(
         )
     from refzarr.formats.icechunk.append import flat_arrays
     from refzarr.formats.icechunk.record import record_attributes
+    from refzarr.formats.icechunk.rootdoc import add_attributes
 
     attributes = _group_attributes(group, path or "/")
-    attributes.update(record_attributes(group, flat_arrays(group, path), None))
+    record = record_attributes(group, flat_arrays(group, path), None, scans)
     zarr.create_group(store, path=path, attributes=attributes, overwrite=True)
+    located: dict[str, str] = {}  # the arrays of a file share its location: found once
     for member_path, node in _walk(group, path):
         if isinstance(node, RefGroup):
             zarr.create_group(
                 store, path=member_path, attributes=_group_attributes(node, member_path)
             )
         else:
-            _write_array(store, member_path, node, checksums)
+            _write_array(store, member_path, node, checksums, located)
+    if record:  # last: creating each member below the root reads the root's document
+        add_attributes(store, path, record, path or "/")
     return written_result(group, path, "icechunk", append_dim=append_dim)
 
 
@@ -139,6 +147,10 @@ def _holds_group(store: Any, path: str) -> bool:
     """Whether the store holds a group at ``path`` (an append to nothing writes anew)."""
     import zarr
 
+    from refzarr.formats.icechunk.rootdoc import holds_group
+
+    if holds_group(store, path):  # the usual answer, without zarr reading the whole record
+        return True
     try:
         zarr.open_group(store, path=path, mode="r")
     except FileNotFoundError:  # zarr's GroupNotFoundError
@@ -153,6 +165,7 @@ def _append(
     append_dim: str,
     storage_options: Mapping[str, Any] | None,
     checksums: Checksums,
+    scans: list[Any],
 ) -> list[Any]:
     """Append ``group`` to the group at ``path``; the arrays grown (`Growth`)."""
     import zarr
@@ -160,7 +173,7 @@ def _append(
     from refzarr.formats.icechunk.append import flat_arrays, plan_append
 
     growths = plan_append(store, flat_arrays(group, path), append_dim, storage_options)
-    _append_record(store, path, group, growths)
+    located: dict[str, str] = {}
     for growth in growths:
         stored = zarr.open_array(store, path=growth.path, mode="r+")
         before = stored.shape[growth.axis]
@@ -172,27 +185,33 @@ def _append(
             continue
         shift = [0] * growth.array.meta.ndim
         shift[growth.axis] = growth.chunk_offset
-        write_chunks(store, growth.path, growth.array.manifest, checksums, tuple(shift))
+        manifest = growth.array.manifest
+        write_chunks(store, growth.path, manifest, checksums, tuple(shift), located)
+    _append_record(store, path, group, growths, scans)  # last, as `to_icechunk` writes it
     return growths
 
 
-def _append_record(store: Any, path: str, group: RefGroup, growths: list[Any]) -> None:
+def _append_record(
+    store: Any, path: str, group: RefGroup, growths: list[Any], scans: list[Any]
+) -> None:
     """The appended scans' record merged into the root group's (the regions of the arrays
     that grow, moved to where their new chunks go)."""
-    import zarr
-
     from refzarr.formats.icechunk.record import merged_attributes, record_attributes
+    from refzarr.formats.icechunk.rootdoc import read_group, write_group
 
     grown = {g.path: g.array for g in growths if g.values is None}
     shifts = {
         g.path: [g.chunk_offset if k == g.axis else 0 for k in range(g.array.meta.ndim)]
         for g in growths
     }
-    added = record_attributes(group, grown, shifts)
+    added = record_attributes(group, grown, shifts, scans)
     if not added:
         return
-    root = zarr.open_group(store, path=path, mode="r+")
-    root.attrs.update(merged_attributes(root.attrs.asdict(), added, path or "/"))
+    where = path or "/"
+    document = read_group(store, path, where)
+    attributes = document["attributes"]
+    attributes.update(merged_attributes(attributes, added, where))
+    write_group(store, path, document)
 
 
 def _walk(group: RefGroup, prefix: str) -> Iterator[tuple[str, RefArray | RefGroup]]:
@@ -203,7 +222,9 @@ def _walk(group: RefGroup, prefix: str) -> Iterator[tuple[str, RefArray | RefGro
             yield from _walk(member, member_path)
 
 
-def _write_array(store: Any, path: str, array: RefArray, checksums: Checksums) -> None:
+def _write_array(
+    store: Any, path: str, array: RefArray, checksums: Checksums, located: dict[str, str]
+) -> None:
     import zarr
 
     meta = array.meta
@@ -235,7 +256,7 @@ def _write_array(store: Any, path: str, array: RefArray, checksums: Checksums) -
             f"array {path!r}: Zarr v3 (Icechunk) cannot hold it as refzarr describes it "
             f"(dtype {meta.dtype}): {exc}"
         ) from exc
-    write_chunks(store, path, array.manifest, checksums)
+    write_chunks(store, path, array.manifest, checksums, (), located)
 
 
 def _serializer(dtype: np.dtype[Any]) -> Any:
@@ -329,72 +350,128 @@ def write_chunks(
     manifest: ChunkManifest,
     checksums: Checksums,
     shift: tuple[int, ...] = (),
+    located: dict[str, str] | None = None,
 ) -> None:
     """Every chunk of ``manifest`` into the store, at its index plus ``shift``, each with its
-    source's checksum when the scan recorded one (through ``set_virtual_refs_arr`` where the
-    installed Icechunk has it, else ``set_virtual_refs``)."""
-    from icechunk import VirtualChunkSpec
-
-    by_columns = getattr(store, "set_virtual_refs_arr", None)
-    if by_columns is not None and _write_columns(store, path, manifest, checksums, shift):
-        return
-    grid = manifest.grid_shape
-    sizes: dict[str, int] = {}
-    locations: dict[str, str] = {}
-    specs = []
-    inlined: dict[tuple[int, ...], bytes] = {}
-    index: list[int]
-    for block in manifest.iter_written_blocks():
-        inlined.update(
-            (_shifted(np.unravel_index(number, grid), shift) if grid else (), data)
-            for number, data in block.inlined.items()
-        )
-        referenced = np.flatnonzero(block.path_id >= 0)
-        if not len(referenced):
-            continue
-        indices = np.unravel_index(referenced + block.start, grid) if grid else ()
-        ids = block.path_id[referenced].tolist()
-        offsets = block.offset[referenced].tolist()
-        lengths = block.length[referenced].tolist()
-        for k in range(len(referenced)):
-            source = block.paths[ids[k]]
-            url = locations.get(source) or locations.setdefault(source, location(source, path))
-            length = lengths[k]
-            if length == int(WHOLE_FILE):
-                length = sizes.get(source) or sizes.setdefault(source, _size(source, path))
-            index = list(_shifted([axis[k] for axis in indices], shift))
-            etag, modified = checksums.get(source, _NO_CHECKSUM)
-            specs.append(
-                VirtualChunkSpec(
-                    index,
-                    url,
-                    int(offsets[k]),
-                    int(length),
-                    etag_checksum=etag,
-                    last_updated_at_checksum=modified,
-                )
-            )
-    if specs:
-        failed = store.set_virtual_refs(path, specs, validate_containers=True)
-        if failed:
-            _no_container(path, _location_of(specs, failed[0]), len(failed))
-    for where, data in inlined.items():
-        _set_native(store, path, where, data)
+    source's checksum when the scan recorded one (`write_parts` of one part)."""
+    write_parts(store, path, [(manifest, shift)], checksums, located)
 
 
-def _write_columns(
-    store: Any, path: str, manifest: ChunkManifest, checksums: Checksums, shift: tuple[int, ...]
-) -> bool:
-    """`write_chunks` through Icechunk 2.x's ``set_virtual_refs_arr``, one call per checksum;
-    False (nothing to undo: `write_chunks` then writes every chunk again) when the chunks
-    are too scattered for columns, or this Icechunk refuses the empty locations of a box
-    with gaps (releases before it skipped them)."""
+ChunkPart = tuple[ChunkManifest, tuple[int, ...]]
+"""A manifest, and where its chunk grid starts in the array's (``()``: at the origin)."""
+
+
+def write_parts(
+    store: Any,
+    path: str,
+    parts: Sequence[ChunkPart],
+    checksums: Checksums,
+    located: dict[str, str] | None = None,
+) -> None:
+    """The chunks of every part (regions that do not overlap) into the array at ``path``,
+    each with its source's checksum when the scan recorded one: through Icechunk 2.x's
+    ``set_virtual_refs_arr`` where the installed Icechunk has it and the chunks come in boxes
+    (`refzarr.formats.icechunk.columns.arr_calls`), else in one ``set_virtual_refs`` call;
+    inlined chunks as native chunks. ``located``: source URL -> Icechunk location, filled and
+    reused across the caller's arrays."""
     from refzarr.formats.icechunk.columns import arr_calls
 
-    columns, by_url = manifest_columns(manifest, path, checksums)
-    calls = arr_calls(manifest.grid_shape, columns, by_url, shift)
-    if calls is None:
-        return False
+    grid, columns, sources, inlined = gathered_columns(parts, path, located)
+    sums = [checksums.get(source, _NO_CHECKSUM) for source in sources]
+    calls = None
+    if getattr(store, "set_virtual_refs_arr", None) is not None:
+        by_location = {
+            url: etag if etag is not None else modified
+            for url, (etag, modified) in zip(columns.urls, sums, strict=True)
+        }
+        calls = arr_calls(grid, columns, by_location)
+    if calls is None or not _write_calls(store, path, calls):
+        _write_specs(store, path, grid, columns, sums)
+    for index, data in inlined.items():
+        _set_native(store, path, index, data)
+
+
+def gathered_columns(
+    parts: Sequence[ChunkPart], path: str, located: dict[str, str] | None = None
+) -> tuple[tuple[int, ...], Any, list[str], dict[tuple[int, ...], bytes]]:
+    """The referenced chunks of every part as one `Columns` over a chunk grid holding each
+    part where it goes (Icechunk locations, whole-file lengths resolved), the source URL of
+    each location, and the inlined chunks by their index in that grid. numpy columns
+    throughout: no Python work per chunk."""
+    from refzarr.formats.icechunk.columns import Columns
+
+    grid = _enclosing_grid(parts)
+    sources: list[str] = []
+    place: dict[str, int] = {}
+    numbers, url_ids, offsets, lengths = [], [], [], []
+    inlined: dict[tuple[int, ...], bytes] = {}
+    for manifest, shift in parts:
+        written = manifest.written_entries()
+        ids = np.asarray(written.path_id)
+        rows = np.flatnonzero(ids >= 0)
+        for source in written.paths:
+            if source not in place:
+                place[source] = len(sources)
+                sources.append(source)
+        table = np.asarray([place[s] for s in written.paths] or [0], dtype=np.int64)
+        chunk_numbers = np.asarray(written.numbers, dtype=np.int64)[rows]
+        numbers.append(_moved(chunk_numbers, manifest.grid_shape, shift, grid))
+        url_ids.append(table[ids[rows]])
+        offsets.append(np.asarray(written.offset)[rows].astype(np.uint64))
+        lengths.append(np.asarray(written.length)[rows].astype(np.uint64))
+        inlined.update((_shifted(k, shift), data) for k, data in manifest.inlined.items())
+    ids_all = np.concatenate(url_ids)
+    located = {} if located is None else located
+    for source in sources:
+        if source not in located:
+            located[source] = location(source, path)
+    columns = Columns(
+        np.concatenate(numbers),
+        ids_all,
+        [located[source] for source in sources],
+        np.concatenate(offsets),
+        _sized(np.concatenate(lengths), ids_all, sources, path),
+    )
+    return grid, columns, sources, inlined
+
+
+def _enclosing_grid(parts: Sequence[ChunkPart]) -> tuple[int, ...]:
+    """The smallest chunk grid holding every part's grid moved by its shift."""
+    grids = [_shifted(m.grid_shape, shift) if shift else m.grid_shape for m, shift in parts]
+    return tuple(max(sizes) for sizes in zip(*grids, strict=True))
+
+
+def _moved(
+    numbers: np.ndarray[Any, Any],
+    grid: tuple[int, ...],
+    shift: tuple[int, ...],
+    to: tuple[int, ...],
+) -> np.ndarray[Any, Any]:
+    """Flat chunk ``numbers`` of ``grid``, as numbers of the grid ``to`` once moved by
+    ``shift``."""
+    if (not shift or not any(shift)) and grid == to:
+        return numbers
+    coords = np.unravel_index(numbers, grid)
+    moved = tuple(c + s for c, s in zip(coords, shift or [0] * len(grid), strict=True))
+    return np.asarray(np.ravel_multi_index(moved, to), dtype=np.int64)
+
+
+def _sized(
+    lengths: np.ndarray[Any, Any], ids: np.ndarray[Any, Any], sources: list[str], path: str
+) -> np.ndarray[Any, Any]:
+    """``lengths`` with each whole-file length replaced by its file's size (asked once per
+    file)."""
+    whole = lengths == np.uint64(int(WHOLE_FILE))
+    if whole.any():
+        sizes = {k: _size(sources[k], path) for k in np.unique(ids[whole]).tolist()}
+        lengths[whole] = [sizes[k] for k in ids[whole].tolist()]
+    return lengths
+
+
+def _write_calls(store: Any, path: str, calls: Sequence[Any]) -> bool:
+    """``calls`` through ``set_virtual_refs_arr``; False (nothing to undo: the chunk specs
+    written next replace every chunk) when this Icechunk refuses the empty locations of a box
+    with gaps (releases before 2.0's fix did)."""
     for call in calls:
         try:
             failed = store.set_virtual_refs_arr(
@@ -416,40 +493,49 @@ def _write_columns(
             at = np.asarray(failed[0], dtype=np.int64) - corner
             flat = int(np.ravel_multi_index(tuple(at), call.chunk_grid_shape)) if at.size else 0
             _no_container(path, call.locations[flat], len(failed))
-    for index, data in manifest.inlined.items():
-        _set_native(store, path, _shifted(index, shift), data)
     return True
 
 
-def manifest_columns(
-    manifest: ChunkManifest, path: str, checksums: Checksums
-) -> tuple[Any, dict[str, str | datetime | None]]:
-    """The referenced chunks of ``manifest`` as `Columns` (Icechunk locations, whole-file
-    lengths resolved), and each location's checksum argument (its ETag, else modification
-    time)."""
-    from refzarr.formats.icechunk.columns import Columns
+def _write_specs(
+    store: Any,
+    path: str,
+    grid: tuple[int, ...],
+    columns: Any,
+    sums: Sequence[tuple[str | None, datetime | None]],
+) -> None:
+    """``columns`` as `VirtualChunkSpec` objects in one ``set_virtual_refs`` call (Icechunk
+    1.x's only way; 2.x's for chunks too scattered for boxes)."""
+    from icechunk import VirtualChunkSpec
 
-    written = manifest.written_entries()
-    ids = np.asarray(written.path_id)
-    rows = np.flatnonzero(ids >= 0)
-    urls = [location(u, path) for u in written.paths]
-    lengths = np.asarray(written.length)[rows].astype(np.uint64)
-    whole = lengths == np.uint64(int(WHOLE_FILE))
-    if whole.any():
-        sizes = {k: _size(written.paths[k], path) for k in np.unique(ids[rows][whole]).tolist()}
-        lengths[whole] = [sizes[k] for k in ids[rows][whole].tolist()]
-    columns = Columns(
-        np.asarray(written.numbers, dtype=np.int64)[rows],
-        ids[rows].astype(np.int64),
-        urls,
-        np.asarray(written.offset)[rows].astype(np.uint64),
-        lengths,
-    )
-    by_url = {}
-    for source, url in zip(written.paths, urls, strict=True):
-        etag, modified = checksums.get(source, _NO_CHECKSUM)
-        by_url[url] = etag if etag is not None else modified
-    return columns, by_url
+    count = int(columns.numbers.size)
+    if not count:
+        return
+    if grid:
+        indices = np.stack(np.unravel_index(columns.numbers, grid), axis=1).tolist()
+    else:
+        indices = [[] for _ in range(count)]
+    urls, etags = columns.urls, [etag for etag, _ in sums]
+    times = [modified for _, modified in sums]
+    specs = [
+        VirtualChunkSpec(
+            index,
+            urls[k],
+            offset,
+            length,
+            etag_checksum=etags[k],
+            last_updated_at_checksum=times[k],
+        )
+        for index, k, offset, length in zip(
+            indices,
+            columns.url_ids.tolist(),
+            columns.offsets.tolist(),
+            columns.lengths.tolist(),
+            strict=True,
+        )
+    ]
+    failed = store.set_virtual_refs(path, specs, validate_containers=True)
+    if failed:
+        _no_container(path, _location_of(specs, failed[0]), len(failed))
 
 
 ICECHUNK_REFUSES = "Icechunk refuses it (2.2+)"
@@ -470,13 +556,18 @@ _NO_CHECKSUM: tuple[str | None, datetime | None] = (None, None)
 
 
 def source_checksums(group: RefGroup) -> dict[str, tuple[str | None, datetime | None]]:
-    """The checksum of every source file the group's record holds: its ETag where the storage
-    gave one, else its modification time as the scan found it, rounded up to the second
-    (Icechunk compares whole seconds: it refuses chunks of a file modified after it)."""
+    """The checksum of every source file the group's record holds (`scan_checksums`)."""
     from refzarr.sources.record import read_record
 
+    return scan_checksums(read_record(group))
+
+
+def scan_checksums(scans: Iterable[ScanRecord]) -> dict[str, tuple[str | None, datetime | None]]:
+    """The checksum of every file of ``scans``: its ETag where the storage gave one, else its
+    modification time as the scan found it, rounded up to the second (Icechunk compares whole
+    seconds: it refuses chunks of a file modified after it)."""
     out: dict[str, tuple[str | None, datetime | None]] = {}
-    for scan in read_record(group):
+    for scan in scans:
         for url, state in scan.files.items():
             modified = state.modified_at()
             if state.etag is not None:
