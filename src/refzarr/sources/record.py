@@ -214,7 +214,8 @@ def read_record(group: RefGroup, where: str = "reference set") -> list[ScanRecor
     doc = group.sources
     if doc is None:
         return []
-    return [_scan_record(entry, where) for entry in _scans(doc, where)]
+    # a record read from a set is read as parsed (`plain_mapping`), not frozen first
+    return [_scan_record(plain_mapping(entry), where) for entry in _scans(doc, where)]
 
 
 def recorded_files(doc: Mapping[str, Any], where: str = "reference set") -> dict[str, Any]:
@@ -243,6 +244,7 @@ def recorded_files(doc: Mapping[str, Any], where: str = "reference set") -> dict
 
 def _scans(doc: Mapping[str, Any], where: str) -> Sequence[Any]:
     """The scan entries of a record document; RefFormatError for another version."""
+    doc = plain_mapping(doc)
     scans = doc.get("scans")
     if doc.get("version") != RECORD_VERSION or not isinstance(scans, Sequence):
         raise RefFormatError(
@@ -259,6 +261,10 @@ def _scan_record(entry: Any, where: str) -> ScanRecord:
     options = entry.get("options") or {}
     if not isinstance(url, str) or not isinstance(name, str) or not isinstance(options, Mapping):
         raise RefFormatError(f"{where}: malformed scan entry in its record of sources: {entry!r}")
+    try:
+        options = freeze_json(options, where="options")
+    except TypeError as exc:
+        raise RefFormatError(f"{where}: malformed scan entry in its record of sources: {exc}")
     files = {
         str(file): SourceState.from_json(state, f"{where}: source {file}")
         for file, state in entry["files"].items()
