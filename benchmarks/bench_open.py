@@ -12,8 +12,8 @@ For each set (kerchunk JSON or Parquet) and each reader, in a fresh Python proce
 - ``virtualizarr``: VirtualiZarr's kerchunk parsers building the virtual dataset (open
   only: it reads no data), where it is installed and opens the set.
 
-Columns: ``import`` (the reader's modules; xarray, zarr and fsspec are imported first, for
-every reader), ``open`` and ``first`` (wall and CPU time of the process, all threads: steadier
+Columns: ``import`` (the reader's modules; xarray, zarr, fsspec and dask.array, which
+xarray imports at its first variable whatever the backend, are imported first), ``open`` and ``first`` (wall and CPU time of the process, all threads: steadier
 on a shared machine), ``peak MB`` (the process's ``ru_maxrss``); medians of ``--repeat``
 runs, taking turns. ``x fsspec``: the reader's open + first wall time over fsspec + zarr's.
 The load average is printed: the machine may be shared.
@@ -57,6 +57,10 @@ import json, os, resource, sys, time
 reader, path, var, out = sys.argv[1:5]
 clock, cpu = time.perf_counter, time.process_time
 import xarray as xr, zarr, fsspec  # every reader's, before the clock
+try:
+    import dask.array  # xarray imports it at its first Variable, whichever the backend
+except ImportError:
+    pass
 marks = [(clock(), cpu())]
 
 def mark():

@@ -255,21 +255,32 @@ def _scans(doc: Mapping[str, Any], where: str) -> Sequence[Any]:
 
 
 def _scan_record(entry: Any, where: str) -> ScanRecord:
-    if not isinstance(entry, Mapping) or not isinstance(entry.get("files"), Mapping):
+    if not _is_mapping(entry) or not _is_mapping(entry.get("files")):
         raise RefFormatError(f"{where}: malformed scan entry in its record of sources: {entry!r}")
     url, name = entry.get("url"), entry.get("format")
-    options = entry.get("options") or {}
-    if not isinstance(url, str) or not isinstance(name, str) or not isinstance(options, Mapping):
+    options = entry.get("options") or _NO_OPTIONS
+    if not isinstance(url, str) or not isinstance(name, str) or not _is_mapping(options):
         raise RefFormatError(f"{where}: malformed scan entry in its record of sources: {entry!r}")
-    try:
-        options = freeze_json(options, where="options")
-    except TypeError as exc:
-        raise RefFormatError(f"{where}: malformed scan entry in its record of sources: {exc}")
+    if options is not _NO_OPTIONS:
+        try:
+            options = freeze_json(options, where="options")
+        except TypeError as exc:
+            raise RefFormatError(
+                f"{where}: malformed scan entry in its record of sources: {exc}"
+            ) from exc
     files = {
         str(file): SourceState.from_json(state, f"{where}: source {file}")
         for file, state in entry["files"].items()
     }
     return ScanRecord(url, name, options, files)
+
+
+_NO_OPTIONS = FrozenDict()
+
+
+def _is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, a parsed dict told without the ABC's check."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def sources_document(scans: Iterable[ScanRecord]) -> dict[str, Any] | None:
