@@ -13,8 +13,9 @@ For each set (kerchunk JSON or Parquet) and each reader, in a fresh Python proce
   only: it reads no data), where it is installed and opens the set.
 
 Columns: ``import`` (the reader's modules; xarray, zarr, fsspec and dask.array, which
-xarray imports at its first variable whatever the backend, are imported first), ``open`` and ``first`` (wall and CPU time of the process, all threads: steadier
-on a shared machine), ``peak MB`` (the process's ``ru_maxrss``); medians of ``--repeat``
+xarray imports at its first variable whatever the backend, are imported first), ``open``
+and ``first`` (wall and CPU time of the process, all threads: steadier on a shared
+machine), ``peak MB`` (the process's ``ru_maxrss``); medians of ``--repeat``
 runs, taking turns. ``x fsspec``: the reader's open + first wall time over fsspec + zarr's.
 The load average is printed: the machine may be shared.
 
@@ -151,9 +152,9 @@ def synthetic_set(count: int, cache: Path) -> list[Path]:
     """A JSON and a Parquet set of ``count`` daily files (hard links to one file)."""
     sys.path.insert(0, str(HERE))
     import numpy as np
-    from bench_scale import write_day
 
     import refzarr
+    from bench_scale import write_day
     from refzarr.model import ChunkManifest, RefArray, RefGroup
 
     out = [cache / f"days{count}.json", cache / f"days{count}.parq"]

@@ -32,10 +32,13 @@ def test_loaded_at_first_use_only_once() -> None:
     deferred = DeferredJSON(load)
     group = RefGroup(sources=deferred)
     assert group.sources is deferred  # kept as it is: frozen when used
-    assert load.calls == 0 and not deferred.loaded
+    assert load.calls == 0
+    assert not deferred.loaded
     assert deferred["scans"][0]["url"] == "/a.nc"
-    assert deferred == DOCUMENT and deferred.loaded
-    assert len(deferred) == 2 and "scans" in deferred
+    assert deferred == DOCUMENT
+    assert deferred.loaded
+    assert len(deferred) == 2
+    assert "scans" in deferred
     assert load.calls == 1
 
 

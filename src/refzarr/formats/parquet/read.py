@@ -1,10 +1,11 @@
 """fsspec's Parquet reference layout (``.zmetadata`` + ``<array>/refs.<i>.parq``) -> `RefGroup`.
 
 ``.zmetadata`` holds ``{"metadata": {key: JSON object or text}, "record_size": int}``; opening
-a reference set reads only that file (its record of sources, in a file of its own since
-`refzarr.formats.parquet.sources_file`, is read when first used). Each array's manifest loads lazily, one record file per
-block, when a chunk reference is first asked for. Chunk keys stored in ``metadata`` (the spec
-reserves that for small arrays) are inline data: the JSON text of the value, as fsspec reads it.
+a reference set reads only that file (its record of sources, a file of its own:
+`refzarr.formats.parquet.sources_file`, is read when first used). Each array's manifest
+loads lazily, one record file per block, when a chunk reference is first asked for. Chunk
+keys stored in ``metadata`` (the spec reserves that for small arrays) are inline data: the
+JSON text of the value, as fsspec reads it.
 """
 
 from __future__ import annotations

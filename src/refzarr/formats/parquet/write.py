@@ -134,7 +134,9 @@ def set_documents(group: RefGroup, record_size: int) -> dict[str, bytes]:
     (`SOURCES_FILE`, when it has one), then ``.zmetadata`` naming it."""
     record = sources_file(group.sources)
     out = {} if record is None else {SOURCES_FILE: record[0]}
-    out[".zmetadata"] = zmetadata_document(group, record_size, None if record is None else record[1])
+    out[".zmetadata"] = zmetadata_document(
+        group, record_size, None if record is None else record[1]
+    )
     return out
 
 
