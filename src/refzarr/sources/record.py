@@ -229,16 +229,23 @@ def recorded_files(doc: Mapping[str, Any], where: str = "reference set") -> dict
         When the record or a scan entry is malformed, or of a newer version.
     """
     found: dict[str, Any] = {}
+    update = found.update
     for entry in _scans(doc, where):
-        # the dicts behind the FrozenDicts: their methods cost microseconds per call, and
-        # this runs for each of thousands of scans when a combined set is first read
+        # a record read from a set holds dicts (`DeferredJSON`: taken first, without a call
+        # or an ABC check, as this runs for each of thousands of scans at a set's first read),
+        # one built in memory FrozenDicts (the dicts behind them)
+        if type(entry) is dict:
+            files = entry.get("files")
+            if type(files) is dict:
+                update(files)
+                continue
         plain = plain_mapping(entry)
         files = plain_mapping(plain.get("files")) if isinstance(plain, Mapping) else None
         if not isinstance(files, Mapping):
             raise RefFormatError(
                 f"{where}: malformed scan entry in its record of sources: {entry!r}"
             )
-        found.update(files)
+        update(files)
     return found
 
 
