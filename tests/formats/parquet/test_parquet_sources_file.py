@@ -65,7 +65,7 @@ def old_layout(tmp_path: Path, days: list[Path]) -> Path:
 def test_the_record_is_a_file_of_its_own(written: Path, days: list[Path]) -> None:
     document = _zmetadata(written)
     assert SOURCES_ATTR not in document["metadata"][".zattrs"]
-    assert set(document[SOURCES_KEY]) == {"blake2b"}
+    assert set(document[SOURCES_KEY]) == {"version", "blake2b"}
     assert (written / SOURCES_FILE).is_file()
     group = refzarr.read(written)
     assert isinstance(group.sources, DeferredJSON)
@@ -135,11 +135,19 @@ def test_a_missing_record_file_is_an_error_when_used(written: Path) -> None:
         ds["v"].to_numpy()
 
 
-def test_a_malformed_entry_is_refused_at_opening(written: Path) -> None:
+@pytest.mark.parametrize(
+    ("entry", "match"),
+    [
+        ({"version": 1, "blake2b": 12}, SOURCES_KEY),
+        ({"blake2b": "0" * 40}, SOURCES_KEY),
+        ({"version": 2, "blake2b": "0" * 40}, r"file layout 2; this refzarr reads layout 1"),
+    ],
+)
+def test_a_malformed_entry_is_refused_at_opening(written: Path, entry: dict, match: str) -> None:
     document = _zmetadata(written)
-    document[SOURCES_KEY] = {"blake2b": 12}
+    document[SOURCES_KEY] = entry
     (written / ".zmetadata").write_text(json.dumps(document))
-    with pytest.raises(RefFormatError, match=SOURCES_KEY):
+    with pytest.raises(RefFormatError, match=match):
         refzarr.read(written)
 
 

@@ -7,7 +7,7 @@ though only source checks, refreshes and appends need it. Sets written since kee
 JSON), named in ``.zmetadata`` by the top-level key `SOURCES_KEY` with the file's digest::
 
     {"metadata": {...}, "record_size": 10000, "every_record_written": true,
-     "refzarr_sources": {"blake2b": "<hex digest of .zsources.json.zst>"}}
+     "refzarr_sources": {"version": 1, "blake2b": "<hex digest of .zsources.json.zst>"}}
 
 The record is read when first used (`RefGroup.sources` is a `DeferredJSON`). Its digest ties
 it to the ``.zmetadata`` read at the opening: a set rewritten in between (refreshed,
@@ -37,6 +37,9 @@ SOURCES_FILE = ".zsources.json.zst"
 SOURCES_KEY = "refzarr_sources"
 """The top-level ``.zmetadata`` key naming the record's digest."""
 
+FILE_VERSION = 1
+"""The layout of `SOURCES_FILE` (one JSON document); a reader refuses others by name."""
+
 _LEVEL = 3
 
 
@@ -51,7 +54,7 @@ def sources_file(sources: Mapping[str, Any] | None) -> tuple[bytes, dict[str, st
         return None
     text = json.dumps(plain_json(sources), separators=(",", ":")).encode("utf-8")
     data = zstandard.ZstdCompressor(level=_LEVEL).compress(text)
-    return data, {"blake2b": _digest(data)}
+    return data, {"version": FILE_VERSION, "blake2b": _digest(data)}
 
 
 def parse_entry(value: Any, where: str) -> str | None:
@@ -59,10 +62,16 @@ def parse_entry(value: Any, where: str) -> str | None:
     malformed."""
     if value is None:
         return None
-    digest = value.get("blake2b") if isinstance(value, dict) else None
-    if not isinstance(digest, str) or len(digest) != 40:
+    if isinstance(value, dict) and value.get("version") not in (FILE_VERSION, None):
         raise RefFormatError(
-            f"{where}: {SOURCES_KEY!r} must be {{'blake2b': <40 hex digits>}}, got {value!r:.120}"
+            f"{where}: its record of sources has file layout {value.get('version')!r}; this "
+            f"refzarr reads layout {FILE_VERSION} (upgrade refzarr)"
+        )
+    digest = value.get("blake2b") if isinstance(value, dict) else None
+    if not isinstance(digest, str) or len(digest) != 40 or "version" not in value:
+        raise RefFormatError(
+            f"{where}: {SOURCES_KEY!r} must be {{'version': {FILE_VERSION}, 'blake2b': <40 hex "
+            f"digits>}}, got {value!r:.120}"
         )
     return digest
 
