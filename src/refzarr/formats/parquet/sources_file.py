@@ -47,7 +47,7 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
-def sources_file(sources: Mapping[str, Any] | None) -> tuple[bytes, dict[str, str]] | None:
+def sources_file(sources: Mapping[str, Any] | None) -> tuple[bytes, dict[str, Any]] | None:
     """The bytes of `SOURCES_FILE` for a record (`RefGroup.sources`) and its `SOURCES_KEY`
     entry; None for a set without one."""
     if sources is None:

@@ -141,7 +141,7 @@ def set_documents(group: RefGroup, record_size: int) -> dict[str, bytes]:
 
 
 def zmetadata_document(
-    group: RefGroup, record_size: int, sources: dict[str, str] | None = None
+    group: RefGroup, record_size: int, sources: dict[str, Any] | None = None
 ) -> bytes:
     """The ``.zmetadata`` JSON: every metadata key as a JSON object, ``record_size``, the
     `COMPLETE_KEY` marker, and ``sources`` (the `SOURCES_KEY` entry naming the record of
