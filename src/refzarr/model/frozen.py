@@ -95,6 +95,9 @@ class DeferredJSON(Mapping[str, Any]):
         at the first use, and again at the next use after it raised.
     document
         The document, when it is already parsed (its freezing is what is deferred).
+    lookup
+        With ``load``: returns a view of parts of the document that costs less than loading
+        it whole (a record's states of the files a read asks for), or None; see `partial`.
 
     Notes
     -----
@@ -103,17 +106,19 @@ class DeferredJSON(Mapping[str, Any]):
     Pickled, it carries the document (loaded first), never the loader.
     """
 
-    __slots__ = ("_document", "_frozen", "_load", "_lock")
+    __slots__ = ("_document", "_frozen", "_load", "_lock", "_lookup")
 
     def __init__(
         self,
         load: Callable[[], Mapping[str, Any]] | None = None,
         *,
         document: Mapping[str, Any] | None = None,
+        lookup: Callable[[], Any] | None = None,
     ) -> None:
         if (load is None) == (document is None):
             raise TypeError("DeferredJSON takes a loader or a document")
         self._load = load
+        self._lookup = lookup
         self._document = document
         self._frozen: FrozenDict | None = None
         self._lock = threading.Lock()
@@ -122,6 +127,14 @@ class DeferredJSON(Mapping[str, Any]):
     def loaded(self) -> bool:
         """Whether the document has been read."""
         return self._document is not None
+
+    def partial(self) -> Any:
+        """What the ``lookup`` given with the loader returns (parts of the document, read as
+        they are asked for: its owner knows what), while the document is not loaded; else
+        None (then use the document)."""
+        if self._document is not None or self._lookup is None:
+            return None
+        return self._lookup()
 
     def raw(self) -> Mapping[str, Any]:
         """The document as loaded (plain dicts: read it, never change it)."""
@@ -139,7 +152,7 @@ class DeferredJSON(Mapping[str, Any]):
         if not isinstance(document, Mapping):
             raise TypeError(f"the loaded document is no JSON object: {document!r:.80}")
         self._document = document
-        self._load = None  # what it held (a filesystem, a text) is no longer needed
+        self._load = self._lookup = None  # what they held is no longer needed
         return document
 
     def frozen(self) -> FrozenDict:

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from refzarr.errors import RefFormatError
 from refzarr.model import ChunkManifest, RefGroup
-from refzarr.model.frozen import FrozenDict, freeze_json, plain_mapping, thaw_json
+from refzarr.model.frozen import DeferredJSON, FrozenDict, freeze_json, plain_mapping, thaw_json
 from refzarr.sources.state import SourceState, is_local, local_path, source_states
 
 __all__ = [
@@ -218,16 +218,24 @@ def read_record(group: RefGroup, where: str = "reference set") -> list[ScanRecor
     return [_scan_record(plain_mapping(entry), where) for entry in _scans(doc, where)]
 
 
-def recorded_files(doc: Mapping[str, Any], where: str = "reference set") -> dict[str, Any]:
+def recorded_files(doc: Mapping[str, Any], where: str = "reference set") -> Mapping[str, Any]:
     """Every file a record document (`RefGroup.sources`) names -> its state as recorded (a
     JSON object: `SourceState.from_json` reads it), later scans winning; built without
-    reading every state (a reader asks for the states of the files it reads only).
+    reading every state (a reader asks for the states of the files it reads only). A record
+    read from a Parquet set's record file and not loaded yet answers from that file, each
+    scan read when one of its files is asked for (`DeferredJSON.partial`).
 
     Raises
     ------
     RefFormatError
-        When the record or a scan entry is malformed, or of a newer version.
+        When the record or a scan entry is malformed, or of a newer version (a scan entry
+        read later raises when one of its files is asked for).
     """
+    if type(doc) is DeferredJSON:
+        states = doc.partial()
+        if states is not None:
+            _scans({**states.header, "scans": ()}, where)  # the version
+            return states  # type: ignore[no-any-return]
     found: dict[str, Any] = {}
     update = found.update
     for entry in _scans(doc, where):

@@ -183,3 +183,39 @@ def test_a_copied_set_keeps_its_record(written: Path, tmp_path: Path, days: list
     copy = tmp_path / "copy.parq"
     shutil.copytree(written, copy)
     assert refzarr.read(copy).sources == _combined(days).sources
+
+
+def test_a_read_looks_up_only_the_scans_of_its_files(
+    written: Path, days: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from refzarr.formats.parquet import sources_file
+
+    parsed: list[int] = []
+    getitem = sources_file.FileStates.__getitem__
+
+    def counted(self: sources_file.FileStates, url: str) -> object:
+        parsed.append(len(self._parsed))
+        return getitem(self, url)
+
+    monkeypatch.setattr(sources_file.FileStates, "__getitem__", counted)
+    group = refzarr.read(written)
+    ds = refzarr.open_dataset(group)
+    ds["v"].isel(time=5).to_numpy()  # day 1 alone
+    assert parsed == [0]
+    assert not group.sources.loaded  # type: ignore[union-attr]
+    touch_later(days[2])
+    with pytest.raises(SourceChangedError, match="day2"):
+        ds["v"].isel(time=9).to_numpy()
+
+
+def test_a_record_of_no_scans_is_kept_whole(tmp_path: Path, days: list[Path]) -> None:
+    group = refzarr.RefGroup(
+        _combined(days).attributes,
+        _combined(days).members,
+        sources={"version": 1, "scans": []},
+    )
+    target = tmp_path / "empty.parq"
+    refzarr.write(group, target)
+    back = refzarr.read(target)
+    assert back.sources == {"version": 1, "scans": ()}
+    assert refzarr.open_dataset(target)["v"].shape == (12, 8)
