@@ -46,6 +46,7 @@ NEWEST_TESTS := \
 	tests/codecs/hdf5/test_hdf5_codecs.py tests/codecs/hdf4 tests/codecs/test_fits_codecs.py \
 	tests/codecs/test_batch.py tests/codecs/test_unshuffle.py \
 	tests/formats/kerchunk_json/test_json_write.py tests/formats/parquet/test_parquet.py \
+	tests/formats/parquet/test_parquet_sources_file.py \
 	tests/formats/icechunk tests/formats/test_write_result.py tests/interop \
 	tests/scan/hdf5/test_hdf5_xarray.py tests/scan/netcdf3/test_netcdf3_corpus.py \
 	tests/scan/tiff/test_tiff_corpus.py tests/scan/grib/test_grib_corpus.py \

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
+import threading
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "DeferredJSON",
     "FrozenDict",
     "freeze_json",
     "json_equal",
     "json_identity",
+    "plain_json",
     "plain_mapping",
     "thaw_json",
 ]
@@ -80,15 +83,136 @@ class FrozenDict(Mapping[str, Any]):
         return f"FrozenDict({self._data!r})"
 
 
+class DeferredJSON(Mapping[str, Any]):
+    """A frozen JSON object made only when first used: a reference set's record of its
+    sources (thousands of entries, needed by source checks and refreshes, not by opening).
+
+    Parameters
+    ----------
+    load
+        Returns the document (a JSON object, plain dicts and lists; not changed afterwards)
+        or raises (`RefFormatError` naming the set, for a record that cannot be read); called
+        at the first use, and again at the next use after it raised.
+    document
+        The document, when it is already parsed (its freezing is what is deferred).
+    lookup
+        With ``load``: returns a view of parts of the document that costs less than loading
+        it whole (a record's states of the files a read asks for), or None; see `partial`.
+
+    Notes
+    -----
+    `freeze_json` keeps it as it is (it is immutable), so `RefGroup.sources` may hold one.
+    `raw` gives the document unfrozen (to read only), for lookups that need no frozen copy.
+    Pickled, it carries the document (loaded first), never the loader.
+    """
+
+    __slots__ = ("_document", "_frozen", "_load", "_lock", "_lookup")
+
+    def __init__(
+        self,
+        load: Callable[[], Mapping[str, Any]] | None = None,
+        *,
+        document: Mapping[str, Any] | None = None,
+        lookup: Callable[[], Any] | None = None,
+    ) -> None:
+        if (load is None) == (document is None):
+            raise TypeError("DeferredJSON takes a loader or a document")
+        self._load = load
+        self._lookup = lookup
+        self._document = document
+        self._frozen: FrozenDict | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the document has been read."""
+        return self._document is not None
+
+    def partial(self) -> Any:
+        """What the ``lookup`` given with the loader returns (parts of the document, read as
+        they are asked for: its owner knows what), while the document is not loaded; else
+        None (then use the document)."""
+        if self._document is not None or self._lookup is None:
+            return None
+        return self._lookup()
+
+    def raw(self) -> Mapping[str, Any]:
+        """The document as loaded (plain dicts: read it, never change it)."""
+        document = self._document
+        if document is None:
+            with self._lock:
+                document = self._document
+                if document is None:
+                    document = self._loaded()
+        return document
+
+    def _loaded(self) -> Mapping[str, Any]:
+        assert self._load is not None
+        document = self._load()
+        if not isinstance(document, Mapping):
+            raise TypeError(f"the loaded document is no JSON object: {document!r:.80}")
+        self._document = document
+        self._load = self._lookup = None  # what they held is no longer needed
+        return document
+
+    def frozen(self) -> FrozenDict:
+        """The document frozen (`freeze_json`), made once."""
+        frozen = self._frozen
+        if frozen is None:
+            frozen = freeze_json(dict(self.raw()), where="sources")
+            self._frozen = frozen
+        return frozen
+
+    def __getitem__(self, key: str) -> Any:
+        return self.frozen()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.frozen())
+
+    def __len__(self) -> int:
+        return len(self.raw())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.raw()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.frozen().get(key, default)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self.frozen() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.frozen())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_deferred_document, (self.raw(),))
+
+    def __repr__(self) -> str:
+        if self._document is None:
+            return "DeferredJSON(<not loaded>)"
+        return f"DeferredJSON({self._document!r:.200})"
+
+
+def _deferred_document(document: Mapping[str, Any]) -> DeferredJSON:
+    return DeferredJSON(document=document)
+
+
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 """Exactly these types are JSON scalars as they are (subclasses take the general path)."""
 
 
 def plain_mapping(value: Any) -> Any:
-    """The dict behind a `FrozenDict` (to read only), else ``value`` as it is: for loops
-    over thousands of them, where the FrozenDict's Python-level methods cost a microsecond
-    or more per call."""
-    return value._data if type(value) is FrozenDict else value
+    """The dict behind a `FrozenDict` (to read only), the document of a `DeferredJSON`
+    (unfrozen), else ``value`` as it is: for loops over thousands of them, where the
+    FrozenDict's Python-level methods cost a microsecond or more per call."""
+    kind = type(value)
+    if kind is FrozenDict:
+        return value._data
+    if kind is DeferredJSON:
+        return value.raw()
+    return value
 
 
 def freeze_json(value: Any, *, where: str = "value") -> Any:
@@ -98,6 +222,8 @@ def freeze_json(value: Any, *, where: str = "value") -> Any:
     from a source library (h5py, netCDF4) are accepted.
     """
     if type(value) in _SCALAR_TYPES:  # the usual case first: no ABC instance checks
+        return value
+    if type(value) is DeferredJSON:  # frozen when used
         return value
     if isinstance(value, Mapping):
         out = {}
@@ -134,6 +260,14 @@ def thaw_json(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [thaw_json(item) for item in value]
     return value
+
+
+def plain_json(value: Any) -> Any:
+    """A plain JSON value to serialise (read it, never change it): the document of a
+    `DeferredJSON` as loaded (not frozen and thawed again), else `thaw_json`'s copy."""
+    if type(value) is DeferredJSON:
+        return value.raw()
+    return thaw_json(value)
 
 
 def json_identity(value: Any) -> str:

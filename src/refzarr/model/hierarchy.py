@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from refzarr.errors import RefFormatError, UnsupportedFeatureError
-from refzarr.model.frozen import freeze_json, thaw_json
+from refzarr.model.frozen import DeferredJSON, freeze_json, plain_json, thaw_json
 from refzarr.model.grid import RectilinearAxis
 from refzarr.model.group import Node, RefArray, RefGroup
 from refzarr.model.manifest import ChunkManifest
@@ -218,7 +218,16 @@ def _where(where: str, key: str) -> str:
 
 def _attrs(docs: Mapping[str, Any], path: str, where: str) -> dict[str, Any]:
     key = f"{path}/.zattrs" if path else ".zattrs"
-    return parse_metadata_value(key, docs[key], where=where) if key in docs else {}
+    if key not in docs:
+        return {}
+    value = docs[key]
+    attrs = parse_metadata_value(key, value, where=where)
+    record = attrs.get(SOURCES_ATTR) if not path else None
+    if type(record) is dict and isinstance(value, str | bytes):
+        # parsed here, so owned here: frozen when first used (thousands of entries in a
+        # combined set, which only source checks and refreshes read)
+        attrs[SOURCES_ATTR] = DeferredJSON(document=record)
+    return attrs
 
 
 def assemble_group(
@@ -304,8 +313,11 @@ def _walk(group: RefGroup, path: str) -> Iterator[tuple[str, RefGroup | RefArray
             yield child, member
 
 
-def metadata_documents(group: RefGroup) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(key, document)`` of every group and array (`hierarchy_metadata`'s order).
+def metadata_documents(
+    group: RefGroup, *, with_sources: bool = True
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(key, document)`` of every group and array (`hierarchy_metadata`'s order);
+    ``with_sources``: the root's record of sources as its `SOURCES_ATTR` attribute.
 
     Raises
     ------
@@ -314,7 +326,7 @@ def metadata_documents(group: RefGroup) -> Iterator[tuple[str, dict[str, Any]]]:
     """
     for path, node in hierarchy_metadata(group):
         if isinstance(node, RefGroup):
-            yield from group_documents(path, node, with_sources=True)
+            yield from group_documents(path, node, with_sources=with_sources)
         else:
             yield from array_metadata(path, node)
 
@@ -328,7 +340,7 @@ def group_documents(
     prefix = f"{path}/" if path else ""
     attributes = thaw_json(group.attributes)
     if with_sources and not path and group.sources is not None:
-        attributes[SOURCES_ATTR] = thaw_json(group.sources)
+        attributes[SOURCES_ATTR] = plain_json(group.sources)  # serialised, never changed
     return (f"{prefix}.zgroup", {"zarr_format": 2}), (f"{prefix}.zattrs", attributes)
 
 

@@ -658,6 +658,11 @@ class ChunkManifest:
                 self._blocks[number] = loaded
         return loaded
 
+    def loaded_block(self, number: int) -> ManifestBlock | None:
+        """Block ``number`` when it is in memory already (built, or loaded before), else
+        None: nothing is loaded."""
+        return self._blocks.get(number)
+
     def _check_block(self, number: int, block: ManifestBlock) -> None:
         start = number * self._block_size
         expected = min(self._block_size, self.nchunks - start) if self.nchunks else 0

@@ -131,10 +131,21 @@ def as_stored(meta: ArrayMeta, layout: tuple[tuple[int, ...], tuple[Any, ...]] |
         return meta
 
 
+SOURCE_LOAD_CHUNKS = 1024
+"""Chunks of an array whose manifest `single_source` loads (when not in memory yet) to name
+its file: more are the chunks of many files, whose references an opening does not need."""
+
+
 def single_source(manifest: ChunkManifest) -> str | None:
     """The one file an array's chunks are in (``encoding["source"]``, as the netCDF4 backend
-    names the file), or None: inlined, several files, or more than one block to load."""
+    names the file), or None: inlined, several files, or more than one block, or a block of
+    more than `SOURCE_LOAD_CHUNKS` chunks not loaded yet (a Parquet set's)."""
     if manifest.nblocks != 1:
         return None
-    paths = manifest.block(0).paths
+    block = manifest.loaded_block(0)
+    if block is None:
+        if manifest.nchunks > SOURCE_LOAD_CHUNKS:
+            return None
+        block = manifest.block(0)
+    paths = block.paths
     return paths[0] if len(paths) == 1 else None

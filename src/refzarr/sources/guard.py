@@ -88,7 +88,7 @@ class SourceGuard:
         self.sources = sources
         self.remote = remote
         self.where = where
-        self._files: dict[str, Any] | None = None  # url -> recorded state (JSON)
+        self._files: Mapping[str, Any] | None = None  # url -> recorded state (JSON)
         self._by_path: dict[str, str] | None = None
         self._found: dict[str, str | None] = {}  # url -> None (as recorded) or the error
 

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from refzarr.errors import RefFormatError
 from refzarr.model import ChunkManifest, RefGroup
-from refzarr.model.frozen import FrozenDict, freeze_json, plain_mapping, thaw_json
+from refzarr.model.frozen import DeferredJSON, FrozenDict, freeze_json, plain_mapping, thaw_json
 from refzarr.sources.state import SourceState, is_local, local_path, source_states
 
 __all__ = [
@@ -228,35 +228,52 @@ def record_of_document(doc: Mapping[str, Any] | None, where: str) -> list[ScanRe
         return []
     if not isinstance(doc, Mapping):
         raise RefFormatError(f"{where}: its record of sources is no JSON object: {doc!r}")
-    return [_scan_record(entry, where) for entry in _scans(doc, where)]
+    # a record read from a set is read as parsed (`plain_mapping`), not frozen first
+    return [_scan_record(plain_mapping(entry), where) for entry in _scans(doc, where)]
 
 
-def recorded_files(doc: Mapping[str, Any], where: str = "reference set") -> dict[str, Any]:
+def recorded_files(doc: Mapping[str, Any], where: str = "reference set") -> Mapping[str, Any]:
     """Every file a record document (`RefGroup.sources`) names -> its state as recorded (a
     JSON object: `SourceState.from_json` reads it), later scans winning; built without
-    reading every state (a reader asks for the states of the files it reads only).
+    reading every state (a reader asks for the states of the files it reads only). A record
+    read from a Parquet set's record file and not loaded yet answers from that file, each
+    scan read when one of its files is asked for (`DeferredJSON.partial`).
 
     Raises
     ------
     RefFormatError
-        When the record or a scan entry is malformed, or of a newer version.
+        When the record or a scan entry is malformed, or of a newer version (a scan entry
+        read later raises when one of its files is asked for).
     """
+    if type(doc) is DeferredJSON:
+        states = doc.partial()
+        if states is not None:
+            _scans({**states.header, "scans": ()}, where)  # the version
+            return states  # type: ignore[no-any-return]
     found: dict[str, Any] = {}
+    update = found.update
     for entry in _scans(doc, where):
-        # the dicts behind the FrozenDicts: their methods cost microseconds per call, and
-        # this runs for each of thousands of scans when a combined set is first read
+        # a record read from a set holds dicts (`DeferredJSON`: taken first, without a call
+        # or an ABC check, as this runs for each of thousands of scans at a set's first read),
+        # one built in memory FrozenDicts (the dicts behind them)
+        if type(entry) is dict:
+            files = entry.get("files")
+            if type(files) is dict:
+                update(files)
+                continue
         plain = plain_mapping(entry)
         files = plain_mapping(plain.get("files")) if isinstance(plain, Mapping) else None
         if not isinstance(files, Mapping):
             raise RefFormatError(
                 f"{where}: malformed scan entry in its record of sources: {entry!r}"
             )
-        found.update(files)
+        update(files)
     return found
 
 
 def _scans(doc: Mapping[str, Any], where: str) -> Sequence[Any]:
     """The scan entries of a record document; RefFormatError for another version."""
+    doc = plain_mapping(doc)
     scans = doc.get("scans")
     if doc.get("version") != RECORD_VERSION or not isinstance(scans, Sequence):
         raise RefFormatError(
@@ -267,17 +284,32 @@ def _scans(doc: Mapping[str, Any], where: str) -> Sequence[Any]:
 
 
 def _scan_record(entry: Any, where: str) -> ScanRecord:
-    if not isinstance(entry, Mapping) or not isinstance(entry.get("files"), Mapping):
+    if not _is_mapping(entry) or not _is_mapping(entry.get("files")):
         raise RefFormatError(f"{where}: malformed scan entry in its record of sources: {entry!r}")
     url, name = entry.get("url"), entry.get("format")
-    options = entry.get("options") or {}
-    if not isinstance(url, str) or not isinstance(name, str) or not isinstance(options, Mapping):
+    options = entry.get("options") or _NO_OPTIONS
+    if not isinstance(url, str) or not isinstance(name, str) or not _is_mapping(options):
         raise RefFormatError(f"{where}: malformed scan entry in its record of sources: {entry!r}")
+    if options is not _NO_OPTIONS:
+        try:
+            options = freeze_json(options, where="options")
+        except TypeError as exc:
+            raise RefFormatError(
+                f"{where}: malformed scan entry in its record of sources: {exc}"
+            ) from exc
     files = {
         str(file): SourceState.from_json(state, f"{where}: source {file}")
         for file, state in entry["files"].items()
     }
     return ScanRecord(url, name, options, files)
+
+
+_NO_OPTIONS = FrozenDict()
+
+
+def _is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, a parsed dict told without the ABC's check."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def sources_document(scans: Iterable[ScanRecord]) -> dict[str, Any] | None:

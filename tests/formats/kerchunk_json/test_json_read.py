@@ -557,3 +557,23 @@ def test_numbers_parse_like_json(digits: str, before: str) -> None:
     assert bool(ok[0]) == valid
     if valid:
         assert int(value[0]) == int(digits)
+
+
+@pytest.mark.parametrize("layout", sorted(SERIALISERS))
+def test_a_root_record_full_of_escaped_quotes(layout: str) -> None:
+    """A record of sources in the root ``.zattrs`` text: thousands of escaped quotes, some
+    after runs of backslashes (told apart by bisection), read as the per-key reader reads it,
+    the record too (group equality leaves it out)."""
+    names = [f'/d\\"ir\\\\{k}".nc' for k in range(300)]
+    scans = [{"url": n, "format": "hdf5", "options": {}, "files": {n: {"size": 1}}} for n in names]
+    record = {"version": 1, "scans": scans}
+    refs = grid_refs(3, 2)
+    refs[".zattrs"] = json.dumps({"title": 'a \\" b\\\\', "_nc_refzarr_sources": record})
+    data = SERIALISERS[layout](refs)
+    expected = assert_same(refs, data)
+    assert isinstance(expected, RefGroup)
+    for window in (48, json_read.WINDOW_BYTES):
+        got = read(data, window_bytes=window)
+        assert isinstance(got, RefGroup)
+        assert got.sources == expected.sources == record
+        assert got.attributes == {"title": 'a \\" b\\\\'}

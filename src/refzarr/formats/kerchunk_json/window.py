@@ -137,7 +137,11 @@ def _unescaped(doc: Bytes, quotes: I64) -> I64:
         growing &= (before >= 0) & (doc.u8[np.maximum(before, 0)] == _BACKSLASH)
         run += growing
     escaped = suspects[run % 2 == 1]
-    return quotes[~np.isin(quotes, escaped)]
+    # both sorted, ``escaped`` drawn from ``quotes``: their places found by bisection (np.isin
+    # hashes both: ~0.3 s for a record of sources of 20,000 files in a root .zattrs text)
+    keep = np.ones(quotes.shape[0], np.bool_)
+    keep[np.searchsorted(quotes, escaped)] = False
+    return quotes[keep]
 
 
 def _probe(

@@ -40,13 +40,9 @@ from refzarr.formats.parquet.append_plan import AppendedSource, AppendPlan, NotF
 from refzarr.formats.parquet.extend import extended_record
 from refzarr.formats.parquet.read import ZMetadata, load_zmetadata, read_parquet
 from refzarr.formats.parquet.source import record_file_name
+from refzarr.formats.parquet.sources_file import SOURCES_FILE
 from refzarr.formats.parquet.tables import EntrySlice, record_table
-from refzarr.formats.parquet.write import (
-    encode_record,
-    write_parquet,
-    write_records,
-    zmetadata_document,
-)
+from refzarr.formats.parquet.write import encode_record, set_documents, write_parquet, write_records
 from refzarr.formats.source import Location
 from refzarr.formats.target_lock import target_lock
 from refzarr.formats.written import WriteResult, written_result
@@ -229,8 +225,8 @@ def _write_fast(
         step("linked")
         written = _write_changed(plan, location.path, temporary, record_size)
         step("appended")
-        document = zmetadata_document(plan.group, record_size)
-        _create(os.path.join(temporary, ".zmetadata"), document)
+        for name, document in set_documents(plan.group, record_size).items():
+            _create(os.path.join(temporary, name), document)
         if durable:
             flush_tree(temporary)
     return written, linked
@@ -294,7 +290,7 @@ def _emptied(
 
 def _changes(plan: AppendPlan, folder: str, name: str) -> bool:
     """Whether the append writes file ``name`` of array directory ``folder`` anew."""
-    if not folder and name == ".zmetadata":
+    if not folder and name in (".zmetadata", SOURCES_FILE):
         return True
     record = _RECORD.fullmatch(name)
     if record is None:

@@ -1,9 +1,11 @@
 """fsspec's Parquet reference layout (``.zmetadata`` + ``<array>/refs.<i>.parq``) -> `RefGroup`.
 
 ``.zmetadata`` holds ``{"metadata": {key: JSON object or text}, "record_size": int}``; opening
-a reference set reads only that file. Each array's manifest loads lazily, one record file per
-block, when a chunk reference is first asked for. Chunk keys stored in ``metadata`` (the spec
-reserves that for small arrays) are inline data: the JSON text of the value, as fsspec reads it.
+a reference set reads only that file (its record of sources, a file of its own:
+`refzarr.formats.parquet.sources_file`, is read when first used). Each array's manifest
+loads lazily, one record file per block, when a chunk reference is first asked for. Chunk
+keys stored in ``metadata`` (the spec reserves that for small arrays) are inline data: the
+JSON text of the value, as fsspec reads it.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ from refzarr.formats.parquet.source import (
     check_record,
     whole_file,
 )
+from refzarr.formats.parquet.sources_file import SOURCES_KEY, deferred_sources, parse_entry
 from refzarr.formats.source import Location
+from refzarr.model.frozen import DeferredJSON
 from refzarr.model.group import RefGroup
 from refzarr.model.hierarchy import (
+    SOURCES_ATTR,
     Hierarchy,
     assemble_group,
     chunk_key,
@@ -48,6 +53,9 @@ class ZMetadata:
     record_size: int
     where: str
     every_record_written: bool = False
+    sources_digest: str | None = None
+    """The digest of the record of sources in `SOURCES_FILE` (None: the record, if any, is
+    the root attribute ``_nc_refzarr_sources``, as in sets written before that file)."""
 
 
 def read_parquet(
@@ -78,6 +86,7 @@ def read_parquet(
     """
     zmeta = zmeta or load_zmetadata(location)
     docs = {k: v for k, v in zmeta.metadata.items() if is_metadata_key(k)}
+    _defer_sources(location, zmeta, docs)
     hierarchy = parse_hierarchy(docs, where=zmeta.where)
     overrides = _chunks_in_metadata(zmeta, hierarchy)
     manifests = {}
@@ -85,6 +94,24 @@ def read_parquet(
         source = _source(location, path, zmeta, meta.grid_shape, target, overrides.get(path))
         manifests[path] = ChunkManifest.lazy(meta.grid_shape, source)
     return assemble_group(hierarchy, manifests, where=zmeta.where)
+
+
+def _defer_sources(location: Location, zmeta: ZMetadata, docs: dict[str, Any]) -> None:
+    """The root's record of sources in ``docs`` (its ``.zattrs``, parsed) as a `DeferredJSON`:
+    read from `SOURCES_FILE` when first used, or, in sets written before that file, frozen
+    when first used (``.zmetadata`` was parsed here: its objects are this reader's)."""
+    digest = zmeta.sources_digest
+    value = docs.get(".zattrs")
+    if digest is None and not isinstance(value, dict):
+        return  # no record, or the text a writer other than refzarr stored
+    attrs = {} if value is None else parse_metadata_value(".zattrs", value, where=zmeta.where)
+    if digest is not None:
+        attrs[SOURCES_ATTR] = deferred_sources(location, digest)
+    elif type(attrs.get(SOURCES_ATTR)) is dict:
+        attrs[SOURCES_ATTR] = DeferredJSON(document=attrs[SOURCES_ATTR])
+    else:
+        return
+    docs[".zattrs"] = attrs
 
 
 def expand_parquet(location: Location, zmetadata: bytes = b"") -> dict[str, Any]:
@@ -115,6 +142,10 @@ def expand_parquet(location: Location, zmetadata: bytes = b"") -> dict[str, Any]
         key: value if is_metadata_key(key) else metadata_text(value).encode("utf-8")
         for key, value in zmeta.metadata.items()
     }
+    if zmeta.sources_digest is not None:  # back where sets without SOURCES_FILE hold it
+        attrs = parse_metadata_value(".zattrs", out.get(".zattrs", {}), where=zmeta.where)
+        record = deferred_sources(location, zmeta.sources_digest)
+        out[".zattrs"] = {**attrs, SOURCES_ATTR: dict(record.raw())}
     for key, value in zmeta.metadata.items():
         path, _, name = key.rpartition("/")
         if name != ".zarray" or not path:
@@ -165,7 +196,10 @@ def load_zmetadata(location: Location, data: bytes = b"") -> ZMetadata:
             f"{where}: 'record_size' must be a positive integer, got {record_size!r}"
         )
     complete = document.get(COMPLETE_KEY) is True
-    return ZMetadata(metadata, record_size, where, every_record_written=complete)
+    digest = parse_entry(document.get(SOURCES_KEY), where)
+    return ZMetadata(
+        metadata, record_size, where, every_record_written=complete, sources_digest=digest
+    )
 
 
 def _zmetadata_bytes(location: Location, where: str) -> bytes:

@@ -1,7 +1,8 @@
 """`RefGroup` -> fsspec's Parquet reference layout, with explicit column types.
 
 Writes ``root/.zmetadata`` (every group's ``.zgroup``/``.zattrs`` and every array's
-``.zarray``/``.zattrs`` as JSON objects, plus ``record_size``) and, for every array with at
+``.zarray``/``.zattrs`` as JSON objects, plus ``record_size``), the record of sources in a
+file of its own (`refzarr.formats.parquet.sources_file`) and, for every array with at
 least one chunk, one ``root/<array>/refs.<i>.parq`` per record, all-missing records included:
 a reader can then tell a lost file from a record with nothing in it. Arrays with no chunk
 written get no record files, as fsspec does. Chunk keys are always written with ``.`` as
@@ -20,12 +21,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from refzarr.formats.parquet.source import COMPLETE_KEY, record_file_name
+from refzarr.formats.parquet.sources_file import SOURCES_FILE, SOURCES_KEY, sources_file
 from refzarr.formats.parquet.tables import entry_slices, record_table
 from refzarr.model.group import RefArray, RefGroup
 from refzarr.model.hierarchy import metadata_documents, require_regular_grids
 from refzarr.model.sparse import check_dense
 
-__all__ = ["encode_record", "write_parquet", "write_records", "zmetadata_document"]
+__all__ = [
+    "encode_record",
+    "set_documents",
+    "write_parquet",
+    "write_records",
+    "zmetadata_document",
+]
 
 _THREADS = 4
 """Record files encoded at once (zstd and Parquet encoding release the GIL)."""
@@ -65,7 +73,8 @@ def write_parquet(group: RefGroup, fs: Any, root: str, *, record_size: int) -> N
             if array.manifest.nchunks:
                 fs.makedirs(f"{root}/{path}", exist_ok=True)
                 write_records(pool, fs.pipe_file, f"{root}/{path}", array, record_size)
-    fs.pipe_file(f"{root}/.zmetadata", zmetadata_document(group, record_size))
+    for name, data in set_documents(group, record_size).items():
+        fs.pipe_file(f"{root}/{name}", data)
 
 
 def write_records(
@@ -120,13 +129,31 @@ def encode_record(table: pa.Table) -> bytes:
     return data
 
 
-def zmetadata_document(group: RefGroup, record_size: int) -> bytes:
-    """The ``.zmetadata`` JSON: every metadata key as a JSON object, ``record_size``, and the
-    `COMPLETE_KEY` marker."""
-    metadata: dict[str, Any] = dict(metadata_documents(group))  # each group's members together
+def set_documents(group: RefGroup, record_size: int) -> dict[str, bytes]:
+    """The files of the set's root, in the order to write them: its record of sources
+    (`SOURCES_FILE`, when it has one), then ``.zmetadata`` naming it."""
+    record = sources_file(group.sources)
+    out = {} if record is None else {SOURCES_FILE: record[0]}
+    out[".zmetadata"] = zmetadata_document(
+        group, record_size, None if record is None else record[1]
+    )
+    return out
+
+
+def zmetadata_document(
+    group: RefGroup, record_size: int, sources: dict[str, Any] | None = None
+) -> bytes:
+    """The ``.zmetadata`` JSON: every metadata key as a JSON object, ``record_size``, the
+    `COMPLETE_KEY` marker, and ``sources`` (the `SOURCES_KEY` entry naming the record of
+    sources, which is then left out of the root's attributes; None: the record, if any, is
+    written there, as sets were before `SOURCES_FILE`)."""
+    documents = metadata_documents(group, with_sources=sources is None)
+    metadata: dict[str, Any] = dict(documents)  # each group's members together
     for path, _ in group.arrays():
         metadata[f"{path}/.zarray"]["dimension_separator"] = "."  # see the module docstring
     # Every record file of every array is written, so a reader can tell a lost record file
     # from one fsspec never wrote (fsspec ignores keys it does not know).
     document = {"metadata": metadata, "record_size": record_size, COMPLETE_KEY: True}
+    if sources is not None:
+        document[SOURCES_KEY] = sources
     return json.dumps(document, separators=(",", ":")).encode("utf-8")
