@@ -281,6 +281,27 @@ def test_netcdf_non_coordinate_variable_named_like_a_dimension(tmp_path: Path) -
     assert_xarray_matches_netcdf(refs, path, group="sub")
 
 
+def test_netcdf_coordinates_of_several_dimensions_in_sibling_groups(tmp_path: Path) -> None:
+    """Each group's dimension ids are listed once per scan and kept per group: the 2-D
+    coordinate variables of two sibling groups are named by their own group's dimensions
+    (and the root's)."""
+    netCDF4 = pytest.importorskip("netCDF4")
+    path = tmp_path / "nc.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("x", 2)
+        for name, length in (("a", 3), ("b", 4)):
+            sub = nc.createGroup(name)
+            sub.createDimension(f"{name}y", length)
+            sub.createDimension(f"{name}z", 1)
+            for var in (f"{name}y", f"{name}z"):  # coordinate variables of two dimensions
+                dims = (var, "x")
+                sub.createVariable(var, "f4", dims)[:] = np.zeros((len(sub.dimensions[var]), 2))
+    group = roundtrip(path, tmp_path)
+    for name in ("a", "b"):
+        assert array(group, f"{name}/{name}y").meta.dimension_names == (f"{name}y", "x")
+        assert array(group, f"{name}/{name}z").meta.dimension_names == (f"{name}z", "x")
+
+
 # -- attributes ---------------------------------------------------------------------------------
 
 

@@ -25,6 +25,7 @@ from refzarr.scan.hdf5.scale_names import UNKNOWN, ScaleNames
 
 __all__ = [
     "NETCDF_DIMENSION_ONLY",
+    "NetcdfDimensionIds",
     "PhonyDimensions",
     "dimension_names",
     "is_dimension_only",
@@ -54,6 +55,23 @@ class PhonyDimensions:
         self.count += 1
         known.append((name, length))
         return name
+
+
+@dataclass
+class NetcdfDimensionIds:
+    """The netCDF dimensions each group of one file sees (`_netcdf_dimensions`), listed once
+    per group: listing a group costs a lookup and an attribute read per member, and a group
+    can hold many coordinate variables of several dimensions."""
+
+    by_group: dict[str, dict[int, str | bytes]] = field(default_factory=dict)
+
+    def of(self, ds: h5py.Dataset) -> dict[int, str | bytes]:
+        """``{dimension id: name}`` seen from the group of ``ds`` (not to be modified)."""
+        path = ds.name.rpartition("/")[0] or "/"  # the name `h5py.Dataset.parent` opens
+        known = self.by_group.get(path)
+        if known is None:
+            known = self.by_group[path] = _netcdf_dimensions(ds.parent)
+        return known
 
 
 def is_dimension_only(ds: h5py.Dataset, attrs: AttributeTable | None = None) -> bool:
@@ -101,13 +119,16 @@ def dimension_names(
     phony: PhonyDimensions,
     attrs: AttributeTable | None = None,
     scales: ScaleNames | None = None,
+    dimids: NetcdfDimensionIds | None = None,
 ) -> tuple[str, ...]:
     """One name per axis of ``ds`` (empty for a scalar); ``attrs``: its attributes, when
-    already read; ``scales``: the file's scale names found without HDF5, when at hand."""
+    already read; ``scales``: the file's scale names found without HDF5, when at hand;
+    ``dimids``: the netCDF dimension ids of the file's groups listed so far, when kept."""
     names: list[str] = []
     phonies: list[str] = []
     own_scale = h5ds.is_scale(ds.id) if attrs is None else attrs.dimension_scale()
-    netcdf = _netcdf_dimension_names(ds, attrs) if own_scale and ds.ndim > 1 else None
+    multi = own_scale and ds.ndim > 1
+    netcdf = _netcdf_dimension_names(ds, attrs, dimids) if multi else None
     path = ds.name
     group = path.rpartition("/")[0]
     for axis, length in enumerate(ds.shape):
@@ -146,7 +167,7 @@ def _scale_name(ds: h5py.Dataset, axis: int) -> str | None:
 
 
 def _netcdf_dimension_names(
-    ds: h5py.Dataset, attrs: AttributeTable | None
+    ds: h5py.Dataset, attrs: AttributeTable | None, dimids: NetcdfDimensionIds | None
 ) -> list[str | None] | None:
     """The names of the dimensions netCDF's ``_Netcdf4Coordinates`` lists for ``ds`` (None
     where an id is not a dimension of its group or an enclosing one), or None without them."""
@@ -156,7 +177,7 @@ def _netcdf_dimension_names(
         return None
     if ids is None or np.size(ids) != ds.ndim:
         return None
-    known = _netcdf_dimensions(ds.parent)
+    known = _netcdf_dimensions(ds.parent) if dimids is None else dimids.of(ds)
     names: list[str | None] = []
     for dimid in np.ravel(ids):
         name = known.get(int(dimid))

@@ -36,7 +36,13 @@ from h5py import h5a, h5d, h5t
 from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.scan.hdf5.types import creation_plist
 
-__all__ = ["attribute_heap_refusals", "check_global_heaps", "heap_strings"]
+__all__ = [
+    "HeapFile",
+    "attribute_heap_refusals",
+    "check_global_heaps",
+    "heap_file",
+    "heap_strings",
+]
 
 ReadRange = Callable[[int, int], bytes]
 CompactData = Callable[[], bytes | None]
@@ -76,8 +82,30 @@ Collections = dict[int, Spans | str]
 position."""
 
 
+class HeapFile(NamedTuple):
+    """What reading descriptors takes from the file: its sizes of offsets and lengths, where
+    its addresses start (after the user block), and why they cannot be read here ("": they
+    can; the sizes are then 8 and 8)."""
+
+    sizes: tuple[int, int]
+    base: int
+    unchecked: str
+
+
+def heap_file(f: h5py.File) -> HeapFile:
+    """`HeapFile` of ``f``, read once per scan (``h5py.Dataset.file`` builds a new File object
+    on every call, and the creation property list is a new HDF5 object each time)."""
+    plist = f.id.get_create_plist()
+    base = int(plist.get_userblock())
+    try:
+        return HeapFile(_sizes(plist), base, "")
+    except _Unchecked as exc:
+        return HeapFile((8, 8), base, str(exc))
+
+
 def check_global_heaps(
     ds: h5py.Dataset,
+    file: HeapFile,
     read_range: ReadRange,
     size: int,
     where: str,
@@ -87,13 +115,15 @@ def check_global_heaps(
     """Raise ScanError when a collection the dataset's values point into is damaged, and
     UnsupportedFeatureError when those values cannot be checked here (see the module).
 
-    ``read_range(offset, length)`` reads the file, ``size`` bytes long; ``compact()`` gives
+    ``file``: `heap_file` of its file; ``read_range(offset, length)`` reads the file,
+    ``size`` bytes long; ``compact()`` gives
     the raw data of a compact dataset (its layout message), None when it cannot;
     ``walked``: the collections walked so far in this scan (each is walked once).
     """
-    f = ds.file
+    sizes = file.sizes
     try:
-        sizes = _sizes(f)
+        if file.unchecked:
+            raise _Unchecked(file.unchecked)
         stored = list(_stored(ds, read_range, compact))
     except _Unchecked as exc:
         raise UnsupportedFeatureError(f"{where}: {NOT_CHECKED.format(exc)}") from None
@@ -102,11 +132,12 @@ def check_global_heaps(
         why = f"region references in a file with offsets of {sizes[0]} bytes"
         raise UnsupportedFeatureError(f"{where}: {NOT_CHECKED.format(why)}")
     cell = (_REGION_CELLS if region else _CELLS)[sizes[0]]
-    _check(f, sizes, stored, _Reader(read_range, size, walked), f"{where}: its", cell)
+    _check(file, stored, _Reader(read_range, size, walked), f"{where}: its", cell)
 
 
 def attribute_heap_refusals(
     obj: h5py.HLObject,
+    file: HeapFile,
     names: Iterable[str | bytes],
     data: Mapping[bytes, tuple[int | None, bytes]] | None,
     read_range: ReadRange,
@@ -121,13 +152,10 @@ def attribute_heap_refusals(
     ``data``: by name, the number of descriptors of each attribute message when its header
     says it and its stored bytes (what follows its datatype and dataspace; an attribute
     missing from it is refused), None when the object's header cannot be read here (its
-    values are then left to h5py unchecked); ``walked``: as `check_global_heaps`.
+    values are then left to h5py unchecked); ``file``, ``walked``: as `check_global_heaps`.
     """
-    f, reader = obj.file, _Reader(read_range, size, walked)
-    try:
-        sizes, unchecked = _sizes(f), ""
-    except _Unchecked as exc:
-        sizes, unchecked = (8, 8), str(exc)
+    reader = _Reader(read_range, size, walked)
+    sizes, unchecked = file.sizes, file.unchecked
     refused: dict[str | bytes, str] = {}
     checked: dict[str | bytes, bytes] = {}
     for name in names:
@@ -149,21 +177,22 @@ def attribute_heap_refusals(
         else:
             checked[name] = raw[:need]
     try:  # all at once; one by one to name the attribute only when a collection is damaged
-        _check(f, sizes, checked.values(), reader, where)
+        _check(file, checked.values(), reader, where)
     except ScanError:
         for name, raw in checked.items():
-            _check(f, sizes, [raw], reader, f"{where}: attribute {name!r}: its")
+            _check(file, [raw], reader, f"{where}: attribute {name!r}: its")
         raise
     return refused
 
 
 def heap_strings(
-    obj: h5py.HLObject,
+    file: HeapFile,
     wanted: Mapping[str, tuple[bytes, tuple[int, ...]]],
     read_range: ReadRange,
     walked: Collections,
 ) -> dict[str, Any]:
-    """Variable-length string attributes of ``obj`` read from their collections, as h5py
+    """Variable-length string attributes of an object of ``file`` (its `heap_file`) read
+    from their collections, as h5py
     reads them: a str (UTF-8, undecodable bytes as surrogate escapes), or an object array of
     those for a simple dataspace.
 
@@ -174,11 +203,9 @@ def heap_strings(
     attribute up by name by walking its object header: h5py reading them one by one costs
     O(n²)).
     """
-    try:
-        offset_size = _sizes(obj.file)[0]
-    except _Unchecked:
+    if file.unchecked:
         return {}
-    base = obj.file.id.get_create_plist().get_userblock()
+    offset_size, base = file.sizes[0], file.base
     collections: dict[int, bytes] = {}
     out: dict[str, Any] = {}
     for name, (raw, dims) in wanted.items():
@@ -241,9 +268,9 @@ def _heap_cells(tid: h5t.TypeID) -> int | None:
     return None
 
 
-def _sizes(f: h5py.File) -> tuple[int, int]:
-    """The file's sizes of offsets and lengths."""
-    offset, length = f.id.get_create_plist().get_sizes()
+def _sizes(plist: h5py.h5p.PropFCID) -> tuple[int, int]:
+    """The file's sizes of offsets and lengths (``plist``: its creation property list)."""
+    offset, length = plist.get_sizes()
     if offset not in _CELLS or length not in _CELLS:
         raise _Unchecked(f"offsets of {offset} bytes and lengths of {length}")
     return int(offset), int(length)
@@ -258,8 +285,7 @@ class _Reader(NamedTuple):
 
 
 def _check(
-    f: h5py.File,
-    sizes: tuple[int, int],
+    file: HeapFile,
     stored: Iterable[bytes],
     reader: _Reader,
     what: str,
@@ -268,7 +294,7 @@ def _check(
     """ScanError when a collection the descriptors ``stored`` point into is damaged
     (``cell``: their layout, `_CELLS` by default; without a length, as region references,
     an object of any size must be there)."""
-    base = f.id.get_create_plist().get_userblock()
+    base, sizes = file.base, file.sizes
     cell = _CELLS[sizes[0]] if cell is None else cell
     sized = "length" in (cell.names or ())
     wanted: dict[int, dict[int, int]] = {}

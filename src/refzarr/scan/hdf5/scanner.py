@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, TypeVar
 
 import h5py
@@ -25,6 +25,7 @@ from refzarr.scan.hdf5.attrs import INTERNAL_ATTRS, AttributeTable, read_attribu
 from refzarr.scan.hdf5.contiguous import check_chunk_bytes
 from refzarr.scan.hdf5.dataset import ScannedDataset
 from refzarr.scan.hdf5.dims import (
+    NetcdfDimensionIds,
     PhonyDimensions,
     dimension_names,
     is_dimension_only,
@@ -32,8 +33,10 @@ from refzarr.scan.hdf5.dims import (
 )
 from refzarr.scan.hdf5.global_heap import (
     Collections,
+    HeapFile,
     attribute_heap_refusals,
     check_global_heaps,
+    heap_file,
     heap_strings,
 )
 from refzarr.scan.hdf5.group_links import EXTERNAL, HARD, Link
@@ -126,6 +129,7 @@ class _Walk:
     """Each group built once for all the links that name it (`linked_group`), by header
     address."""
     phony: PhonyDimensions = field(default_factory=PhonyDimensions)
+    dimids: NetcdfDimensionIds = field(default_factory=NetcdfDimensionIds)
     netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
     walked: Collections = field(default_factory=dict)
     """Global heap collections checked so far (`global_heap`), by position."""
@@ -137,6 +141,12 @@ class _Walk:
         self.headers = ObjectHeaders(source.h5, source.read_range, source.size, source.url)
         self.netcdf.headers = self.headers
         self.scale_names = self.netcdf.scale_names = ScaleNames(self.headers)
+
+    @cached_property
+    def heap(self) -> HeapFile:
+        """What reading global heap descriptors takes from the file (`heap_file`), when first
+        needed."""
+        return heap_file(self.source.h5)
 
     def where(self, path: str, kind: str = "dataset") -> str:
         return f"{self.source.url}: {kind} {path!r}"
@@ -199,7 +209,9 @@ class _Walk:
             return
         data = self.headers.attribute_data(obj.id, address)
         read, size = self.source.read_range, self.source.size
-        refused = attribute_heap_refusals(obj, pending, data, read, size, where, self.walked)
+        refused = attribute_heap_refusals(
+            obj, self.heap, pending, data, read, size, where, self.walked
+        )
         for name, reason in refused.items():
             message = f"{where}: attribute {name!r}: {reason}"
             if name in INTERNAL_ATTRS or name in ("CLASS", "NAME"):
@@ -208,7 +220,7 @@ class _Walk:
         if data:
             strings = self.headers.vlen_strings(obj.id, address)
             wanted = _heap_string_data(pending, refused, data, strings)
-            for name, value in heap_strings(obj, wanted, read, self.walked).items():
+            for name, value in heap_strings(self.heap, wanted, read, self.walked).items():
                 table.settle(name, value)
 
     def member(
@@ -374,11 +386,12 @@ class _Walk:
         tid = ds.id.get_type()
         if needs_decoding(ds, tid):  # vlen strings, object references: decoded and inlined
             attrs = self.array_attributes(ds, path, where, table, tid)
-            dims = dimension_names(ds, self.phony, table, self.scale_names)
+            dims = dimension_names(ds, self.phony, table, self.scale_names, self.dimids)
             if _in_global_heap(ds, tid):  # before h5py reads the heap
                 address = getattr(ds, "header_address", None)
                 check_global_heaps(
                     ds,
+                    self.heap,
                     self.source.read_range,
                     self.source.size,
                     where,
@@ -404,7 +417,7 @@ class _Walk:
         )
         if dtype.subdtype is not None:  # an HDF5 array type: its axes become trailing axes
             attrs = self.array_attributes(ds, path, where, table, tid)
-            dims = dimension_names(ds, self.phony, table, self.scale_names)
+            dims = dimension_names(ds, self.phony, table, self.scale_names, self.dimids)
             return unfold_array_type(
                 ds,
                 dtype,
@@ -421,7 +434,7 @@ class _Walk:
         complete = manifest.count_written() == manifest.nchunks
         fill = fill_value(ds, dtype, all_chunks_written=complete, attrs=table)
         attributes = self.array_attributes(ds, path, where, table, tid)
-        dims = dimension_names(ds, self.phony, table, self.scale_names)
+        dims = dimension_names(ds, self.phony, table, self.scale_names, self.dimids)
         with_types(
             attributes,
             {},
