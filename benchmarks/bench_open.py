@@ -260,14 +260,11 @@ def _cells(found: list[dict[str, Any]], base: float | None) -> list[str]:
 
 
 def table(rows: list[list[str]]) -> str:
-    widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(
-            cell.ljust(w) if k < 2 else cell.rjust(w)
-            for k, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in rows
-    )
+    """Rows as aligned columns (`bench_scale.table`)."""
+    sys.path.insert(0, str(HERE))
+    from bench_scale import table as aligned
+
+    return aligned(rows)
 
 
 def progress(text: str) -> None:
