@@ -112,27 +112,11 @@ class Axis:
     @classmethod
     def one(cls, index: int, chunk: int, finish: slice | int) -> Axis:
         """The axis selecting position ``index`` alone (``0 <= index``) of a regular axis:
-        what `of` gives for ``[index]`` (step 1), by arithmetic."""
-        chunk_id, first = divmod(index, chunk)
-        whole = chunk == 1  # a one-position chunk is selected whole
-        return cls(
-            1,
-            np.array([chunk_id], dtype=np.int64),
-            1,
-            finish,
-            np.array([0 if whole else -1], dtype=np.int64),
-            0,
-            1 if whole else 0,
-            chunk,
-            {chunk_id: 0},
-            [0],
-            [1],
-            [first],
-            [first],
-        )
+        what `of` gives for ``[index]`` (step 1), by arithmetic (`run` of one position)."""
+        return cls.run(index, index + 1, chunk, finish)
 
     @classmethod
-    def run(cls, start: int, stop: int, chunk: int) -> Axis:
+    def run(cls, start: int, stop: int, chunk: int, finish: slice | int = slice(None)) -> Axis:
         """The axis selecting positions ``start .. stop - 1`` (``0 <= start < stop``) of a
         regular axis: what `of` gives for them (step 1), by arithmetic.
 
@@ -145,13 +129,10 @@ class Axis:
         last = stop - 1 - high_id * chunk
         head_whole = first == 0 and (count > 1 or last == chunk - 1)
         tail_whole = last == chunk - 1 and (count > 1 or first == 0)
-        head_low = 0
-        lows = [head_low, *range(low_id * chunk + chunk - start, stop - start, chunk)]
+        lows = [0, *range(low_id * chunk + chunk - start, stop - start, chunk)]
         highs = [*lows[1:], stop - start]
         firsts = [first, *([0] * (count - 1))]
         lasts = [*([chunk - 1] * (count - 1)), last]
-        if count == 1:
-            firsts, lasts = [first], [last]
         whole_from = 0 if head_whole else 1
         whole_to = count if tail_whole else count - 1  # chunks whole_from .. whole_to - 1
         tile_count = max(whole_to - whole_from, 0)
@@ -161,7 +142,7 @@ class Axis:
             stop - start,
             np.arange(low_id, high_id + 1, dtype=np.int64),
             1,
-            slice(None),
+            finish,
             tiles,
             lows[whole_from] if tile_count else 0,
             tile_count,
