@@ -16,7 +16,7 @@ import copyreg
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -248,7 +248,7 @@ def recorded_files(doc: Mapping[str, Any], where: str = "reference set") -> Mapp
     if type(doc) is DeferredJSON:
         states = doc.partial()
         if states is not None:
-            _scans({**states.header, "scans": ()}, where)  # the version
+            _check_version(states.header, where)
             return states  # type: ignore[no-any-return]
     found: dict[str, Any] = {}
     update = found.update
@@ -275,12 +275,23 @@ def _scans(doc: Mapping[str, Any], where: str) -> Sequence[Any]:
     """The scan entries of a record document; RefFormatError for another version."""
     doc = plain_mapping(doc)
     scans = doc.get("scans")
-    if doc.get("version") != RECORD_VERSION or not isinstance(scans, Sequence):
-        raise RefFormatError(
-            f"{where}: its record of sources has version {doc.get('version')!r}; this refzarr "
-            f"reads version {RECORD_VERSION} (upgrade refzarr)"
-        )
+    if not isinstance(scans, Sequence):
+        _refuse_version(doc.get("version"), where)
+    _check_version(doc, where)
     return scans
+
+
+def _check_version(doc: Mapping[str, Any], where: str) -> None:
+    """RefFormatError unless a record document (or its header) is of `RECORD_VERSION`."""
+    if doc.get("version") != RECORD_VERSION:
+        _refuse_version(doc.get("version"), where)
+
+
+def _refuse_version(version: Any, where: str) -> NoReturn:
+    raise RefFormatError(
+        f"{where}: its record of sources has version {version!r}; this refzarr "
+        f"reads version {RECORD_VERSION} (upgrade refzarr)"
+    )
 
 
 def _scan_record(entry: Any, where: str) -> ScanRecord:
