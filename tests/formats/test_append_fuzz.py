@@ -69,7 +69,7 @@ def archives(draw: st.DrawFn) -> dict[str, Any]:
 def _files(folder: Path, case: dict[str, Any]) -> list[Path]:
     paths = []
     for k, file in enumerate(case["files"]):
-        since = (np.datetime64("2020-01-01") + file["offset"]).astype(str)
+        since = (np.datetime64("2020-01-01") + np.timedelta64(file["offset"], "D")).astype(str)
         units = f"{'hours' if file['hours'] else 'days'} since {since}"
         path = folder / f"f{k}.nc"
         _write(path, file["first"], file["days"], units, file["offset"], case["time_dtype"])
