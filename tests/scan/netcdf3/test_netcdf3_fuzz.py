@@ -4,11 +4,19 @@ out its own way), scanned by refzarr and compared with netCDF4-python's raw read
 
 Compared: the header as our parser sees it, field by field (dimensions, record count,
 variables, types, attributes) and byte for byte (the header rebuilt from what we parsed equals
-the file's); the scanned group (variable order, dimension names, shapes, dtypes as stored,
-attributes and their types); every variable's values, bit for bit, through refzarr's
-ReferenceStore, refzarr's own reader (``open_dataset``), and fsspec ReferenceFileSystem + zarr
-on our kerchunk JSON (and Parquet on a subset). Records whose count says "streaming" (all bits
-set) are made by patching a written file; the truth is then the file before the patch.
+the file's; the careful parser reads it as the quick one does); the scanned group (variable
+order, dimension names, shapes, dtypes as stored, attributes and their types); every
+variable's values, bit for bit, through refzarr's ReferenceStore, refzarr's own reader (the
+`ArrayReader` behind ``open_dataset``), and fsspec ReferenceFileSystem + zarr on our kerchunk
+JSON (and Parquet on a subset); on a third of the files, xarray's decoded view through refzarr
+against ``xr.open_dataset(path)``. Scanner options are drawn too (small ``chunk_bytes`` cut
+contiguous data into row chunks, ``inline_threshold``, ``inline_coordinates``). Records whose
+count says "streaming" (all bits set) are made by patching a written file; the truth is then
+the file before the patch.
+
+Not drawn: a fixed dimension of length 0 (in netCDF3 length 0 is the record dimension, and a
+file has one); names that are not UTF-8 (scipy writes names as Latin-1; netCDF4-python and
+refzarr both refuse them).
 
 ``REFZARR_FUZZ_EXAMPLES=500 pytest tests/scan/netcdf3/test_netcdf3_fuzz.py`` explores more.
 """
