@@ -683,3 +683,16 @@ def test_scipy_record_variables_without_records(tmp_path: Path) -> None:
         assert list(group.members) == list(f.variables)
         for name, var in f.variables.items():
             assert_same_bits(np.asarray(root[name][...]), var.data, name)  # type: ignore[index]
+
+
+def test_scipy_latin1_names_are_refused_as_netcdf4_refuses_them(tmp_path: Path) -> None:
+    """scipy writes names as Latin-1: a name that is not UTF-8, which netCDF4-python cannot
+    decode; refzarr says so (loud both ways, so the fuzz draws ASCII names for scipy)."""
+    path = tmp_path / "latin1.nc"
+    with scipy.io.netcdf_file(path, "w") as f:
+        f.createDimension("x", 2)
+        f.createVariable("t\xe9", "i4", ("x",))[:] = [1, 2]
+    with pytest.raises(UnicodeDecodeError):
+        netCDF4.Dataset(path)
+    with pytest.raises(refzarr.ScanError, match=r"the name of variable 0 is not UTF-8: b't\\xe9'"):
+        refzarr.scan(path)
