@@ -22,6 +22,7 @@ from refzarr.scan.netcdf3.types import (
     ATTRIBUTE_TYPES,
     CDF5_TYPES,
     CHAR,
+    EMPTY_ATTRIBUTE_TYPES,
     ITEMSIZES,
     attribute_value,
     type_name,
@@ -145,7 +146,7 @@ class AttributeList:
         self.attrs[name] = value = attribute_value(code, raw, n, keep_nul=name == _FILL)
         if code == CHAR and "\ufffd" in value:
             keep_bytes(name, raw, self.kept)
-        kind = ATTRIBUTE_TYPES.get(code)
+        kind = ATTRIBUTE_TYPES.get(code) if n else EMPTY_ATTRIBUTE_TYPES.get(code)
         if kind is not None:
             self.types[name] = kind
         if name == _FILL:

@@ -68,6 +68,7 @@ def place_variables(
     record_dim = _record_dimension(header, where)
     slabs = [_slab(header, v, record_dim, where) for v in header.variables]
     records = _records(header, slabs, record_dim, file_size, where)
+    _check_overlaps(header, slabs, records.numrecs, where)
     return records, [
         _place(header, v, slab, records, file_size, where, chunk_bytes)
         for v, slab in zip(header.variables, slabs, strict=True)
@@ -158,6 +159,26 @@ def _records(
             "record count is damaged"
         )
     return Records(record_dim, numrecs, recsize, begin, len(rec))
+
+
+def _check_overlaps(header: Header, slabs: list[_Slab], numrecs: int, where: str) -> None:
+    """Raise when a variable starts inside the one before it of its kind (non-record, then
+    record variables, in header order, each slab padded to 4 bytes), as netCDF-C checks
+    (``NC_check_voffs``): their references would read another variable's bytes. Record
+    variables are checked only when there are records; without any, none of their bytes is
+    referenced (scipy then writes them all at one offset, files netCDF-C refuses)."""
+    for record in (False, True) if numrecs else (False,):
+        end, before = 0, None
+        for var, slab in zip(header.variables, slabs, strict=True):
+            if slab.is_record != record:
+                continue
+            if before is not None and var.begin < end:
+                raise ScanError(
+                    f"{where}: variable {var.name!r} starts at byte {var.begin}, before the "
+                    f"end of variable {before.name!r} (bytes {before.begin}..{end}), which "
+                    "precedes it in the header: the header is damaged"
+                )
+            end, before = var.begin + slab.padded, var
 
 
 def _streaming_count(available: int, recsize: int, data_end: int) -> int:

@@ -19,6 +19,7 @@ __all__ = [
     "ATTRIBUTE_TYPES",
     "CDF5_TYPES",
     "CHAR",
+    "EMPTY_ATTRIBUTE_TYPES",
     "ITEMSIZES",
     "NC_TYPES",
     "attribute_value",
@@ -56,6 +57,12 @@ ATTRIBUTE_TYPES: dict[int, str] = {
 }
 """Type code -> the dtype string recorded for a numeric attribute of that type (none for the
 types a JSON number reads back as: ``double``, ``int64``)."""
+
+EMPTY_ATTRIBUTE_TYPES: dict[int, str] = {
+    code: dtype.newbyteorder("=").str for code, (dtype, _) in NC_TYPES.items() if code != CHAR
+}
+"""Type code -> the dtype string recorded for a numeric attribute holding no values (an empty
+JSON list has no type at all: without it an empty ``int64`` attribute would read as float)."""
 
 
 def type_name(code: int) -> str:
