@@ -82,9 +82,6 @@ class RefzarrBackendArray(BackendArray):
 
     def _read(self, key: Any) -> np.ndarray[Any, Any]:
         values = self.reader.read(key)
-        if vlen_element(self.dtype) is str:  # as netCDF4 reads them: fixed-width str
-            # (astype: np.asarray(..., dtype=str) makes all-empty strings '<U2', netCDF4 '<U1')
-            return values.astype(str)
         if values.dtype != self.dtype and (self.dtype.names or values.dtype.kind in "biufc"):
             return values.astype(self.dtype)
         return values
