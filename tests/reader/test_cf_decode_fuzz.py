@@ -24,13 +24,13 @@ import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
-from fuzzkit import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from xarray.coders import CFDatetimeCoder, CFTimedeltaCoder
 
 import refzarr
+from fuzzkit import fuzz_settings
 
 NETCDF4_FORMATS = ["NETCDF4", "NETCDF4_CLASSIC"]
 NETCDF3_FORMATS = ["NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA"]
@@ -153,8 +153,10 @@ def _stored_values(
     """Raw values: the special ones (fills, missing values, range ends) often, else any."""
     np_dtype = np.dtype(dtype)
     special = [np.array(s).astype(np_dtype)[()] for s in specials if _fits(s, np_dtype)]
-    pool = _numbers(np_dtype) if not special else st.one_of(
-        st.sampled_from(special), _numbers(np_dtype)
+    pool = (
+        _numbers(np_dtype)
+        if not special
+        else st.one_of(st.sampled_from(special), _numbers(np_dtype))
     )
     return draw(hnp.arrays(np_dtype, shape, elements=pool))
 
@@ -207,9 +209,7 @@ def _written(draw: st.DrawFn, spec: FileSpec, dims: tuple[str, ...]) -> int:
 
 
 @st.composite
-def _mask_attrs(
-    draw: st.DrawFn, spec: FileSpec, dtype: str, var: VarSpec
-) -> list[Any]:
+def _mask_attrs(draw: st.DrawFn, spec: FileSpec, dtype: str, var: VarSpec) -> list[Any]:
     """_FillValue, missing_value (scalar or vector), valid_* on ``var``; the special values."""
     np_dtype = np.dtype(dtype)
     specials: list[Any] = []
@@ -365,9 +365,11 @@ def timedelta_variables(draw: st.DrawFn, spec: FileSpec, name: str) -> VarSpec:
     element = st.integers(-1000, 1000).map(np.dtype(dtype).type)
     specials = [np.dtype(dtype).type(-99)]
     var.values = draw(
-        hnp.arrays(np.dtype(dtype), _shape(spec, dims), elements=st.one_of(
-            st.sampled_from(specials), element
-        ))
+        hnp.arrays(
+            np.dtype(dtype),
+            _shape(spec, dims),
+            elements=st.one_of(st.sampled_from(specials), element),
+        )
     )
     return var
 
@@ -517,9 +519,7 @@ refzarr warns there. Not compared."""
 
 def _warned(caught: list[warnings.WarningMessage]) -> list[tuple[type[Warning], str]]:
     found = {
-        (w.category, str(w.message))
-        for w in caught
-        if STORED_CHUNKS_WARNING not in str(w.message)
+        (w.category, str(w.message)) for w in caught if STORED_CHUNKS_WARNING not in str(w.message)
     }
     return sorted(found, key=str)
 
@@ -583,20 +583,24 @@ def assert_same_dataset(
             )
             if key == "dtype" and var.dtype.kind == "U" and other.dtype.kind == "U":
                 # docs/formats/hdf5.md: the lazy dtype of variable-length strings (known)
-                assert other.encoding[key] == np.dtype(object) or other.encoding[key] == var.encoding[key]
+                assert (
+                    other.encoding[key] == np.dtype(object)
+                    or other.encoding[key] == var.encoding[key]
+                )
             elif key == "dtype" and key in var.encoding:
                 assert _encoded_dtype(other.encoding, netcdf3) == var.encoding[key], (
                     f"{where}: encoding['dtype'] {other.encoding[key]!r} != {var.encoding[key]!r}"
                 )
             elif key in var.encoding:
                 assert _same_attr(other.encoding[key], var.encoding[key]), (
-                    f"{where}: encoding[{key!r}] {other.encoding[key]!r} "
-                    f"!= {var.encoding[key]!r}"
+                    f"{where}: encoding[{key!r}] {other.encoding[key]!r} != {var.encoding[key]!r}"
                 )
     unlimited = expected.encoding.get("unlimited_dims", set())
     if TOLERATE_UNUSED_UNLIMITED:
         used = {d for v in expected.variables.values() for d in v.dims}
-        unlimited = {d for d in unlimited if d in used} | (got.encoding.get("unlimited_dims", set()) - used)
+        unlimited = {d for d in unlimited if d in used} | (
+            got.encoding.get("unlimited_dims", set()) - used
+        )
     assert got.encoding.get("unlimited_dims", set()) == unlimited, f"{route}: unlimited_dims"
 
 
@@ -608,7 +612,8 @@ def assert_same_outcome(got: Opened, expected: Opened, route: str, netcdf3: bool
         )
         return
     assert got.error is None, f"{route}: raised {got.error!r}"
-    assert got.dataset is not None and expected.dataset is not None
+    assert got.dataset is not None
+    assert expected.dataset is not None
     assert_same_dataset(got.dataset, expected.dataset, route, netcdf3)
     assert got.warnings == expected.warnings, f"{route}: warnings"
 
@@ -660,9 +665,6 @@ def test_netcdf3_decoded_like_netcdf4_engine(data: st.DataObject) -> None:
     check_parity(spec, data.draw(open_flags(spec), label="flags"), data.draw(_GIVEN, "given"))
 
 
-
-
-
 # -- what the fuzz found, pinned ---------------------------------------------------------------
 
 
@@ -698,7 +700,8 @@ def test_big_endian_unsigned_fill_masked_like_netcdf4_python() -> None:
         with netCDF4.Dataset(path) as nc:
             truth = nc["v"][:]
         ds = refzarr.open_dataset(refzarr.scan(str(path)))
-        assert np.isnan(ds["v"].values[0]) and truth.mask[0]
+        assert np.isnan(ds["v"].values[0])
+        assert truth.mask[0]
         assert ds["v"].values[1:].tolist() == truth[1:].astype("f4").tolist()
         assert ds["v"].encoding["dtype"] == np.dtype(">i2")  # the stored type, as netCDF4's
         with xr.open_dataset(path, engine="netcdf4") as nc4:

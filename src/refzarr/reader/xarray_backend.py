@@ -37,7 +37,6 @@ from refzarr.reader.netcdf_view import (
     netcdf_encoding,
     presented_dtype,
     single_source,
-    vlen_element,
 )
 from refzarr.reader.shared import SetOrigin, set_origin, shared_reader
 from refzarr.sources.guard import CheckSources, SourceGuard, source_guard
