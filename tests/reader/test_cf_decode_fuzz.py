@@ -24,7 +24,7 @@ import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from xarray.coders import CFDatetimeCoder, CFTimedeltaCoder
@@ -536,11 +536,20 @@ def assert_same_values(got: Any, expected: Any, where: str) -> None:
         assert got.tolist() == expected.tolist(), f"{where}: {got!r} != {expected!r}"
 
 
+JSON_NATIVE_NUMBERS = (np.dtype("float64"), np.dtype("int64"))
+"""Attribute numbers of the types JSON keeps come back as Python ``float`` / ``int`` (vectors
+as lists) where engine="netcdf4" gives ``np.float64`` / ``np.int64`` (and arrays): the
+reference set records only the types JSON loses (docs/formats/hdf5.md, "What still
+differs"). Values and ``np.asarray(...).dtype`` must still be equal."""
+
+
 def _same_attr(got: Any, expected: Any) -> bool:
     if isinstance(expected, str | bytes):
         return type(got) is type(expected) and got == expected
     g, e = np.asarray(got), np.asarray(expected)
     if g.dtype != e.dtype or g.shape != e.shape:
+        return False
+    if type(got) is not type(expected) and e.dtype not in JSON_NATIVE_NUMBERS:
         return False
     return bool(np.array_equal(g, e, equal_nan=g.dtype.kind in "fc"))
 
@@ -554,13 +563,20 @@ def assert_same_attrs(got: dict[str, Any], expected: dict[str, Any], where: str)
         )
 
 
+NETCDF3_STORED_DTYPE = True
+"""``encoding["dtype"]`` of a netCDF3 variable is the stored big-endian type (``>i2``) where
+netCDF4-python gives the native one: opening does not read the record of sources that would
+tell a netCDF3 set from a big-endian HDF5 one (docs/formats/netcdf3.md). Compared in native
+order."""
+
+UNUSED_UNLIMITED = True
+"""An unlimited dimension no variable uses is not in refzarr's ``encoding["unlimited_dims"]``
+(recorded per array; docs/formats/hdf5.md). Compared on the dimensions the dataset has."""
+
+
 def _encoded_dtype(encoding: dict[str, Any], netcdf3: bool) -> Any:
     dtype = encoding["dtype"]
-    return dtype.newbyteorder("=") if netcdf3 and TOLERATE_NC3_BYTE_ORDER else dtype
-
-
-TOLERATE_NC3_BYTE_ORDER = True
-TOLERATE_UNUSED_UNLIMITED = True
+    return dtype.newbyteorder("=") if netcdf3 and NETCDF3_STORED_DTYPE else dtype
 
 
 def assert_same_dataset(
@@ -581,13 +597,7 @@ def assert_same_dataset(
                 f"{where}: encoding[{key!r}] in one only: {other.encoding.get(key)!r} "
                 f"vs {var.encoding.get(key)!r}"
             )
-            if key == "dtype" and var.dtype.kind == "U" and other.dtype.kind == "U":
-                # docs/formats/hdf5.md: the lazy dtype of variable-length strings (known)
-                assert (
-                    other.encoding[key] == np.dtype(object)
-                    or other.encoding[key] == var.encoding[key]
-                )
-            elif key == "dtype" and key in var.encoding:
+            if key == "dtype" and key in var.encoding:
                 assert _encoded_dtype(other.encoding, netcdf3) == var.encoding[key], (
                     f"{where}: encoding['dtype'] {other.encoding[key]!r} != {var.encoding[key]!r}"
                 )
@@ -596,7 +606,7 @@ def assert_same_dataset(
                     f"{where}: encoding[{key!r}] {other.encoding[key]!r} != {var.encoding[key]!r}"
                 )
     unlimited = expected.encoding.get("unlimited_dims", set())
-    if TOLERATE_UNUSED_UNLIMITED:
+    if UNUSED_UNLIMITED:
         used = {d for v in expected.variables.values() for d in v.dims}
         unlimited = {d for d in unlimited if d in used} | (
             got.encoding.get("unlimited_dims", set()) - used
@@ -638,6 +648,8 @@ def check_parity(spec: FileSpec, flags: dict[str, Any], given: str = "json") -> 
         if given == "parquet":
             refzarr.write(group, source)
         expected = _open(lambda: xr.open_dataset(path, engine="netcdf4", **flags))
+        error = expected.error
+        event(f"engine='netcdf4': {'opened' if error is None else type(error).__name__}")
         routes = {
             f"refzarr.open_dataset({given})": lambda: refzarr.open_dataset(source, **flags),
             'engine="refzarr"': lambda: xr.open_dataset(refs, engine="refzarr", **flags),
