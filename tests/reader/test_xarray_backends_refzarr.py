@@ -22,11 +22,6 @@ from xarray.tests.conftest import time_unit, use_dask  # noqa: E402, F401  (thei
 pytestmark = pytest.mark.slow  # ~390 tests, about 2-4 minutes on 2 busy cores
 
 KNOWN: dict[str, str] = {
-    "test_encoding_kwarg_vlen_string": (
-        "encoding['dtype'] of a variable-length string variable: engine='netcdf4' reports "
-        "the decoded fixed width ('<U3'), which a lazy array of references cannot know "
-        "before reading; refzarr reports xarray's vlen str dtype (the values are equal)"
-    ),
     "test_compression_encoding_h5py": (
         "h5netcdf's own encoding keys (compression, compression_opts): refzarr's engine "
         "reports netCDF4's (zlib, complevel, szip, blosc), which to_netcdf takes"

@@ -69,8 +69,14 @@ def netcdf_encoding(
     """netCDF4-style encoding entries (``attrs`` loses the enum attributes, which it gives)."""
     encoding: dict[str, Any] = {}
     dtype = _enum_dtype(meta, name, attrs)
-    if vlen_element(dtype) is None:  # vlen strings: xarray's decoding sets it, as for netCDF4
+    element = vlen_element(dtype)
+    if element is None:
         encoding["dtype"] = dtype
+    elif element is str:
+        # what netCDF4-python's Variable.dtype is for variable-length strings: xarray's
+        # decoding then makes the whole variable fixed-width str at once, as for netCDF4
+        # (per read, each dask chunk would get its own width, and dask keeps the first's)
+        encoding["dtype"] = str
     encoding.update(_filters(meta.codecs))
     if meta.is_regular and (meta.codecs or meta.chunks != meta.shape):
         encoding["contiguous"] = False

@@ -37,7 +37,6 @@ from refzarr.reader.netcdf_view import (
     netcdf_encoding,
     presented_dtype,
     single_source,
-    vlen_element,
 )
 from refzarr.reader.shared import SetOrigin, set_origin, shared_reader
 from refzarr.sources.guard import CheckSources, SourceGuard, source_guard
@@ -66,7 +65,7 @@ class RefzarrBackendArray(BackendArray):
     ) -> None:
         self.reader = reader
         self.shape = reader.shape
-        self.dtype = native_records(reader.dtype if dtype is None else dtype)
+        self.dtype = native_order(reader.dtype if dtype is None else dtype)
         self.origin = origin
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -82,9 +81,7 @@ class RefzarrBackendArray(BackendArray):
 
     def _read(self, key: Any) -> np.ndarray[Any, Any]:
         values = self.reader.read(key)
-        if vlen_element(self.dtype) is str:  # as netCDF4 reads them: fixed-width str
-            return np.asarray(values, dtype=str)
-        if values.dtype != self.dtype and self.dtype.names:
+        if values.dtype != self.dtype and (self.dtype.names or values.dtype.kind in "biufc"):
             return values.astype(self.dtype)
         return values
 
@@ -96,14 +93,20 @@ def _shared_array(
     return RefzarrBackendArray(shared_reader(origin, path, meta), dtype, origin)
 
 
-def native_records(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    """A structured dtype with native-endian fields (sub-array fields too); others as given.
+def native_order(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """``dtype`` in native byte order: numbers, and structured dtypes field by field (sub-array
+    fields too); others as given. The values are unchanged; ``encoding["dtype"]`` keeps the
+    stored order.
 
     xarray makes big-endian variables native by their kind and size, which turns a record
-    type into raw void (``|V1556``) that its own reading then cannot cast to: records are
-    given to it native already, field by field, with the values unchanged.
+    type into raw void (``|V1556``) that its own reading then cannot cast to. And xarray's
+    ``_Unsigned`` decoding views the ``_FillValue`` in the variable's dtype as unsigned
+    native bytes, so a big-endian variable (every netCDF3 one) would mask a byte-swapped
+    fill value (1 as 256): netCDF4-python hands netCDF3 data to xarray native.
     """
-    return dtype.newbyteorder("=") if dtype.names else dtype
+    if dtype.names or (dtype.kind in "biufc" and not dtype.isnative):
+        return dtype.newbyteorder("=")
+    return dtype
 
 
 class RefzarrDataStore(AbstractDataStore):
@@ -177,7 +180,7 @@ class RefzarrDataStore(AbstractDataStore):
                 "to the references, or open the array with zarr through refzarr.ReferenceStore"
             )
         data: Any = (
-            source
+            source.astype(native_order(source.dtype), copy=False)
             if isinstance(source, np.ndarray)
             else indexing.LazilyIndexedArray(
                 RefzarrBackendArray(source, presented_dtype(meta), self.origin)
@@ -188,6 +191,8 @@ class RefzarrDataStore(AbstractDataStore):
         masking = self.use_zarr_fill_value_as_mask and not netcdf_masking(raw)
         if masking and meta.fill_value is not None:
             attrs["_FillValue"] = _python_scalar(meta.fill_value)
+        if meta.dtype.kind == "S" and isinstance(raw.get("_FillValue"), str):
+            attrs["_FillValue"] = _char_fill(raw["_FillValue"], meta.dtype.itemsize)
         stored = as_stored(meta, source_layout(raw))  # a loaded coordinate: as in its file
         encoding = netcdf_encoding(stored, name, attrs, dims)
         encoding.update(_chunk_encoding(stored, dims))
@@ -548,6 +553,12 @@ def _chunk_encoding(meta: ArrayMeta, dims: Sequence[str]) -> dict[str, Any]:
 def _thaw(attributes: Mapping[str, Any]) -> dict[str, Any]:
     thawed: dict[str, Any] = thaw_json(attributes)
     return thawed
+
+
+def _char_fill(text: str, itemsize: int) -> np.bytes_:
+    """A ``char`` variable's ``_FillValue`` as engine="netcdf4" shows it: the stored bytes
+    (``b"\\x00"`` for NUL, which the scanned text attribute holds as ``""``)."""
+    return np.bytes_(text.encode("utf-8").ljust(itemsize, b"\0"))
 
 
 def _python_scalar(value: Any) -> Any:

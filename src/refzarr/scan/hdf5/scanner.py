@@ -398,7 +398,9 @@ class _Walk:
                     partial(self.headers.compact_data, ds.id, address),
                     self.walked,
                 )
-            return decoded_array(ds, where, attrs, dims)
+            unlimited = [dims[axis] for axis in self.netcdf.unlimited_axes(ds)]
+            with_types(attrs, {}, mark=False, unlimited=unlimited)
+            return decoded_array(ds, where, attrs, dims, self.netcdf.shape(ds, table))
         dtype = storage_dtype(ds, where, tid)
         # codecs before the chunk index: an unsupported filter fails before any chunk is read
         filters = dataset_filters(ds)

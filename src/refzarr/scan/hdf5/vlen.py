@@ -69,8 +69,11 @@ def decoded_array(
     where: str,
     attributes: dict[str, Any],
     dimension_names: tuple[str, ...],
+    shape: tuple[int, ...] | None = None,
 ) -> RefArray:
-    """The dataset as an object array with every chunk decoded and inlined.
+    """The dataset as an object array with every chunk decoded and inlined; ``shape``: its
+    netCDF shape, longer than HDF5's along an unlimited dimension whose records it did not
+    all write (those read as empty values, as netCDF4 reads them).
 
     Raises `UnsupportedFeatureError` for variable-length sequences (zarr-python 3 cannot read
     them) and references of an unknown kind.
@@ -91,7 +94,7 @@ def decoded_array(
     else:
         chunks, utf8 = _encoded_chunks(ds, _strings)
     meta = ArrayMeta(
-        shape=ds.shape,
+        shape=ds.shape if shape is None else shape,
         chunks=decoded_chunk_shape(ds),
         dtype=_OBJECT,
         fill_value=None,  # reads as "" (b""): what h5py reads for a string never written
