@@ -399,3 +399,16 @@ def test_ascii_tables(
     assume(_write([fits.PrimaryHDU(), table], path))
     assume(_astropy_reads(path))
     _check(path, parquet, chunk_bytes=chunk_bytes)
+
+
+def test_name_and_extver_shared(tmp_path: Path) -> None:
+    """Two HDUs of one name and EXTVER: the second gets ``_<index>`` even when the first has
+    no data (the case the fuzz test found fitskit naming otherwise)."""
+    path = tmp_path / "shared.fits"
+    empty, image = np.zeros((0,), "u1"), np.arange(3, dtype="u1")
+    assert _write(
+        [fits.PrimaryHDU(), fits.ImageHDU(empty, name="SCI"), fits.ImageHDU(image, name="SCI")],
+        path,
+    )
+    group = _check(path, parquet=False)
+    assert [name for name, _ in group.arrays()] == ["SCI_1_2"]
