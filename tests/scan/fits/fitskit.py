@@ -31,14 +31,15 @@ __all__ = [
 
 def _names(hdul: fits.HDUList) -> list[str]:
     counts = Counter(h.name for h in hdul if h.name)
-    out = []
+    out: list[str] = []
     for i, hdu in enumerate(hdul):
         if not hdu.name:
-            out.append(f"HDU{i}")
+            name = f"HDU{i}"
         elif counts[hdu.name] > 1:
-            out.append(f"{hdu.name}_{hdu.ver}")
+            name = f"{hdu.name}_{hdu.ver}"
         else:
-            out.append(hdu.name)
+            name = hdu.name
+        out.append(f"{name}_{i}" if name in out else name)  # a name and EXTVER shared
     return out
 
 

@@ -202,7 +202,8 @@ def pyhdf_truth(path: Path) -> tuple[dict[str, Any], dict[str, SdsTruth]]:
             scales = {}
             for k, dim_name in enumerate(sds.dimensions()):
                 with contextlib.suppress(HDF4Error):  # no scale set
-                    scales[dim_name] = np.asarray(sds.dim(k).getscale())
+                    # pyhdf gives the scale of a dimension of length 1 as a number
+                    scales[dim_name] = np.asarray(sds.dim(k).getscale()).reshape(-1)
             found[name] = SdsTruth(values, shape, list(sds.dimensions()), sds.attributes(), scales)
             sds.endaccess()
         return {k: norm(v) for k, v in sd.attributes().items()}, found

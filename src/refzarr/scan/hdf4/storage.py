@@ -269,6 +269,9 @@ def _chunked(
         found = _chunk_bytes(ctx, ref, what)
         if found is None:
             continue
+        if isinstance(found, bytes):  # stored in linked blocks: held in the reference set
+            inlined[origin] = found
+            continue
         offset, length = found
         if 0 < length < ctx.inline_threshold:
             inlined[origin] = ctx.source.read_range(offset, length, f"{what}: chunk {origin}")
@@ -323,8 +326,10 @@ def _chunk_table(
     return [tuple(o) for o in origin.tolist()], refs.tolist()
 
 
-def _chunk_bytes(ctx: Context, ref: int, what: str) -> tuple[int, int] | None:
-    """Offset and length of the stored bytes of chunk object ``ref`` (None: not written)."""
+def _chunk_bytes(ctx: Context, ref: int, what: str) -> tuple[int, int] | bytes | None:
+    """Offset and length of the stored bytes of chunk object ``ref`` (None: not written), or
+    the bytes themselves when HDF4 stored them in linked blocks (a compressed chunk written
+    again grows into them), up to `INLINE_LIMIT`."""
     dd = ctx.table.get(DFTAG_CHUNK, ref)
     if dd is None:
         raise ScanError(f"{ctx.source.url}: {what}: chunk object {ref} is not in the file")
@@ -337,8 +342,12 @@ def _chunk_bytes(ctx: Context, ref: int, what: str) -> tuple[int, int] | None:
         )
     if storage.length == 0:
         return None
-    if len(storage.ranges) != 1 or storage.ranges[0][0] < 0:
+    if len(storage.ranges) == 1 and storage.ranges[0][0] >= 0:
+        return storage.ranges[0][0], storage.length
+    if storage.length > INLINE_LIMIT:
         raise UnsupportedFeatureError(
-            f"{ctx.source.url}: {what}: chunk {ref} stored in linked blocks, not supported"
+            f"{ctx.source.url}: {what}: chunk {ref} is stored in linked blocks "
+            f"({storage.length} bytes), more than the {INLINE_LIMIT} bytes refzarr holds "
+            "in the reference set"
         )
-    return storage.ranges[0][0], storage.length
+    return read_logical(ctx.source, storage, 0, storage.length)
