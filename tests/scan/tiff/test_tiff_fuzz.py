@@ -386,7 +386,7 @@ def gdal_tiffs(draw: st.DrawFn) -> tuple[np.ndarray, dict[str, Any], list[int], 
     grid = np.indices((count, height, width)).sum(axis=0)
     data = (grid * 7 + rng.integers(0, 5, grid.shape)).astype(dtype)
     if "nbits" in profile:
-        data = data % (1 << profile["nbits"])
+        data = (data.astype(np.int64) % (1 << profile["nbits"])).astype(dtype)
     overviews = draw(st.sampled_from([[], [], [2], [2, 4]]))
     overviews = [f for f in overviews if min(height, width) >= f]
     mask = draw(st.integers(0, 3)) == 0
