@@ -162,6 +162,9 @@ class ChunkDecoder:
         elif isinstance(buffer, np.ndarray) and buffer.dtype == object:
             values = buffer
         else:
+            if isinstance(buffer, np.ndarray) and buffer.dtype.kind in "Mm":
+                # numcodecs' astype decodes datetimes to an array the buffer protocol refuses
+                buffer = buffer.reshape(-1).view(np.uint8)
             raw = np.frombuffer(memoryview(buffer).cast("B"), dtype=np.uint8)
             if raw.size != count * self.dtype.itemsize:
                 raise ChunkDecodeError(
