@@ -369,3 +369,24 @@ def test_big_endian_datetimes(dtype: str, tmp_path: Path) -> None:
         )
         array[:] = np.array([1, -5, 7]).astype(dtype)
     roundtrip(tmp_path / "s.zarr", tmp_path)
+
+
+@pytest.mark.parametrize("dtype", ["M8[s]", "m8[ms]"])
+def test_unwritten_datetimes_without_fill_value(dtype: str, tmp_path: Path) -> None:
+    """A Zarr v2 datetime array with ``fill_value: null`` reads NaT where no chunk was written
+    (zarr-python, also through the references); refzarr's reader gave the epoch (zeros)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        array = zarr.create_array(
+            tmp_path / "s.zarr",
+            shape=(3,),
+            chunks=(2,),
+            dtype=dtype,
+            fill_value=None,
+            zarr_format=2,
+            attributes={"_ARRAY_DIMENSIONS": ["t"]},
+        )
+        array[:2] = np.array([1, 2]).astype(dtype)
+    group = roundtrip(tmp_path / "s.zarr", tmp_path)
+    got = refzarr.open_dataset(group, mask_and_scale=False, decode_times=False)["s"].values
+    np.testing.assert_array_equal(got, zarr.open_array(tmp_path / "s.zarr")[...], strict=True)
