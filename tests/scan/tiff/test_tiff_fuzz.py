@@ -266,8 +266,8 @@ def write_file(path: Path, options: dict[str, Any], found: list[Image]) -> None:
                     level.asarray()
     except (ValueError, TypeError, NotImplementedError, RuntimeError) as exc:
         _reject_writer_refusal(exc, found)
-    except Exception as exc:  # imagecodecs' *Error types are its own
-        if type(exc).__module__.startswith("imagecodecs") or "Error" in type(exc).__name__:
+    except Exception as exc:  # imagecodecs' encoders raise errors of their own types
+        if type(exc).__module__.startswith("imagecodecs"):
             _reject_writer_refusal(exc, found)
         raise
 
