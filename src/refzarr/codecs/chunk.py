@@ -162,6 +162,9 @@ class ChunkDecoder:
         elif isinstance(buffer, np.ndarray) and buffer.dtype == object:
             values = buffer
         else:
+            if isinstance(buffer, np.ndarray) and buffer.dtype.kind in "Mm":
+                # numcodecs' astype decodes datetimes to an array the buffer protocol refuses
+                buffer = buffer.reshape(-1).view(np.uint8)
             raw = np.frombuffer(memoryview(buffer).cast("B"), dtype=np.uint8)
             if raw.size != count * self.dtype.itemsize:
                 raise ChunkDecodeError(
@@ -186,10 +189,13 @@ def _text(key: str | Callable[[], str]) -> str:
 
 
 def missing_value(meta: ArrayMeta) -> Any:
-    """What a chunk never written holds: the fill value; with none, zeros (as Zarr v2 reads),
-    and for object arrays of strings or bytes the empty value of their codec."""
+    """What a chunk never written holds: the fill value; with none, what zarr-python reads
+    for a Zarr v2 ``fill_value: null``: zeros, NaT for datetimes and timedeltas, and for
+    object arrays of strings or bytes the empty value of their codec."""
     if meta.fill_value is not None:
         return meta.fill_value
+    if meta.dtype.kind in "Mm":
+        return np.array("NaT", dtype=meta.dtype)[()]
     if meta.dtype.kind == "O":
         ids = {codec.get("id") for codec in meta.codecs}
         return b"" if "vlen-bytes" in ids else "" if "vlen-utf8" in ids else None

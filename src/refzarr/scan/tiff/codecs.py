@@ -42,9 +42,12 @@ _COMPRESSORS: dict[int, Config] = {
 _JPEG = (7, 34892)
 _WEBP = 50001
 _IMAGE_CODECS = frozenset(
-    (7, 34892, 50001, 34887, 50002, 52546, 33003, 33004, 33005, 34712, 34933, 22610, 34934)
+    (7, 34892, 50001, 50002, 52546, 33003, 33004, 33005, 34712, 34933, 22610, 34934)
 )
-"""Compressions that decode to an image (no packed bits, no predictor of TIFF's)."""
+"""Compressions that decode to an image (native values; no packed bits, no predictor of
+TIFF's), as tifffile's ``IMAGE_COMPRESSIONS``. Not LERC: libtiff (GDAL) and tifffile take
+its decoded values for bytes in the file's byte order, like deflate's (a big-endian file's
+LERC blob holds byte-swapped values)."""
 
 _PREDICTORS = {2: ("imagecodecs_delta", 1), 34892: ("imagecodecs_delta", 2)}
 _PREDICTORS |= {34893: ("imagecodecs_delta", 4), 3: ("imagecodecs_floatpred", 1)}

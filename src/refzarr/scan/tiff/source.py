@@ -38,6 +38,12 @@ _MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
 _FATAL = ("circular", "invalid", "corrupted", "exceeds", "beyond", "out of range")
 """Words of tifffile warnings that mean the file is damaged."""
 
+_RECOVERED = ("series metadata",)
+"""tifffile warnings it recovers from in full: shaped or ImageJ series metadata that does not
+fit the pages ("invalid shaped series metadata or corrupted file", as when a file mixes
+shaped and plain images) make tifffile list the pages as generic series, which the scan
+references as tifffile reads them."""
+
 
 @dataclass(frozen=True, slots=True)
 class TiffSource:
@@ -206,5 +212,6 @@ def _tifffile_warnings(url: str) -> Iterator[list[str]]:
 
 def _raise_on_damage(url: str, messages: list[str]) -> None:
     for message in messages:
-        if any(word in message.lower() for word in _FATAL):
+        lower = message.lower()
+        if any(word in lower for word in _FATAL) and not any(w in lower for w in _RECOVERED):
             raise ScanError(f"{url}: damaged TIFF structure: {message}")

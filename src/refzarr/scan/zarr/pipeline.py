@@ -47,7 +47,8 @@ class Pipeline:
     order
         Memory order of a decoded chunk (``"F"``: a ``transpose`` reversing the axes).
     index_bytes
-        For a sharded array: the bytes of a shard's index (a smaller shard is damaged).
+        For a sharded array whose shards are not compressed: the bytes of a shard's index
+        (a smaller shard is damaged).
     """
 
     dtype: np.dtype[Any]
@@ -104,6 +105,8 @@ def _chain(codecs: tuple[Any, ...], pipe: Pipeline, fill_value: Any, where: str)
             _array_to_bytes(codec, pipe, fill_value, where)
         elif isinstance(codec, BytesBytesCodec):
             pipe.codecs.append(_bytes_to_bytes(codec, where))
+            if pipe.codecs[-1]["id"] != "crc32c":
+                pipe.index_bytes = 0  # a compressed shard may be smaller than its index
         else:
             _unsupported(codec, where)
     return pipe
@@ -129,6 +132,7 @@ def _transpose(order: tuple[int, ...], pipe: Pipeline, *, first: bool) -> None:
         return
     if first and order == tuple(reversed(range(ndim))):
         pipe.order = "F"
+        pipe.shape = pipe.shape[::-1]  # what the next codecs (sharding) see
         return
     codec = ZarrTranspose(order, pipe.shape, pipe.dtype.str)
     pipe.codecs.append(codec.get_config())
