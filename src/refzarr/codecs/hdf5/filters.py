@@ -121,10 +121,9 @@ def _bzip2(cd: Sequence[int], target: _Target) -> dict[str, Any]:
 
 def _lzf(cd: Sequence[int], target: _Target) -> dict[str, Any]:
     # a raw LZF stream; cd = [filter revision, LZF version, chunk bytes]. Not imagecodecs_lzf
-    # (VirtualiZarr's id): without the size it cannot decode chunks that compress well
-    if len(cd) < 3 or cd[2] <= 0:
-        raise ValueError(f"LZF needs the chunk size as third client value, got {list(cd)}")
-    return Hdf5Lzf(int(cd[2])).get_config()
+    # (VirtualiZarr's id): without the size it cannot decode chunks that compress well. h5py
+    # records no size for variable-length types (0: the codec grows its buffer as h5py does)
+    return Hdf5Lzf(int(cd[2]) if len(cd) >= 3 and cd[2] > 0 else 0).get_config()
 
 
 def _szip(cd: Sequence[int], target: _Target) -> dict[str, Any]:

@@ -1,0 +1,513 @@
+"""Differential fuzz of the HDF5 / netCDF4 scanner: random files written by h5py and by
+netCDF4-python, scanned by refzarr, every array compared with the library's own (raw) reading.
+
+Each file is read back three ways: refzarr's own reader (`ArrayReader`) over the JSON reference
+set read back by `refzarr.read`, fsspec's ReferenceFileSystem + zarr-python 3 over the JSON, and
+(one example in four) the same over Parquet. Values must be identical (NaN-aware), dtypes equal
+(byte order included). What refzarr cannot reference must be skipped (``on_unsupported="skip"``)
+with the reason docs/formats/hdf5.md gives for it; anything else skipped is a finding.
+
+``REFZARR_FUZZ_EXAMPLES=500 nice -n 10 pytest tests/scan/hdf5/test_hdf5_fuzz.py`` explores.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import netCDF4
+import numpy as np
+import pytest
+from fuzzkit import fuzz_settings
+from h5kit import assert_array_matches_h5, source_path
+from h5py import h5d, h5p, h5t, h5z
+from hypothesis import given, note, reject
+from hypothesis import strategies as st
+from roundtrip import open_zarr_group
+
+import refzarr
+from refzarr.io import RangeReader
+from refzarr.model import ArrayMeta
+from refzarr.reader import ArrayReader
+
+# -- datatypes -------------------------------------------------------------------------------
+
+_ORDERS = ["<", ">"]
+_INTS = ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8"]
+_FLOATS = ["f2", "f4", "f8"]
+_PADS = {"nullterm": h5t.STR_NULLTERM, "nullpad": h5t.STR_NULLPAD, "spacepad": h5t.STR_SPACEPAD}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A drawn file datatype: the type to create the dataset with, how to make its values, and
+    the reason refzarr must give when it refuses it (None: it must reference it)."""
+
+    label: str
+    dtype: Any  # numpy dtype, or h5t.TypeID for types numpy cannot say
+    values: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]
+    refused: str | None = None
+    filterable: bool = True  # scale-offset / szip / shuffle apply (numeric atoms)
+    numeric: str | None = None  # "i" / "f" for scale-offset
+
+    def h5dtype(self) -> Any:
+        if isinstance(self.dtype, h5t.TypeID):
+            return h5py.Datatype(self.dtype)
+        return self.dtype
+
+
+def _random_bytes(dtype: np.dtype[Any]) -> Callable[[np.random.Generator, tuple[int, ...]], Any]:
+    def make(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        count = math.prod(shape) * dtype.itemsize
+        raw = rng.integers(0, 256, size=count, dtype=np.uint8)
+        if rng.random() < 0.5:  # small values compress (and scale-offset keeps few bits)
+            raw[rng.random(count) < 0.7] = 0
+        return raw.view(dtype).reshape(shape)
+
+    return make
+
+
+def _choice(options: list[Any], dtype: Any) -> Callable[[np.random.Generator, tuple[int, ...]], Any]:
+    def make(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        picked = [options[i] for i in rng.integers(0, len(options), size=math.prod(shape))]
+        out = np.empty(math.prod(shape), dtype=dtype)
+        out[:] = picked
+        return out.reshape(shape)
+
+    return make
+
+
+@st.composite
+def numeric_kinds(draw: st.DrawFn) -> Kind:
+    base = draw(st.sampled_from(_INTS + _FLOATS))
+    dtype = np.dtype(draw(st.sampled_from(_ORDERS)) + base)
+    return Kind(f"{dtype.str}", dtype, _random_bytes(dtype), numeric=dtype.kind.replace("u", "i"))
+
+
+_STRING_BYTES = [b"", b"a", b"ab", b"abc", b"a b", b"  ", b"x\x00y", b"\xff\xfe", b"caf\xc3\xa9"]
+
+
+@st.composite
+def fixed_string_kinds(draw: st.DrawFn) -> Kind:
+    size = draw(st.integers(1, 6))
+    pad = draw(st.sampled_from(sorted(_PADS)))
+    utf8 = draw(st.booleans())
+    tid = h5t.C_S1.copy()
+    tid.set_size(size)
+    tid.set_strpad(_PADS[pad])
+    tid.set_cset(h5t.CSET_UTF8 if utf8 else h5t.CSET_ASCII)
+    refused = "space-padded" if pad == "spacepad" else None
+    values = _choice(_STRING_BYTES + [b"abcdefgh"[:size]], f"S{size}")
+    return Kind(f"S{size}-{pad}", tid, values, refused=refused, filterable=False)
+
+
+@st.composite
+def vlen_string_kinds(draw: st.DrawFn) -> Kind:
+    utf8 = draw(st.booleans())
+    dtype = h5py.string_dtype("utf-8" if utf8 else "ascii")
+    texts = ["", "a", "héllo", "日本", "x" * 40] if utf8 else ["", "a", "hello", "x" * 40]
+    options: list[Any] = texts if utf8 else [t.encode() for t in texts]
+    return Kind(f"vlen-{'utf8' if utf8 else 'ascii'}", dtype, _choice(options, object), filterable=False)
+
+
+@st.composite
+def enum_kinds(draw: st.DrawFn) -> Kind:
+    base = np.dtype(draw(st.sampled_from(_ORDERS)) + draw(st.sampled_from(_INTS)))
+    count = draw(st.integers(1, 4))
+    high = min(np.iinfo(base).max, 1000)
+    values = draw(st.lists(st.integers(0, high), min_size=count, max_size=count, unique=True))
+    mapping = {f"e{i}": v for i, v in enumerate(values)}
+    dtype = h5py.enum_dtype(mapping, basetype=base)
+    return Kind(f"enum{base.str}", dtype, _choice(values, base), filterable=False)
+
+
+def bool_kind() -> Kind:
+    return Kind("bool", np.dtype(bool), _choice([False, True], bool), filterable=False)
+
+
+@st.composite
+def compound_kinds(draw: st.DrawFn) -> Kind:
+    count = draw(st.integers(1, 3))
+    fields: list[tuple[str, Any]] = []
+    refused = None
+    for i in range(count):
+        member = draw(st.sampled_from(["num", "num", "nested", "array"]))
+        base = np.dtype(draw(st.sampled_from(_ORDERS)) + draw(st.sampled_from(_INTS + _FLOATS)))
+        if member == "num":
+            fields.append((f"m{i}", base))
+        elif member == "nested":
+            fields.append((f"m{i}", np.dtype([("a", base), ("b", "<i2")])))
+            refused = "compound member .* is a compound"
+        else:
+            fields.append((f"m{i}", np.dtype((base, (2,)))))
+            refused = refused or "compound member .* is an array"
+    packed = np.dtype(fields)
+    pad = draw(st.integers(0, 3))
+    dtype = np.dtype({
+        "names": packed.names,
+        "formats": [packed.fields[n][0] for n in packed.names],
+        "offsets": [packed.fields[n][1] for n in packed.names],
+        "itemsize": packed.itemsize + pad,
+    })
+    if draw(st.booleans()) and refused is None:
+        dtype = np.dtype(draw(st.sampled_from(["<c8", ">c8", "<c16", ">c16"])))
+
+    def make(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        out = np.zeros(shape, dtype=dtype)
+        raw = _random_bytes(np.dtype(dtype.descr if dtype.names else dtype))(rng, shape)
+        if dtype.names:
+            for name in dtype.names:
+                out[name] = raw[name]
+            return out
+        return raw
+
+    return Kind(f"compound{dtype}", dtype, make, refused=refused, filterable=False)
+
+
+@st.composite
+def array_type_kinds(draw: st.DrawFn) -> Kind:
+    base = np.dtype(draw(st.sampled_from(_ORDERS)) + draw(st.sampled_from(_INTS + _FLOATS)))
+    dims = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=2)))
+    tid = h5t.array_create(h5t.py_create(base), dims)
+
+    def make(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        return _random_bytes(base)(rng, (*shape, *dims))
+
+    return Kind(f"array{base.str}{dims}", tid, make, filterable=False)
+
+
+def opaque_kind() -> Kind:
+    dtype = np.dtype("V3")
+    return Kind("opaque", dtype, _random_bytes(dtype), filterable=False)
+
+
+def vlen_sequence_kind() -> Kind:
+    dtype = h5py.vlen_dtype(np.dtype("<i4"))
+
+    def make(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        out = np.empty(math.prod(shape), dtype=object)
+        for i in range(out.size):
+            out[i] = np.arange(int(rng.integers(0, 4)), dtype="<i4")
+        return out.reshape(shape)
+
+    return Kind("vlen-seq", dtype, make, refused="variable-length (sequence|.*vlen)", filterable=False)
+
+
+def kinds() -> st.SearchStrategy[Kind]:
+    return st.one_of(
+        numeric_kinds(),
+        numeric_kinds(),
+        numeric_kinds(),
+        fixed_string_kinds(),
+        vlen_string_kinds(),
+        enum_kinds(),
+        st.just(bool_kind()),
+        compound_kinds(),
+        array_type_kinds(),
+        st.just(opaque_kind()),
+        st.just(vlen_sequence_kind()),
+    )
+
+
+# -- datasets --------------------------------------------------------------------------------
+
+_FILTERS = ["gzip", "shuffle", "fletcher32", "lzf", "scaleoffset", "szip"]
+
+
+@dataclass
+class DatasetSpec:
+    """One dataset to write: where, what type, shape and layout, filters, fill and writes."""
+
+    path: str
+    kind: Kind
+    shape: tuple[int, ...] | None  # None: a null dataspace
+    layout: str  # contiguous / compact / chunked
+    chunks: tuple[int, ...] | None = None
+    maxshape: tuple[int | None, ...] | None = None
+    filters: list[tuple[str, Any]] = field(default_factory=list)
+    fill: Any = None  # None, or a value / "nan"
+    fill_time: str | None = None
+    alloc_time: str | None = None
+    writes: list[tuple[str, Any]] = field(default_factory=list)
+    seed: int = 0
+
+
+@st.composite
+def shapes(draw: st.DrawFn) -> tuple[int, ...]:
+    rank = draw(st.integers(0, 4))
+    return tuple(draw(st.lists(st.integers(0, 7 if rank < 3 else 4), min_size=rank, max_size=rank)))
+
+
+@st.composite
+def filter_lists(draw: st.DrawFn, kind: Kind) -> list[tuple[str, Any]]:
+    names = draw(st.lists(st.sampled_from(_FILTERS), max_size=4, unique=True))
+    out: list[tuple[str, Any]] = []
+    for name in names:
+        if name in ("scaleoffset", "szip") and not kind.filterable:
+            continue
+        if name == "scaleoffset" and "fletcher32" in names:
+            continue  # HDF5 refuses checksums around a lossy filter? let h5py decide below
+        if name == "gzip":
+            out.append((name, draw(st.integers(0, 9))))
+        elif name == "scaleoffset":
+            out.append((name, draw(st.integers(0, 6)) if kind.numeric == "i" else draw(st.integers(0, 4))))
+        elif name == "szip":
+            out.append((name, (draw(st.sampled_from(["ec", "nn"])), draw(st.sampled_from([2, 4, 8, 32])))))
+        else:
+            out.append((name, None))
+    return out
+
+
+@st.composite
+def dataset_specs(draw: st.DrawFn, path: str) -> DatasetSpec:
+    kind = draw(kinds())
+    null = draw(st.integers(0, 30)) == 0
+    shape = None if null else draw(shapes())
+    spec = DatasetSpec(path, kind, shape, "contiguous", seed=draw(st.integers(0, 2**32 - 1)))
+    if null:
+        spec.kind = Kind(kind.label, kind.dtype, kind.values, refused="null dataspace")
+        return spec
+    assert shape is not None
+    spec.layout = draw(st.sampled_from(["contiguous", "compact", "chunked", "chunked"]) if shape else st.sampled_from(["contiguous", "compact"]))
+    if spec.layout == "chunked":
+        limits = []
+        chunks = []
+        for size in shape:
+            limit = draw(st.sampled_from(["same", "more", "unlimited"]))
+            most = None if limit == "unlimited" else size + (3 if limit == "more" else 0)
+            if most == 0:
+                most = None
+            limits.append(most)
+            chunks.append(draw(st.integers(1, max(1, min(most or size + 3, 8)))))
+        spec.maxshape, spec.chunks = tuple(limits), tuple(chunks)
+        spec.filters = draw(filter_lists(kind))
+        spec.alloc_time = draw(st.sampled_from([None, "early", "late", "incr"]))
+    spec.fill = draw(st.sampled_from([None, None, "value", "nan"]))
+    spec.fill_time = draw(st.sampled_from([None, "ifset", "never", "alloc"]))
+    spec.writes = draw(write_plans(spec))
+    return spec
+
+
+@st.composite
+def write_plans(draw: st.DrawFn, spec: DatasetSpec) -> list[tuple[str, Any]]:
+    plan = draw(st.sampled_from(["full", "full", "none", "partial", "resize"]))
+    if plan == "resize" and (spec.maxshape is None or not spec.shape):
+        plan = "partial" if spec.shape else "full"
+    if plan == "full":
+        return [("full", None)]
+    if plan == "none":
+        return []
+    if plan == "partial":
+        return [("box", draw(st.integers(0, 2**32 - 1))) for _ in range(draw(st.integers(1, 3)))]
+    assert spec.shape is not None and spec.maxshape is not None
+    new = tuple(
+        draw(st.integers(0, (s + 5) if m is None else m)) for s, m in zip(spec.shape, spec.maxshape, strict=True)
+    )
+    writes: list[tuple[str, Any]] = [("full", None)] if draw(st.booleans()) else []
+    writes.append(("resize", new))
+    if draw(st.booleans()):
+        writes.append(("box", draw(st.integers(0, 2**32 - 1))))
+    return writes
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def _dcpl(spec: DatasetSpec) -> Any:
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    if spec.layout == "compact":
+        dcpl.set_layout(h5d.COMPACT)
+    if spec.alloc_time is not None:
+        dcpl.set_alloc_time({"early": h5d.ALLOC_TIME_EARLY, "late": h5d.ALLOC_TIME_LATE, "incr": h5d.ALLOC_TIME_INCR}[spec.alloc_time])
+    for name, option in spec.filters:
+        if name == "gzip":
+            dcpl.set_deflate(option)
+        elif name == "shuffle":
+            dcpl.set_shuffle()
+        elif name == "fletcher32":
+            dcpl.set_fletcher32()
+        elif name == "lzf":
+            dcpl.set_filter(h5z.FILTER_LZF, h5z.FLAG_OPTIONAL)
+        elif name == "scaleoffset":
+            so = h5z.SO_INT if spec.kind.numeric == "i" else h5z.SO_FLOAT_DSCALE
+            dcpl.set_scaleoffset(so, option)
+        elif name == "szip":
+            mask = {"ec": h5z.SZIP_EC_OPTION_MASK, "nn": h5z.SZIP_NN_OPTION_MASK}[option[0]]
+            dcpl.set_szip(mask, option[1])
+    return dcpl
+
+
+def _fill_value(spec: DatasetSpec) -> Any:
+    if spec.fill is None:
+        return None
+    dtype = np.dtype(spec.kind.dtype.dtype if isinstance(spec.kind.dtype, h5t.TypeID) else spec.kind.dtype)
+    if spec.fill == "nan":
+        return np.nan if dtype.kind in "fc" else None
+    if dtype.kind in "OV" or dtype.subdtype is not None or h5py.check_enum_dtype(dtype) is not None:
+        return None
+    rng = np.random.default_rng(spec.seed + 1)
+    return spec.kind.values(rng, (1,))[0]
+
+
+def _box(shape: tuple[int, ...], seed: int) -> tuple[slice, ...]:
+    rng = np.random.default_rng(seed)
+    box = []
+    for size in shape:
+        a = int(rng.integers(0, size + 1))
+        b = int(rng.integers(a, size + 1))
+        box.append(slice(a, b))
+    return tuple(box)
+
+
+def write_dataset(f: h5py.File, spec: DatasetSpec) -> None:
+    dtype = spec.kind.h5dtype()
+    if spec.shape is None:
+        f.create_dataset(spec.path, data=h5py.Empty(spec.kind.dtype if not isinstance(spec.kind.dtype, h5t.TypeID) else "f4"))
+        return
+    ds = f.create_dataset(
+        spec.path,
+        shape=spec.shape,
+        dtype=dtype,
+        chunks=spec.chunks,
+        maxshape=spec.maxshape,
+        fillvalue=_fill_value(spec),
+        fill_time=spec.fill_time,
+        dcpl=_dcpl(spec),
+    )
+    rng = np.random.default_rng(spec.seed)
+    shape = spec.shape
+    for action, arg in spec.writes:
+        if action == "full":
+            if math.prod(shape):
+                ds[...] = spec.kind.values(rng, shape)
+        elif action == "box":
+            box = _box(shape, arg)
+            sub = tuple(s.stop - s.start for s in box)
+            if math.prod(sub):
+                ds[box] = spec.kind.values(rng, sub)
+        elif action == "resize":
+            ds.resize(arg)
+            shape = arg
+
+
+@dataclass
+class FileSpec:
+    libver: str
+    track_order: bool
+    datasets: list[DatasetSpec]
+    groups: list[str]
+
+
+@st.composite
+def h5_files(draw: st.DrawFn) -> FileSpec:
+    groups = draw(st.sampled_from([[], ["g"], ["g", "g/h"], ["a", "b"]]))
+    places = ["", *groups]
+    count = draw(st.integers(1, 3))
+    datasets = []
+    for i in range(count):
+        where = draw(st.sampled_from(places))
+        datasets.append(draw(dataset_specs(f"{where}/d{i}".lstrip("/"))))
+    return FileSpec(
+        draw(st.sampled_from(["earliest", "latest", "v110"])), draw(st.booleans()), datasets, groups
+    )
+
+
+def write_file(path: Path, spec: FileSpec) -> list[DatasetSpec]:
+    """Write the file; the datasets HDF5 agreed to create (others are dropped)."""
+    written = []
+    with h5py.File(path, "w", libver=(spec.libver, "latest"), track_order=spec.track_order) as f:
+        for name in spec.groups:
+            f.create_group(name, track_order=spec.track_order)
+        for ds in spec.datasets:
+            try:
+                write_dataset(f, ds)
+            except (ValueError, TypeError, OSError, RuntimeError, KeyError) as exc:
+                note(f"h5py refused {ds.path}: {exc}")
+                if ds.path in f:
+                    del f[ds.path]
+                continue
+            written.append(ds)
+    return written
+
+
+# -- comparing -------------------------------------------------------------------------------
+
+
+def _ours(group: refzarr.RefGroup, path: str) -> np.ndarray:
+    array = group[path]
+    assert isinstance(array, refzarr.RefArray), path
+    return ArrayReader(array, path, RangeReader())[...]
+
+
+def check_file(path: Path, tmp: Path, parquet: bool, refused: dict[str, str | None]) -> None:
+    scanned = refzarr.scan(str(path), on_unsupported="skip")
+    skipped = {s.path.lstrip("/"): s.reason for s in scanned.skipped}
+    note(f"skipped: {skipped}")
+    arrays = dict(scanned.arrays())
+    for name, reason in refused.items():
+        if name in skipped:
+            assert reason is not None, f"{name}: refused unexpectedly: {skipped[name]}"
+            assert re.search(reason, skipped[name]), f"{name}: {skipped[name]!r} not {reason!r}"
+        else:
+            assert reason is None, f"{name}: should be refused ({reason}) but scanned"
+            assert name in arrays, f"{name}: neither scanned nor skipped"
+    extra = set(skipped) - set(refused)
+    assert not extra, f"skipped: {extra}"
+    json_path = tmp / "refs.json"
+    refzarr.write(scanned, json_path)
+    ours = refzarr.read(json_path)
+    roots = [open_zarr_group(json_path)]
+    if parquet:
+        parquet_path = tmp / "refs.parq"
+        refzarr.write(scanned, parquet_path)
+        roots.append(open_zarr_group(parquet_path))
+    with h5py.File(path, "r") as f:
+        for name, arr in arrays.items():
+            ds = f[source_path(f, name)]
+            got = _ours(ours, name)
+            assert_array_matches_h5(_as_zarr_gives(got, arr.meta), ds, arr.meta, f"refzarr {name}")
+            for root in roots:
+                assert_array_matches_h5(_zarr_read(root[name]), ds, arr.meta, f"zarr {name}")
+
+
+def _zarr_read(array: Any) -> Any:
+    """What zarr reads; a 0-d array comes back as a numpy scalar (native byte order), so it is
+    given the array's own dtype back."""
+    values = array[...]
+    if getattr(values, "ndim", 0) == 0 and array.dtype.kind not in "OTU":
+        assert np.asarray(values).dtype == array.dtype.newbyteorder("="), array.name
+        return np.asarray(values).astype(array.dtype)
+    return values
+
+
+def _as_zarr_gives(values: np.ndarray, meta: ArrayMeta) -> Any:
+    """refzarr's reader gives variable-length strings as objects; the kit expects zarr's
+    StringDType for `vlen-utf8`."""
+    if meta.dtype.kind == "O" and meta.codecs and meta.codecs[0]["id"] == "vlen-utf8" and values.ndim:
+        return values.astype(np.dtypes.StringDType())
+    return values
+
+
+# fsspec reads Parquet reference sets with fastparquet (see test_hdf5_conformance)
+FASTPARQUET = pytest.mark.filterwarnings("ignore:The 'fastparquet' engine is deprecated")
+
+
+@FASTPARQUET
+@fuzz_settings(ci_examples=12)
+@given(spec=h5_files(), parquet=st.integers(0, 3))
+def test_h5py_files(tmp_path: Path, spec: FileSpec, parquet: int) -> None:
+    tmp = tmp_path / uuid.uuid4().hex
+    tmp.mkdir()
+    path = tmp / "f.h5"
+    written = write_file(path, spec)
+    note(repr(written))
+    if not written:
+        reject()
+    refused = {ds.path: ds.kind.refused for ds in written}
+    check_file(path, tmp, parquet == 0, refused)
