@@ -24,6 +24,7 @@ import h5py
 import netCDF4
 import numpy as np
 import pytest
+import zarr
 from fuzzkit import fuzz_settings
 from h5kit import assert_array_matches_h5, source_path
 from h5py import h5d, h5p, h5t, h5z
@@ -473,7 +474,24 @@ def check_file(path: Path, tmp: Path, parquet: bool, refused: dict[str, str | No
             got = _ours(ours, name)
             assert_array_matches_h5(_as_zarr_gives(got, arr.meta), ds, arr.meta, f"refzarr {name}")
             for root in roots:
+                if _zarr_cannot_fill(arr.meta):
+                    continue
                 assert_array_matches_h5(_zarr_read(root[name]), ds, arr.meta, f"zarr {name}")
+
+
+def _zarr_cannot_fill(meta: ArrayMeta) -> bool:
+    """zarr-python before 3.2 fails to fill a missing chunk of a structured dtype with void
+    (padding) fields and no fill value ("a bytes-like object is required"); 3.4 reads it."""
+    void = meta.dtype.names is not None and any(
+        meta.dtype[name].kind == "V" for name in meta.dtype.names
+    )
+    padded = meta.dtype.names is not None and sum(
+        meta.dtype[name].itemsize for name in meta.dtype.names
+    ) < meta.dtype.itemsize
+    return _OLD_ZARR and (void or padded) and meta.fill_value is None
+
+
+_OLD_ZARR = tuple(int(p) for p in zarr.__version__.split(".")[:2]) < (3, 2)
 
 
 def _zarr_read(array: Any) -> Any:

@@ -25,7 +25,7 @@ from refzarr.codecs.hdf5.scaleoffset import SO_FLOAT_DSCALE, SO_INT, Hdf5ScaleOf
 from refzarr.codecs.hdf5.shuffle import Hdf5Shuffle
 from refzarr.errors import UnsupportedFeatureError
 
-__all__ = ["FILTER_NAMES", "Hdf5Filter", "filter_to_codec", "filters_to_codecs"]
+__all__ = ["FILTER_NAMES", "Hdf5Filter", "filter_stages", "filter_to_codec", "filters_to_codecs"]
 
 DEFLATE, SHUFFLE, FLETCHER32, SZIP, NBIT, SCALEOFFSET = 1, 2, 3, 4, 5, 6
 BZIP2, LZF, BLOSC, LZ4, BITSHUFFLE, ZSTD, BLOSC2 = 307, 32000, 32001, 32004, 32008, 32015, 32026
@@ -278,6 +278,27 @@ def filter_to_codec(
         is missing for one that needs it.
     """
     return _mapped(stage, _as_target(dtype, None), where)
+
+
+def filter_stages(
+    stages: Iterable[Hdf5Filter], dtype: np.dtype[Any] | int, *, where: str = ""
+) -> list[dict[str, Any] | None]:
+    """One numcodecs config per filter, in HDF5's order (None for a no-op stage): the stages
+    of `filters_to_codecs`, before it adds what a padded or null-terminated type needs.
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        Naming the first filter that cannot be mapped (see `filter_to_codec`).
+    """
+    found: list[dict[str, Any] | None] = []
+    for stage in stages:
+        codec = filter_to_codec(stage, dtype, where=where)
+        before = [c for c in found if c is not None]
+        if codec is not None and codec["id"] == "shuffle" and _resized(before, codec):
+            codec = Hdf5Shuffle(codec["elementsize"]).get_config()
+        found.append(codec)
+    return found
 
 
 def _resized(before: Sequence[dict[str, Any]], shuffle: dict[str, Any]) -> bool:

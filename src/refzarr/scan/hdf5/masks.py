@@ -36,7 +36,9 @@ def recoder(
         One numcodecs config per HDF5 filter, in pipeline order (None: a stage that leaves
         the bytes unchanged).
     codecs
-        The array's codecs in encoding order: must be ``stages`` without the Nones.
+        The array's codecs in encoding order: must end with ``stages`` without the Nones.
+        Codecs before those (what a padded integer or a null-terminated string type adds)
+        act on the values the filters give back: a re-encoded chunk does not pass them.
     chunk_nbytes
         Size of one decoded chunk in bytes.
     where
@@ -48,10 +50,12 @@ def recoder(
         When the array's codecs are not the filters' own (an extra stage), or a codec is not
         installed.
     """
-    if [dict(c) for c in stages if c is not None] != [dict(c) for c in codecs]:
+    applied = [dict(c) for c in stages if c is not None]
+    tail = [dict(c) for c in codecs][len(codecs) - len(applied) :]
+    if len(applied) > len(codecs) or tail != applied:
         raise UnsupportedFeatureError(
-            f"{where}: chunks skipped some of their filters, and the array's codecs are not "
-            "one per filter (a padded integer type?), so they cannot be re-encoded"
+            f"{where}: chunks skipped some of their filters, and the array's codecs do not "
+            "end with one per filter, so they cannot be re-encoded"
         )
     made = [None if config is None else _codec(config, where) for config in stages]
     encoders = [(codec, config) for codec, config in zip(made, stages, strict=True) if config]
