@@ -297,8 +297,29 @@ def filter_stages(
         before = [c for c in found if c is not None]
         if codec is not None and codec["id"] == "shuffle" and _resized(before, codec):
             codec = Hdf5Shuffle(codec["elementsize"]).get_config()
+        _check_szip_input(before, codec, stage, where)
         found.append(codec)
     return found
+
+
+def _check_szip_input(
+    before: Sequence[dict[str, Any]], codec: dict[str, Any] | None, stage: Hdf5Filter, where: str
+) -> None:
+    """Refuse szip after a stage that may leave a partial pixel (scale-offset, deflate, LZF,
+    fletcher32's 4 bytes on 8-byte pixels, ...): HDF5's szip pads it, imagecodecs' decodes
+    the last bytes from whatever memory held (wrong values, in silence)."""
+    if codec is None or codec["id"] != "imagecodecs_szip":
+        return
+    pixel = max(1, -(-int(codec["bits_per_pixel"]) // 8))
+    for c in before:
+        if c["id"] in ("shuffle", Hdf5Shuffle.codec_id) or (c["id"] == "fletcher32" and 4 % pixel == 0):
+            continue
+        raise _unsupported(
+            stage,
+            f"szip after {c['id']!r}, whose output may end in a partial {pixel}-byte pixel "
+            "that imagecodecs' szip does not decode",
+            where,
+        )
 
 
 def _resized(before: Sequence[dict[str, Any]], shuffle: dict[str, Any]) -> bool:
@@ -345,6 +366,7 @@ def filters_to_codecs(
         codec = _mapped(stage, target, where)
         if codec is not None and codec["id"] == "shuffle" and _resized(codecs, codec):
             codec = Hdf5Shuffle(codec["elementsize"]).get_config()
+        _check_szip_input(codecs, codec, stage, where)
         if codec is not None:
             codecs.append(codec)
     has_nbit = any(c["id"] == Hdf5NBit.codec_id for c in codecs)
