@@ -12,6 +12,7 @@ with the reason docs/formats/hdf5.md gives for it; anything else skipped is a fi
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import uuid
@@ -25,18 +26,18 @@ import netCDF4
 import numpy as np
 import pytest
 import zarr
-from fuzzkit import fuzz_settings
 from h5kit import assert_array_matches_h5, source_path
 from h5py import h5d, h5p, h5t, h5z
 from hypothesis import assume, given, note, reject
-from hypothesis.errors import InvalidArgument
 from hypothesis import strategies as st
-from roundtrip import open_zarr_group
+from hypothesis.errors import InvalidArgument
 
 import refzarr
+from fuzzkit import fuzz_settings
 from refzarr.io import RangeReader
 from refzarr.model import ArrayMeta
 from refzarr.reader import ArrayReader
+from roundtrip import open_zarr_group
 
 # fsspec reads Parquet reference sets with fastparquet (see test_hdf5_conformance)
 pytestmark = pytest.mark.filterwarnings("ignore:The 'fastparquet' engine is deprecated")
@@ -78,7 +79,9 @@ def _random_bytes(dtype: np.dtype[Any]) -> Callable[[np.random.Generator, tuple[
     return make
 
 
-def _choice(options: list[Any], dtype: Any) -> Callable[[np.random.Generator, tuple[int, ...]], Any]:
+def _choice(
+    options: list[Any], dtype: Any
+) -> Callable[[np.random.Generator, tuple[int, ...]], Any]:
     def make(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         picked = [options[i] for i in rng.integers(0, len(options), size=math.prod(shape))]
         out = np.empty(math.prod(shape), dtype=dtype)
@@ -108,7 +111,7 @@ def fixed_string_kinds(draw: st.DrawFn) -> Kind:
     tid.set_strpad(_PADS[pad])
     tid.set_cset(h5t.CSET_UTF8 if utf8 else h5t.CSET_ASCII)
     refused = "space-padded" if pad == "spacepad" else None
-    values = _choice(_STRING_BYTES + [b"abcdefgh"[:size]], f"S{size}")
+    values = _choice([*_STRING_BYTES, b"abcdefgh"[:size]], f"S{size}")
     return Kind(f"S{size}-{pad}", tid, values, refused=refused, filterable=False)
 
 
@@ -118,7 +121,9 @@ def vlen_string_kinds(draw: st.DrawFn) -> Kind:
     dtype = h5py.string_dtype("utf-8" if utf8 else "ascii")
     texts = ["", "a", "héllo", "日本", "x" * 40] if utf8 else ["", "a", "hello", "x" * 40]
     options: list[Any] = texts if utf8 else [t.encode() for t in texts]
-    return Kind(f"vlen-{'utf8' if utf8 else 'ascii'}", dtype, _choice(options, object), filterable=False)
+    return Kind(
+        f"vlen-{'utf8' if utf8 else 'ascii'}", dtype, _choice(options, object), filterable=False
+    )
 
 
 @st.composite
@@ -154,12 +159,14 @@ def compound_kinds(draw: st.DrawFn) -> Kind:
             refused = "nested compound|compound member .* is an array"
     packed = np.dtype(fields)
     pad = draw(st.integers(0, 3))
-    dtype = np.dtype({
-        "names": packed.names,
-        "formats": [packed.fields[n][0] for n in packed.names],
-        "offsets": [packed.fields[n][1] for n in packed.names],
-        "itemsize": packed.itemsize + pad,
-    })
+    dtype = np.dtype(
+        {
+            "names": packed.names,
+            "formats": [packed.fields[n][0] for n in packed.names],
+            "offsets": [packed.fields[n][1] for n in packed.names],
+            "itemsize": packed.itemsize + pad,
+        }
+    )
     if draw(st.booleans()) and refused is None:
         dtype = np.dtype(draw(st.sampled_from(["<c8", ">c8", "<c16", ">c16"])))
 
@@ -201,7 +208,9 @@ def vlen_sequence_kind() -> Kind:
             out[i] = np.arange(int(rng.integers(0, 4)), dtype="<i4")
         return out.reshape(shape)
 
-    return Kind("vlen-seq", dtype, make, refused="variable-length (sequence|.*vlen)", filterable=False)
+    return Kind(
+        "vlen-seq", dtype, make, refused="variable-length (sequence|.*vlen)", filterable=False
+    )
 
 
 def kinds() -> st.SearchStrategy[Kind]:
@@ -261,9 +270,13 @@ def filter_lists(draw: st.DrawFn, kind: Kind) -> list[tuple[str, Any]]:
         if name == "gzip":
             out.append((name, draw(st.integers(0, 9))))
         elif name == "scaleoffset":
-            out.append((name, draw(st.integers(0, 6)) if kind.numeric == "i" else draw(st.integers(0, 4))))
+            out.append(
+                (name, draw(st.integers(0, 6)) if kind.numeric == "i" else draw(st.integers(0, 4)))
+            )
         elif name == "szip":
-            out.append((name, (draw(st.sampled_from(["ec", "nn"])), draw(st.sampled_from([2, 4, 8, 32])))))
+            out.append(
+                (name, (draw(st.sampled_from(["ec", "nn"])), draw(st.sampled_from([2, 4, 8, 32]))))
+            )
         else:
             out.append((name, None))
     return out
@@ -279,7 +292,11 @@ def dataset_specs(draw: st.DrawFn, path: str) -> DatasetSpec:
         spec.kind = Kind(kind.label, kind.dtype, kind.values, refused="null dataspace")
         return spec
     assert shape is not None
-    spec.layout = draw(st.sampled_from(["contiguous", "compact", "chunked", "chunked"]) if shape else st.sampled_from(["contiguous", "compact"]))
+    spec.layout = draw(
+        st.sampled_from(["contiguous", "compact", "chunked", "chunked"])
+        if shape
+        else st.sampled_from(["contiguous", "compact"])
+    )
     if spec.layout == "chunked":
         limits = []
         chunks = []
@@ -310,9 +327,11 @@ def write_plans(draw: st.DrawFn, spec: DatasetSpec) -> list[tuple[str, Any]]:
         return []
     if plan == "partial":
         return [("box", draw(st.integers(0, 2**32 - 1))) for _ in range(draw(st.integers(1, 3)))]
-    assert spec.shape is not None and spec.maxshape is not None
+    assert spec.shape is not None
+    assert spec.maxshape is not None
     new = tuple(
-        draw(st.integers(0, (s + 5) if m is None else m)) for s, m in zip(spec.shape, spec.maxshape, strict=True)
+        draw(st.integers(0, (s + 5) if m is None else m))
+        for s, m in zip(spec.shape, spec.maxshape, strict=True)
     )
     writes: list[tuple[str, Any]] = [("full", None)] if draw(st.booleans()) else []
     writes.append(("resize", new))
@@ -329,7 +348,13 @@ def _dcpl(spec: DatasetSpec) -> Any:
     if spec.layout == "compact":
         dcpl.set_layout(h5d.COMPACT)
     if spec.alloc_time is not None:
-        dcpl.set_alloc_time({"early": h5d.ALLOC_TIME_EARLY, "late": h5d.ALLOC_TIME_LATE, "incr": h5d.ALLOC_TIME_INCR}[spec.alloc_time])
+        dcpl.set_alloc_time(
+            {
+                "early": h5d.ALLOC_TIME_EARLY,
+                "late": h5d.ALLOC_TIME_LATE,
+                "incr": h5d.ALLOC_TIME_INCR,
+            }[spec.alloc_time]
+        )
     for name, option in spec.filters:
         if name == "gzip":
             dcpl.set_deflate(option)
@@ -351,7 +376,9 @@ def _dcpl(spec: DatasetSpec) -> Any:
 def _fill_value(spec: DatasetSpec) -> Any:
     if spec.fill is None:
         return None
-    dtype = np.dtype(spec.kind.dtype.dtype if isinstance(spec.kind.dtype, h5t.TypeID) else spec.kind.dtype)
+    dtype = np.dtype(
+        spec.kind.dtype.dtype if isinstance(spec.kind.dtype, h5t.TypeID) else spec.kind.dtype
+    )
     if spec.fill == "nan":
         return np.nan if dtype.kind in "fc" else None
     if dtype.kind in "OV" or dtype.subdtype is not None or h5py.check_enum_dtype(dtype) is not None:
@@ -373,7 +400,12 @@ def _box(shape: tuple[int, ...], seed: int) -> tuple[slice, ...]:
 def write_dataset(f: h5py.File, spec: DatasetSpec) -> None:
     dtype = spec.kind.h5dtype()
     if spec.shape is None:
-        f.create_dataset(spec.path, data=h5py.Empty(spec.kind.dtype if not isinstance(spec.kind.dtype, h5t.TypeID) else "f4"))
+        f.create_dataset(
+            spec.path,
+            data=h5py.Empty(
+                spec.kind.dtype if not isinstance(spec.kind.dtype, h5t.TypeID) else "f4"
+            ),
+        )
         return
     ds = f.create_dataset(
         spec.path,
@@ -452,10 +484,8 @@ def _ours(group: refzarr.RefGroup, path: str) -> np.ndarray:
 
 def _note(text: str) -> None:
     """A note on the failing example (outside hypothesis: nothing)."""
-    try:
+    with contextlib.suppress(InvalidArgument):
         note(text)
-    except InvalidArgument:
-        pass
 
 
 def _may_refuse(spec: DatasetSpec) -> str | None:
@@ -552,9 +582,10 @@ def _zarr_cannot_fill(meta: ArrayMeta) -> bool:
     void = meta.dtype.names is not None and any(
         meta.dtype[name].kind == "V" for name in meta.dtype.names
     )
-    padded = meta.dtype.names is not None and sum(
-        meta.dtype[name].itemsize for name in meta.dtype.names
-    ) < meta.dtype.itemsize
+    padded = (
+        meta.dtype.names is not None
+        and sum(meta.dtype[name].itemsize for name in meta.dtype.names) < meta.dtype.itemsize
+    )
     return _OLD_ZARR and (void or padded) and meta.fill_value is None
 
 
@@ -575,7 +606,12 @@ def _zarr_read(array: Any) -> Any:
 def _as_zarr_gives(values: np.ndarray, meta: ArrayMeta) -> Any:
     """refzarr's reader gives variable-length strings as objects; the kit expects zarr's
     StringDType for `vlen-utf8`."""
-    if meta.dtype.kind == "O" and meta.codecs and meta.codecs[0]["id"] == "vlen-utf8" and values.ndim:
+    if (
+        meta.dtype.kind == "O"
+        and meta.codecs
+        and meta.codecs[0]["id"] == "vlen-utf8"
+        and values.ndim
+    ):
         return values.astype(np.dtypes.StringDType())
     return values
 
@@ -619,9 +655,7 @@ class NcFile:
 
 
 @st.composite
-def nc_variables(
-    draw: st.DrawFn, group: str, name: str, dims: dict[str, int | None]
-) -> NcVariable:
+def nc_variables(draw: st.DrawFn, group: str, name: str, dims: dict[str, int | None]) -> NcVariable:
     dtype = draw(st.sampled_from(_NC_TYPES))
     names = sorted(dims)
     chosen = tuple(draw(st.lists(st.sampled_from(names), max_size=3))) if names else ()
@@ -640,7 +674,9 @@ def nc_variables(
         options["shuffle"] = draw(st.booleans())
         options["fletcher32"] = draw(st.booleans())
         if fill == "value":
-            fill = _random_bytes(np.dtype(dtype))(np.random.default_rng(draw(st.integers(0, 99))), (1,))[0]
+            fill = _random_bytes(np.dtype(dtype))(
+                np.random.default_rng(draw(st.integers(0, 99))), (1,)
+            )[0]
         elif not unlimited and draw(st.integers(0, 5)) == 0:
             fill = False  # NC_NOFILL: written whole below
     else:
@@ -671,8 +707,8 @@ def nc_files(draw: st.DrawFn) -> NcFile:
             for i in range(count)
         }
         visible = {k: v for g in dims if group.startswith(g) for k, v in dims[g].items()}
-        for i in range(draw(st.integers(1, 3))):
-            variables.append(draw(nc_variables(group, f"v{i}", visible)))
+        count = draw(st.integers(1, 3))
+        variables.extend(draw(nc_variables(group, f"v{i}", visible)) for i in range(count))
         for dim, size in dims[group].items():  # a coordinate variable, sometimes
             if draw(st.integers(0, 3)) == 0:
                 var = draw(nc_variables(group, dim, {dim: size}))
@@ -818,7 +854,7 @@ def _check_all(path: Path, tmp: Path, refused: dict[str, str | None] | None = No
     with h5py.File(path, "r") as f:
         names: list[str] = []
         f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-    refused = {name: None for name in names} | (refused or {})
+    refused = dict.fromkeys(names) | (refused or {})
     must = {name for name, reason in refused.items() if reason}
     check_file(path, tmp, True, refused, must)
 
@@ -887,7 +923,9 @@ def test_masked_chunks_with_derived_codecs(tmp_path: Path) -> None:
         for name, order in {"a": ("gzip", "lzf", "shuffle"), "b": ("lzf", "shuffle")}.items():
             ds = f.create_dataset(name, (8,), "i4", chunks=(8,), dcpl=_pipeline(*order))
             ds[...] = rng.integers(-(2**31), 2**31 - 1, 8)
-        strings = f.create_dataset("s", (4,), h5py.Datatype(tid), chunks=(4,), dcpl=_pipeline("lzf"))
+        strings = f.create_dataset(
+            "s", (4,), h5py.Datatype(tid), chunks=(4,), dcpl=_pipeline("lzf")
+        )
         strings[...] = np.array([b"ab\x00c", b"\xff\xfe", b"abcd", b"q"])
         assert all(f[n].id.get_chunk_info(0).filter_mask for n in "abs")
     _check_all(tmp_path / "f.h5", tmp_path)
@@ -898,6 +936,13 @@ def test_szip_after_resizing_stage_refused(tmp_path: Path) -> None:
     may end in a partial pixel, whose bytes imagecodecs decoded wrong (values off by a few,
     in silence): refused, named."""
     with h5py.File(tmp_path / "f.h5", "w") as f:
-        ds = f.create_dataset("d", (1, 2), "<i4", chunks=(3, 1), maxshape=(4, 2), dcpl=_pipeline("scaleoffset", "shuffle", "szip"))
+        ds = f.create_dataset(
+            "d",
+            (1, 2),
+            "<i4",
+            chunks=(3, 1),
+            maxshape=(4, 2),
+            dcpl=_pipeline("scaleoffset", "shuffle", "szip"),
+        )
         ds[...] = [[10289152, 51966]]
     _check_all(tmp_path / "f.h5", tmp_path, {"d": "szip after 'refzarr_hdf5_scaleoffset'"})

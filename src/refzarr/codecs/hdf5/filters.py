@@ -312,7 +312,9 @@ def _check_szip_input(
         return
     pixel = max(1, -(-int(codec["bits_per_pixel"]) // 8))
     for c in before:
-        if c["id"] in ("shuffle", Hdf5Shuffle.codec_id) or (c["id"] == "fletcher32" and 4 % pixel == 0):
+        if c["id"] in ("shuffle", Hdf5Shuffle.codec_id) or (
+            c["id"] == "fletcher32" and 4 % pixel == 0
+        ):
             continue
         raise _unsupported(
             stage,

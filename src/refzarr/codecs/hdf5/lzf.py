@@ -41,7 +41,7 @@ class Hdf5Lzf(Codec):  # type: ignore[misc]
         """The decompressed chunk."""
         import imagecodecs
 
-        data = np.ascontiguousarray(buf).view(np.uint8).reshape(-1)
+        data: Any = np.ascontiguousarray(buf).view(np.uint8).reshape(-1)
         size = self.size or 2 * len(data) or 1
         while True:
             try:

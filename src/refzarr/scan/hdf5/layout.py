@@ -27,7 +27,6 @@ from h5py import h5d
 from refzarr.codecs.hdf5.filters import (
     Hdf5Filter,
     filter_stages,
-    filter_to_codec,
     filters_to_codecs,
 )
 from refzarr.errors import RefFormatError, ScanError, SourceNotFoundError, UnsupportedFeatureError

@@ -55,7 +55,9 @@ def unswizzled(
     chunks = ds.chunks
     assert chunks is not None
     # chunks per axis of the maximum grid (the unlimited axis: unbounded)
-    most = [-(-int(m) // c) if m is not None else 0 for m, c in zip(ds.maxshape, chunks, strict=True)]
+    most = [
+        -(-int(m) // c) if m is not None else 0 for m, c in zip(ds.maxshape, chunks, strict=True)
+    ]
     if math.prod(most[:axis]) == 1:  # axes before it hold one chunk: nothing moves
         return coords
     if not _extensible_array(ds, read):
@@ -73,7 +75,7 @@ def _moved_back(
     after = most[axis + 1 :]
     inner = math.prod(after)
     number = coords[:, axis] * inner
-    for k, size in enumerate(after):
+    for k in range(len(after)):
         number = number + coords[:, axis + 1 + k] * math.prod(after[k + 1 :])
     before = most[:axis]
     block = math.prod(before) * inner  # chunks per step along the unlimited axis
@@ -84,7 +86,7 @@ def _moved_back(
         step = math.prod(before[k + 1 :]) * inner
         out[:, k] = rest // step
         rest = rest % step
-    for k, size in enumerate(after):
+    for k in range(len(after)):
         step = math.prod(after[k + 1 :])
         out[:, axis + 1 + k] = rest // step
         rest = rest % step
