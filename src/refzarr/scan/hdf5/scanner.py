@@ -398,7 +398,7 @@ class _Walk:
                     partial(self.headers.compact_data, ds.id, address),
                     self.walked,
                 )
-            return decoded_array(ds, where, attrs, dims)
+            return decoded_array(ds, where, attrs, dims, self.netcdf.shape(ds, table))
         dtype = storage_dtype(ds, where, tid)
         # codecs before the chunk index: an unsupported filter fails before any chunk is read
         filters = dataset_filters(ds)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import io
 import math
+import os
 import struct
 from typing import Any
 
@@ -97,9 +98,12 @@ def _extensible_array(ds: h5py.Dataset, read: Read | None) -> bool:
     """Whether the dataset's version 4 layout message names an extensible array index."""
     name = ds.name
     try:
+        f = ds.file
+        if read is None and f.driver == "sec2" and hasattr(os, "pread"):
+            fd = f.id.get_vfd_handle()
+            read = lambda position, length: os.pread(fd, length, position)  # noqa: E731
         if read is None:
             raise FormatMismatch("no reader of the file's bytes")
-        f = ds.file
         sb = _read_superblock(read, f.id.get_create_plist().get_userblock(), f.id.get_filesize())
         body = find_message(read, sb, header_address(ds.id), LAYOUT)
         if body is None or len(body) < 5:

@@ -24,7 +24,7 @@ from typing import Any
 
 import h5py
 import numpy as np
-from h5py import h5r, h5s, h5t
+from h5py import h5d, h5r, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import INLINED, MISSING, ArrayMeta, ChunkManifest, RefArray
@@ -69,8 +69,13 @@ def decoded_array(
     where: str,
     attributes: dict[str, Any],
     dimension_names: tuple[str, ...],
+    shape: tuple[int, ...] | None = None,
 ) -> RefArray:
     """The dataset as an object array with every chunk decoded and inlined.
+
+    ``shape``: the array's shape when longer than the dataset's (a netCDF variable along an
+    unlimited dimension other variables made longer); the chunks past the dataset's end are
+    missing (they read as the empty value, as netCDF reads them).
 
     Raises `UnsupportedFeatureError` for variable-length sequences (zarr-python 3 cannot read
     them) and references of an unknown kind.
@@ -91,7 +96,7 @@ def decoded_array(
     else:
         chunks, utf8 = _encoded_chunks(ds, _strings)
     meta = ArrayMeta(
-        shape=ds.shape,
+        shape=ds.shape if shape is None else shape,
         chunks=decoded_chunk_shape(ds),
         dtype=_OBJECT,
         fill_value=None,  # reads as "" (b""): what h5py reads for a string never written
@@ -148,13 +153,38 @@ def _encoded_chunks(
     chunks = decoded_chunk_shape(ds)
     encoded: dict[tuple[int, ...], bytes] = {}
     utf8 = True
+    allocated = _allocated_chunks(ds)
     for index, selection in _chunk_selections(ds):
+        if allocated is not None and index not in allocated:
+            continue  # never written: reads as the empty value (HDF5 may fail to read it)
         values = as_bytes(np.asarray(ds[selection], dtype=object), index)
         if not any(values):
             continue  # missing: reads as the empty value
         utf8 = utf8 and _all_utf8(values)
         encoded[index] = encode_vlen(_pad(values, selection, chunks))
     return encoded, utf8
+
+
+def _allocated_chunks(ds: h5py.Dataset) -> set[tuple[int, ...]] | None:
+    """The chunks HDF5 stored, when a chunk it did not reads as the empty value (a chunked
+    dataset without a fill value, or with an empty one: netCDF's strings); None: read all.
+
+    HDF5 2.0 cannot read a never-written chunk of variable-length strings with a fill value
+    from a file open read-only ("no write intent on file"): every netCDF-4 string variable
+    along an unlimited dimension written in part.
+    """
+    if ds.chunks is None:
+        return None
+    plist = ds.id.get_create_plist()
+    if plist.fill_value_defined() == h5d.FILL_VALUE_USER_DEFINED:
+        fill = np.zeros((1,), dtype=ds.dtype)
+        plist.get_fill_value(fill)
+        if fill[0] not in (None, b"", ""):
+            return None
+    from refzarr.scan.hdf5.layout import ChunkColumns
+
+    columns = ChunkColumns.collect(ds)
+    return {tuple(int(c) for c in row) for row in columns.coords}
 
 
 def _pad(values: list[bytes], selection: tuple[slice, ...], chunks: tuple[int, ...]) -> list[bytes]:
