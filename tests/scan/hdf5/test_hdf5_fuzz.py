@@ -1056,3 +1056,17 @@ def test_netcdf_strings_along_unlimited_dimension(tmp_path: Path) -> None:
         nc.createVariable("none", str, ("x",))
         nc.createVariable("x", "i1", ("x",))[0:5] = np.arange(5)
     check_nc(tmp_path / "f.nc", tmp_path, parquet=True)
+
+
+def test_netcdf_strings_with_fill_value(tmp_path: Path) -> None:
+    """A string variable's own ``_FillValue``: never-written records (and those past the
+    dataset's end) read as it in netCDF; refzarr read them as ``""``."""
+    with netCDF4.Dataset(tmp_path / "f.nc", "w") as nc:
+        nc.createDimension("x", None)
+        part = nc.createVariable("part", str, ("x",), chunksizes=(2,), fill_value="zz")
+        part[1:2] = np.array(["q"], dtype=object)
+        nc.createVariable("none", str, ("x",), fill_value="zz")
+        empty = nc.createVariable("empty", str, ("x",), chunksizes=(2,), fill_value="zz")
+        empty[0:2] = np.array(["", ""], dtype=object)
+        nc.createVariable("x", "i1", ("x",))[0:5] = np.arange(5)
+    check_nc(tmp_path / "f.nc", tmp_path, parquet=True)
