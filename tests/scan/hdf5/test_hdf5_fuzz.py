@@ -755,10 +755,12 @@ def nc_variables(draw: st.DrawFn, group: str, name: str, dims: dict[str, int | N
     dtype = draw(st.sampled_from(_NC_TYPES))
     names = sorted(dims)
     chosen = tuple(draw(st.lists(st.sampled_from(names), max_size=3))) if names else ()
-    # an unlimited dimension used twice: netCDF-C reads the records past the dataset's end
-    # as zeros, not as the fill value (left out: netCDF's own quirk, see the report)
-    unlimited_axes = [d for d in chosen if dims[d] is None]
-    assume(len(unlimited_axes) == len(set(unlimited_axes)))
+    # an unlimited axis after the first (or two): netCDF-C 4.10 reads a variable shorter than
+    # such a dimension as its HDF5 values laid out at the dimensions' lengths (no striding)
+    # and zeros after them, where h5py (and refzarr) read them in place and fill values
+    # after: netCDF's bug, left out (see the report)
+    unlimited_axes = [axis for axis, d in enumerate(chosen) if dims[d] is None]
+    assume(unlimited_axes in ([], [0]))
     unlimited = bool(unlimited_axes)
     options: dict[str, Any] = {}
     fill: Any = draw(st.sampled_from([None, None, "value"]))
