@@ -712,7 +712,7 @@ def _as_zarr_gives(values: np.ndarray, meta: ArrayMeta) -> Any:
     return values
 
 
-@fuzz_settings(ci_examples=12)
+@fuzz_settings(ci_examples=40)
 @given(spec=h5_files(), parquet=st.integers(0, 3))
 def test_h5py_files(tmp_path: Path, spec: FileSpec, parquet: int) -> None:
     tmp = tmp_path / uuid.uuid4().hex
@@ -917,7 +917,7 @@ def _assert_nc_equal(got: Any, expected: np.ndarray, path: str) -> None:
     np.testing.assert_array_equal(got.astype(expected.dtype), expected, strict=True, err_msg=path)
 
 
-@fuzz_settings(ci_examples=10)
+@fuzz_settings(ci_examples=30)
 @given(spec=nc_files(), parquet=st.integers(0, 3))
 def test_netcdf4_files(tmp_path: Path, spec: NcFile, parquet: int) -> None:
     tmp = tmp_path / uuid.uuid4().hex
