@@ -128,7 +128,7 @@ def _expected(ds: h5py.Dataset, codec: str | None) -> np.ndarray:
 def _read_opaque(ds: h5py.Dataset) -> np.ndarray:
     """An opaque dataset's bytes: h5py's own reading fails for a tagged opaque type (it reads
     through an untagged one, and HDF5 converts between opaque types only when tags match)."""
-    out = np.empty(ds.shape, dtype=ds.dtype)
+    out = np.zeros(ds.shape, dtype=ds.dtype)  # zeros where HDF5 writes nothing, as h5py's
     ds.id.read(h5s.ALL, h5s.ALL, out, mtype=ds.id.get_type())
     return out
 
