@@ -113,7 +113,8 @@ def _expected(ds: h5py.Dataset, codec: str | None) -> np.ndarray:
     """What h5py reads, in the form the codec gives back (str for vlen-utf8, paths for refs)."""
     if ds.id.get_type().get_class() == h5t.OPAQUE:
         return _read_opaque(ds)
-    values = np.asarray(ds[()], dtype=object if codec else None)
+    # ds[...]: a scalar read with ds[()] is a numpy scalar, always in native byte order
+    values = np.asarray(ds[...] if ds.shape == () else ds[()], dtype=object if codec else None)
     if h5py.check_ref_dtype(ds.dtype) is h5py.RegionReference:
         return values  # compared by what the selections select: see _assert_regions_select
     if h5py.check_ref_dtype(ds.dtype) is not None:
@@ -127,7 +128,7 @@ def _expected(ds: h5py.Dataset, codec: str | None) -> np.ndarray:
 def _read_opaque(ds: h5py.Dataset) -> np.ndarray:
     """An opaque dataset's bytes: h5py's own reading fails for a tagged opaque type (it reads
     through an untagged one, and HDF5 converts between opaque types only when tags match)."""
-    out = np.empty(ds.shape, dtype=ds.dtype)
+    out = np.zeros(ds.shape, dtype=ds.dtype)  # zeros where HDF5 writes nothing, as h5py's
     ds.id.read(h5s.ALL, h5s.ALL, out, mtype=ds.id.get_type())
     return out
 

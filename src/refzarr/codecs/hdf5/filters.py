@@ -25,7 +25,7 @@ from refzarr.codecs.hdf5.scaleoffset import SO_FLOAT_DSCALE, SO_INT, Hdf5ScaleOf
 from refzarr.codecs.hdf5.shuffle import Hdf5Shuffle
 from refzarr.errors import UnsupportedFeatureError
 
-__all__ = ["FILTER_NAMES", "Hdf5Filter", "filter_to_codec", "filters_to_codecs"]
+__all__ = ["FILTER_NAMES", "Hdf5Filter", "filter_stages", "filter_to_codec", "filters_to_codecs"]
 
 DEFLATE, SHUFFLE, FLETCHER32, SZIP, NBIT, SCALEOFFSET = 1, 2, 3, 4, 5, 6
 BZIP2, LZF, BLOSC, LZ4, BITSHUFFLE, ZSTD, BLOSC2 = 307, 32000, 32001, 32004, 32008, 32015, 32026
@@ -121,10 +121,9 @@ def _bzip2(cd: Sequence[int], target: _Target) -> dict[str, Any]:
 
 def _lzf(cd: Sequence[int], target: _Target) -> dict[str, Any]:
     # a raw LZF stream; cd = [filter revision, LZF version, chunk bytes]. Not imagecodecs_lzf
-    # (VirtualiZarr's id): without the size it cannot decode chunks that compress well
-    if len(cd) < 3 or cd[2] <= 0:
-        raise ValueError(f"LZF needs the chunk size as third client value, got {list(cd)}")
-    return Hdf5Lzf(int(cd[2])).get_config()
+    # (VirtualiZarr's id): without the size it cannot decode chunks that compress well. h5py
+    # records no size for variable-length types (0: the codec grows its buffer as h5py does)
+    return Hdf5Lzf(int(cd[2]) if len(cd) >= 3 and cd[2] > 0 else 0).get_config()
 
 
 def _szip(cd: Sequence[int], target: _Target) -> dict[str, Any]:
@@ -281,6 +280,50 @@ def filter_to_codec(
     return _mapped(stage, _as_target(dtype, None), where)
 
 
+def filter_stages(
+    stages: Iterable[Hdf5Filter], dtype: np.dtype[Any] | int, *, where: str = ""
+) -> list[dict[str, Any] | None]:
+    """One numcodecs config per filter, in HDF5's order (None for a no-op stage): the stages
+    of `filters_to_codecs`, before it adds what a padded or null-terminated type needs.
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        Naming the first filter that cannot be mapped (see `filter_to_codec`).
+    """
+    found: list[dict[str, Any] | None] = []
+    for stage in stages:
+        codec = filter_to_codec(stage, dtype, where=where)
+        before = [c for c in found if c is not None]
+        if codec is not None and codec["id"] == "shuffle" and _resized(before, codec):
+            codec = Hdf5Shuffle(codec["elementsize"]).get_config()
+        _check_szip_input(before, codec, stage, where)
+        found.append(codec)
+    return found
+
+
+def _check_szip_input(
+    before: Sequence[dict[str, Any]], codec: dict[str, Any] | None, stage: Hdf5Filter, where: str
+) -> None:
+    """Refuse szip after a stage that may leave a partial pixel (scale-offset, deflate, LZF,
+    fletcher32's 4 bytes on 8-byte pixels, ...): HDF5's szip pads it, imagecodecs' decodes
+    the last bytes from whatever memory held (wrong values, in silence)."""
+    if codec is None or codec["id"] != "imagecodecs_szip":
+        return
+    pixel = max(1, -(-int(codec["bits_per_pixel"]) // 8))
+    for c in before:
+        if c["id"] in ("shuffle", Hdf5Shuffle.codec_id) or (
+            c["id"] == "fletcher32" and 4 % pixel == 0
+        ):
+            continue
+        raise _unsupported(
+            stage,
+            f"szip after {c['id']!r}, whose output may end in a partial {pixel}-byte pixel "
+            "that imagecodecs' szip does not decode",
+            where,
+        )
+
+
 def _resized(before: Sequence[dict[str, Any]], shuffle: dict[str, Any]) -> bool:
     """Whether the stages ``before`` a shuffle may leave a buffer that is no whole number of
     its elements (HDF5 then shuffles the whole ones and keeps the rest; numcodecs' shuffle
@@ -325,6 +368,7 @@ def filters_to_codecs(
         codec = _mapped(stage, target, where)
         if codec is not None and codec["id"] == "shuffle" and _resized(codecs, codec):
             codec = Hdf5Shuffle(codec["elementsize"]).get_config()
+        _check_szip_input(codecs, codec, stage, where)
         if codec is not None:
             codecs.append(codec)
     has_nbit = any(c["id"] == Hdf5NBit.codec_id for c in codecs)

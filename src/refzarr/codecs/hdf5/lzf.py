@@ -3,7 +3,9 @@
 imagecodecs' ``Lzf(header=False)`` (``imagecodecs_lzf``, the id VirtualiZarr emits) must guess
 the decompressed size when the caller passes no output buffer, which zarr never does, and fails
 on chunks that compress well. The HDF5 filter records the chunk's size in its client values;
-this codec carries it and decodes with imagecodecs into a buffer of exactly that size.
+this codec carries it and decodes with imagecodecs into a buffer of that size, grown as h5py's
+filter grows it when the stream holds more: LZF after another filter (gzip, fletcher32) holds
+that filter's output, and a variable-length type's filter records no size at all.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ class Hdf5Lzf(Codec):  # type: ignore[misc]
     Parameters
     ----------
     size
-        Bytes of a full uncompressed chunk (the filter's ``cd_values[2]``).
+        Bytes of a full uncompressed chunk (the filter's ``cd_values[2]``): the first guess of
+        the decompressed size; 0 when the filter recorded none.
     """
 
     codec_id = "refzarr_hdf5_lzf"
@@ -38,7 +41,18 @@ class Hdf5Lzf(Codec):  # type: ignore[misc]
         """The decompressed chunk."""
         import imagecodecs
 
-        result = imagecodecs.lzf_decode(buf, header=False, out=self.size)
+        data: Any = np.ascontiguousarray(buf).view(np.uint8).reshape(-1)
+        size = self.size or 2 * len(data) or 1
+        while True:
+            try:
+                result = imagecodecs.lzf_decode(data, header=False, out=size)
+                break
+            except imagecodecs.LzfError as exc:
+                # h5py's filter retries with a larger buffer until the stream fits; LZF expands
+                # at most ~100 times (a 2-byte back-reference of up to 264 bytes), so this ends
+                if "not large enough" not in str(exc) or size > 256 * len(data) + 1024:
+                    raise
+                size *= 2
         if out is not None:
             np.copyto(np.frombuffer(out, dtype=np.uint8), np.frombuffer(result, dtype=np.uint8))
             return out

@@ -24,7 +24,11 @@ import numpy as np
 from fsspec import AbstractFileSystem
 from h5py import h5d
 
-from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec, filters_to_codecs
+from refzarr.codecs.hdf5.filters import (
+    Hdf5Filter,
+    filter_stages,
+    filters_to_codecs,
+)
 from refzarr.errors import RefFormatError, ScanError, SourceNotFoundError, UnsupportedFeatureError
 from refzarr.model import INLINED, ChunkManifest
 from refzarr.model.manifest import MAX_CHUNKS
@@ -33,6 +37,7 @@ from refzarr.scan.hdf5.contiguous import ReadAt, Segment, contiguous_manifest
 from refzarr.scan.hdf5.external import external_segments, find_sibling
 from refzarr.scan.hdf5.masks import Recoder, recoder
 from refzarr.scan.hdf5.source import open_source
+from refzarr.scan.hdf5.swizzle import unswizzled
 from refzarr.scan.hdf5.types import creation_plist, storage_dtype
 from refzarr.scan.hdf5.virtual import SourceFile, SourceLayout, virtual_layout
 
@@ -173,7 +178,7 @@ def _recoder(
     columns.masks &= np.uint32((1 << len(filters)) - 1)  # HDF5 ignores bits past the pipeline
     if not columns.masks.any():
         return None
-    stages = [filter_to_codec(stage, dtype, where=where) for stage in filters]
+    stages = filter_stages(filters, dtype, where=where)
     nbytes = dtype.itemsize * math.prod(chunk_shape(ds))
     return recoder(stages, codecs, nbytes, where)
 
@@ -313,9 +318,11 @@ class ChunkColumns:
             for index in range(ds.id.get_num_chunks()):
                 add(ds.id.get_chunk_info(index))
         n = len(offsets)
+        scaled = np.frombuffer(coords, dtype=np.int64).reshape(n, ds.ndim) // np.asarray(
+            ds.chunks, dtype=np.int64
+        )
         return cls(
-            np.frombuffer(coords, dtype=np.int64).reshape(n, ds.ndim)
-            // np.asarray(ds.chunks, dtype=np.int64),
+            unswizzled(ds, scaled, read_range),
             np.frombuffer(offsets, dtype=np.uint64),
             np.frombuffer(sizes, dtype=np.uint64),
             np.frombuffer(masks, dtype=np.uint32),

@@ -36,7 +36,9 @@ def recoder(
         One numcodecs config per HDF5 filter, in pipeline order (None: a stage that leaves
         the bytes unchanged).
     codecs
-        The array's codecs in encoding order: must be ``stages`` without the Nones.
+        The array's codecs in encoding order: must end with ``stages`` without the Nones.
+        Codecs before those (what a padded integer or a null-terminated string type adds)
+        act on the values the filters give back: a re-encoded chunk does not pass them.
     chunk_nbytes
         Size of one decoded chunk in bytes.
     where
@@ -48,10 +50,12 @@ def recoder(
         When the array's codecs are not the filters' own (an extra stage), or a codec is not
         installed.
     """
-    if [dict(c) for c in stages if c is not None] != [dict(c) for c in codecs]:
+    applied = [dict(c) for c in stages if c is not None]
+    tail = [dict(c) for c in codecs][len(codecs) - len(applied) :]
+    if len(applied) > len(codecs) or tail != applied:
         raise UnsupportedFeatureError(
-            f"{where}: chunks skipped some of their filters, and the array's codecs are not "
-            "one per filter (a padded integer type?), so they cannot be re-encoded"
+            f"{where}: chunks skipped some of their filters, and the array's codecs do not "
+            "end with one per filter, so they cannot be re-encoded"
         )
     made = [None if config is None else _codec(config, where) for config in stages]
     encoders = [(codec, config) for codec, config in zip(made, stages, strict=True) if config]
@@ -96,6 +100,14 @@ def _decode_applied(
 def _encode_all(encoders: Sequence[tuple[Any, Mapping[str, Any]]], raw: bytes, at: str) -> bytes:
     buf: Any = raw
     for codec, config in encoders:
+        if config["id"] == "imagecodecs_szip" and len(_as_bytes(buf)) % _pixel(config):
+            # libaec codes whole pixels only: the last bytes would decode as whatever memory
+            # held (HDF5's own szip stage refuses such input: that is why it was skipped)
+            raise UnsupportedFeatureError(
+                f"{at}: re-encoding it with szip would lose its last bytes ({len(_as_bytes(buf))}"
+                f" bytes are no whole number of {_pixel(config)}-byte pixels); rewrite the "
+                "dataset with every filter applied (h5repack)"
+            )
         try:
             buf = codec.encode(buf)
         except Exception as exc:  # a decode-only codec raises NotImplementedError or others
@@ -104,6 +116,11 @@ def _encode_all(encoders: Sequence[tuple[Any, Mapping[str, Any]]], raw: bytes, a
                 "rewrite the dataset with every filter applied (h5repack)"
             ) from exc
     return _as_bytes(buf)
+
+
+def _pixel(config: Mapping[str, Any]) -> int:
+    """Bytes per szip pixel."""
+    return max(1, -(-int(config.get("bits_per_pixel", 8)) // 8))
 
 
 def _as_bytes(buf: Any) -> bytes:

@@ -246,7 +246,8 @@ def fill_value(
     file, which ignores netCDF's default fill values (the HDF5 fill value netCDF-C sets for a
     variable without ``_FillValue``). When a chunk is missing it must read as HDF5 reads it:
     the user-defined HDF5 fill value, or None when that is zero or undefined (both read zeros,
-    and xarray then masks by the ``_FillValue`` attribute, if any).
+    and xarray then masks by the ``_FillValue`` attribute, if any), or when the fill time is
+    "never" and the dataset itself misses chunks (HDF5 fills nothing: h5py reads zeros).
 
     ``all_chunks_written`` says whether the manifest holds every chunk of the grid (None:
     ask HDF5 whether every chunk is allocated); ``attrs``: its attributes, when already read.
@@ -255,7 +256,12 @@ def fill_value(
         all_chunks_written = _all_chunks_written(ds)
     if all_chunks_written:
         return _declared_fill(ds, dtype, attrs)
-    if creation_plist(ds).fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
+    plist = creation_plist(ds)
+    if plist.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
+        return None
+    if plist.get_fill_time() == h5d.FILL_TIME_NEVER and not _all_chunks_written(ds):
+        # HDF5 leaves the reader's buffer as it was where nothing was allocated (h5py's holds
+        # zeros); only a netCDF extension past the dataset's end reads as its fill value
         return None
     stored = np.asarray(ds.fillvalue)
     if dtype.names:

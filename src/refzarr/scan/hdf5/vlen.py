@@ -24,7 +24,7 @@ from typing import Any
 
 import h5py
 import numpy as np
-from h5py import h5r, h5s, h5t
+from h5py import h5d, h5r, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import INLINED, MISSING, ArrayMeta, ChunkManifest, RefArray
@@ -71,9 +71,12 @@ def decoded_array(
     dimension_names: tuple[str, ...],
     shape: tuple[int, ...] | None = None,
 ) -> RefArray:
-    """The dataset as an object array with every chunk decoded and inlined; ``shape``: its
-    netCDF shape, longer than HDF5's along an unlimited dimension whose records it did not
-    all write (those read as empty values, as netCDF4 reads them).
+    """The dataset as an object array with every chunk decoded and inlined.
+
+    ``shape``: the array's shape when longer than the dataset's (a netCDF variable along an
+    unlimited dimension other variables made longer); records past the dataset's end and
+    chunks never written read as the variable's fill value (the empty value when it has
+    none), as netCDF reads them.
 
     Raises `UnsupportedFeatureError` for variable-length sequences (zarr-python 3 cannot read
     them) and references of an unknown kind.
@@ -93,6 +96,13 @@ def decoded_array(
         attributes = {**attributes, REFERENCE_ATTR: kind}
     else:
         chunks, utf8 = _encoded_chunks(ds, _strings)
+    grid = tuple(
+        math.ceil(n / c) for n, c in zip(shape or ds.shape, decoded_chunk_shape(ds), strict=True)
+    )
+    fill = _string_fill(ds) if cls == h5t.STRING else b""
+    if fill:  # chunks never written, and records past the dataset's end, read as the fill
+        _fill_missing(ds, chunks, grid, fill)
+        utf8 = utf8 and _all_utf8([fill])
     meta = ArrayMeta(
         shape=ds.shape if shape is None else shape,
         chunks=decoded_chunk_shape(ds),
@@ -151,13 +161,85 @@ def _encoded_chunks(
     chunks = decoded_chunk_shape(ds)
     encoded: dict[tuple[int, ...], bytes] = {}
     utf8 = True
+    allocated = _allocated_chunks(ds)
     for index, selection in _chunk_selections(ds):
+        if allocated is not None and index not in allocated:
+            continue  # never written: reads as the empty value (HDF5 may fail to read it)
         values = as_bytes(np.asarray(ds[selection], dtype=object), index)
         if not any(values):
             continue  # missing: reads as the empty value
         utf8 = utf8 and _all_utf8(values)
         encoded[index] = encode_vlen(_pad(values, selection, chunks))
     return encoded, utf8
+
+
+def _string_fill(ds: h5py.Dataset) -> bytes:
+    """The user-defined fill value of a variable-length string dataset (b"" when none)."""
+    plist = ds.id.get_create_plist()
+    if plist.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
+        return b""
+    fill = np.zeros((1,), dtype=ds.dtype)
+    plist.get_fill_value(fill)
+    value = fill[0]
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return b"" if value is None else bytes(value)
+
+
+def _fill_missing(
+    ds: h5py.Dataset,
+    chunks: dict[tuple[int, ...], bytes],
+    grid: tuple[int, ...],
+    fill: bytes,
+) -> None:
+    """Every chunk of ``grid`` HDF5 never wrote as the fill value; stored chunks cut by the
+    dataset's end (netCDF's unlimited dimension made the array longer) padded with it."""
+    shape = decoded_chunk_shape(ds)
+    count = math.prod(shape)
+    allocated = _allocated_chunks(ds)
+    for index in np.ndindex(grid):
+        start = [i * c for i, c in zip(index, shape, strict=True)]
+        inside = tuple(
+            slice(0, max(0, min(c, n - s))) for s, c, n in zip(start, shape, ds.shape, strict=True)
+        )
+        whole = all(part.stop == c for part, c in zip(inside, shape, strict=True))
+        written = all(part.stop for part in inside) and (allocated is None or index in allocated)
+        if index in chunks and whole:
+            continue
+        values = np.full(shape, fill, dtype=object)
+        if index in chunks:
+            stored = np.empty(count, dtype=object)
+            stored[:] = _decode_vlen(chunks[index], count)
+            values[inside] = stored.reshape(shape)[inside]
+        elif written:
+            values[inside] = b""  # stored, every value empty
+        chunks[index] = encode_vlen(list(values.ravel()))
+
+
+def _decode_vlen(data: bytes, count: int) -> list[bytes]:
+    """The values of a chunk in ``encode_vlen``'s format."""
+    out, at = [], _UINT32.size
+    for _ in range(count):
+        (length,) = _UINT32.unpack_from(data, at)
+        at += _UINT32.size
+        out.append(data[at : at + length])
+        at += length
+    return out
+
+
+def _allocated_chunks(ds: h5py.Dataset) -> set[tuple[int, ...]] | None:
+    """The chunks HDF5 stored (None: not chunked, read every chunk).
+
+    HDF5 2.0 cannot read a never-written chunk of variable-length strings with a fill value
+    from a file open read-only ("no write intent on file"): every netCDF-4 string variable
+    along an unlimited dimension written in part. Such chunks read as the fill value.
+    """
+    if ds.chunks is None:
+        return None
+    from refzarr.scan.hdf5.layout import ChunkColumns
+
+    columns = ChunkColumns.collect(ds)
+    return {tuple(int(c) for c in row) for row in columns.coords}
 
 
 def _pad(values: list[bytes], selection: tuple[slice, ...], chunks: tuple[int, ...]) -> list[bytes]:
