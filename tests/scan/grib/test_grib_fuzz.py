@@ -1,0 +1,479 @@
+"""Differential fuzz of the GRIB scanner and the ``refzarr.grib`` codec: random GRIB 1 and 2
+files written with ecCodes (its own samples, random grids, packings, bitmaps, values, levels,
+steps, times and parameters), scanned by refzarr and read back through refzarr's reader and
+through fsspec + zarr on the kerchunk JSON (Parquet on a subset), compared with ecCodes'
+decoding of the same messages: values (NaN where missing), every point's latitude and
+longitude, and the time, step, level, member and name of every field.
+
+A file is drawn as a plain `FileSpec` (so that a failing example prints as data) and written
+by `write_file`; combinations ecCodes itself refuses to write or to read back are rejected,
+not counted as findings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fuzzkit import fuzz_settings
+from gribkit import assert_matches_eccodes, eccodes_fields, in_rows, leaf_groups, scan
+from hypothesis import example, given, reject
+from hypothesis import strategies as st
+
+import refzarr
+from refzarr import RefArray, RefGroup
+from refzarr.codecs.grib_eccodes import load_eccodes
+from roundtrip import open_zarr_group
+
+# fsspec reads Parquet reference sets with fastparquet, which pandas deprecates
+FASTPARQUET = pytest.mark.filterwarnings("ignore:The 'fastparquet' engine is deprecated")
+
+Keys = tuple[tuple[str, Any], ...]
+"""ecCodes keys set in this order."""
+
+MISSING_IN = 1e20
+"""The missing value the writer marks missing points with (never a drawn value)."""
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    edition: int
+    sample: str
+    keys: Keys
+    points: int
+
+
+@dataclass(frozen=True)
+class PackSpec:
+    packing: str
+    bits: int | None
+    decimal: int | None
+    extra: Keys = ()
+
+
+@dataclass(frozen=True)
+class ValuesSpec:
+    seed: int
+    kind: str
+    scale: float
+    offset: float
+    missing: float
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    keys: Keys
+    values: ValuesSpec
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    grid: GridSpec
+    packing: PackSpec
+    bitmap: bool
+    fields: tuple[FieldSpec, ...]
+    parquet: bool = False
+
+
+# -- strategies --------------------------------------------------------------------------------
+
+INCREMENTS = (0.25, 0.5, 1.0, 1.5, 2.5)
+
+
+@st.composite
+def scanning(draw: st.DrawFn, edition: int) -> dict[str, int]:
+    flags = {
+        "iScansNegatively": draw(st.integers(0, 1)),
+        "jScansPositively": draw(st.integers(0, 1)),
+        "jPointsAreConsecutive": draw(st.sampled_from([0, 0, 0, 1])),
+    }
+    if edition == 2:
+        flags["alternativeRowScanning"] = draw(st.sampled_from([0, 0, 1]))
+    return flags
+
+
+@st.composite
+def latlon_grid(draw: st.DrawFn, edition: int, rotated: bool) -> GridSpec:
+    ni, nj = draw(st.integers(1, 9)), draw(st.integers(1, 7))
+    di, dj = draw(st.sampled_from(INCREMENTS)), draw(st.sampled_from(INCREMENTS))
+    south = draw(st.integers(-80, 60))
+    west = draw(st.integers(-180, 340))
+    flags = draw(scanning(edition))
+    lats = (south, south + (nj - 1) * dj)
+    lons = (west, west + (ni - 1) * di)
+    if not flags["jScansPositively"]:
+        lats = lats[::-1]
+    if flags["iScansNegatively"]:
+        lons = lons[::-1]
+    keys: dict[str, Any] = dict(flags)
+    keys.update(Ni=ni, Nj=nj, iDirectionIncrementInDegrees=di, jDirectionIncrementInDegrees=dj)
+    keys.update(latitudeOfFirstGridPointInDegrees=lats[0], latitudeOfLastGridPointInDegrees=lats[1])
+    keys.update(longitudeOfFirstGridPointInDegrees=lons[0], longitudeOfLastGridPointInDegrees=lons[1])  # fmt: skip
+    if rotated:
+        keys["latitudeOfSouthernPoleInDegrees"] = draw(st.integers(-90, 0))
+        keys["longitudeOfSouthernPoleInDegrees"] = draw(st.integers(-180, 180))
+    if edition == 2:
+        keys["numberOfDataPoints"] = ni * nj
+    kind = "rotated_ll" if rotated else "regular_ll"
+    sample = f"{kind}_sfc_grib{edition}"
+    return GridSpec(edition, sample, tuple(keys.items()), ni * nj)
+
+
+@st.composite
+def projected_grid(draw: st.DrawFn, edition: int, kind: str) -> GridSpec:
+    nx, ny = draw(st.integers(1, 8)), draw(st.integers(1, 7))
+    flags = draw(scanning(edition))
+    keys: dict[str, Any] = {}
+    if kind == "lambert":
+        if edition == 2:
+            keys["gridType"] = "lambert"
+        else:
+            keys["dataRepresentationType"] = 3
+        latin = draw(st.integers(20, 60))
+        keys.update(Latin1InDegrees=latin, Latin2InDegrees=latin, LoVInDegrees=draw(st.integers(0, 40)))  # fmt: skip
+        if edition == 2:
+            keys["LaDInDegrees"] = latin
+    keys.update(flags)
+    keys.update(Nx=nx, Ny=ny, DxInMetres=draw(st.sampled_from([2500, 10000, 40000])))
+    keys["DyInMetres"] = keys["DxInMetres"]
+    keys["latitudeOfFirstGridPointInDegrees"] = draw(st.integers(30, 60))
+    keys["longitudeOfFirstGridPointInDegrees"] = draw(st.integers(-20, 30))
+    if edition == 2:
+        keys["numberOfDataPoints"] = nx * ny
+    sample = f"polar_stereographic_pl_grib{edition}" if kind != "lambert" else None
+    sample = sample or ("GRIB2" if edition == 2 else "regular_ll_sfc_grib1")
+    return GridSpec(edition, sample, tuple(keys.items()), nx * ny)
+
+
+def gaussian_grid(edition: int, kind: str) -> GridSpec:
+    sample = f"{kind}_sfc_grib{edition}" if kind == "regular_gg" else f"{kind}_pl_32_grib{edition}"
+    return GridSpec(edition, sample, (), 8192 if kind == "regular_gg" else 6114)
+
+
+@st.composite
+def spectral_grid(draw: st.DrawFn) -> GridSpec:
+    j = draw(st.integers(2, 12))
+    subset = draw(st.integers(1, j))
+    keys = (("J", j), ("K", j), ("M", j), ("JS", subset), ("KS", subset), ("MS", subset))
+    return GridSpec(2, "sh_sfc_grib2", keys, (j + 1) * (j + 2))
+
+
+@st.composite
+def grids(draw: st.DrawFn) -> GridSpec:
+    edition = draw(st.sampled_from([1, 2]))
+    kinds = ["regular_ll", "rotated_ll", "regular_gg", "reduced_gg", "polar_stereographic",
+             "lambert"] + (["sh"] if edition == 2 else [])  # fmt: skip
+    kind = draw(st.sampled_from(kinds))
+    if kind in ("regular_ll", "rotated_ll"):
+        return draw(latlon_grid(edition, kind == "rotated_ll"))
+    if kind in ("regular_gg", "reduced_gg"):
+        return gaussian_grid(edition, kind)
+    if kind == "sh":
+        return draw(spectral_grid())
+    return draw(projected_grid(edition, kind))
+
+
+GRID_PACKINGS = {
+    2: ("grid_simple", "grid_ccsds", "grid_jpeg", "grid_png", "grid_complex",
+        "grid_complex_spatial_differencing", "grid_ieee", "grid_second_order",
+        "grid_simple_matrix", "grid_simple_log_preprocessing"),
+    1: ("grid_simple", "grid_ieee", "grid_second_order", "grid_simple_matrix",
+        "grid_second_order_row_by_row", "grid_second_order_constant_width",
+        "grid_second_order_general_grib1", "grid_second_order_no_boustrophedonic"),
+}  # fmt: skip
+
+
+@st.composite
+def packings(draw: st.DrawFn, grid: GridSpec) -> PackSpec:
+    if grid.sample.startswith("sh_"):
+        packing = draw(st.sampled_from(["spectral_complex", "spectral_simple"]))
+    else:
+        packing = draw(st.sampled_from(GRID_PACKINGS[grid.edition]))
+    extra: Keys = ()
+    if packing == "grid_ieee":
+        return PackSpec(packing, None, None, (("precision", draw(st.sampled_from([1, 2]))),))
+    if packing == "grid_complex_spatial_differencing":
+        extra = (("orderOfSpatialDifferencing", draw(st.sampled_from([1, 2]))),)
+    bits = draw(st.one_of(st.none(), st.integers(0, 32)))
+    if packing == "grid_png" and bits is not None:
+        bits = draw(st.sampled_from([1, 2, 4, 8, 16, 24, 32]))
+    decimal = draw(st.one_of(st.none(), st.integers(-2, 6)))
+    return PackSpec(packing, bits, decimal, extra)
+
+
+@st.composite
+def values_specs(draw: st.DrawFn, bitmap: bool) -> ValuesSpec:
+    kind = draw(st.sampled_from(["constant", "normal", "uniform", "integers"]))
+    scale = 10.0 ** draw(st.integers(-6, 12))
+    offset = draw(st.sampled_from([0.0, -1.0, 273.15, -1e5, 1e7]))
+    missing = 0.0
+    if bitmap:
+        missing = draw(st.sampled_from([0.0, 0.1, 0.5, 0.9, 1.0]))
+    return ValuesSpec(draw(st.integers(0, 2**16)), kind, scale, offset, missing)
+
+
+PARAMETERS = (130, 131, 132, 157, 129)
+LEVELS = {
+    "surface": (0,),
+    "isobaricInhPa": (1000, 850, 500, 250, 10),
+    "heightAboveGround": (2, 10, 100),
+    "hybrid": (1, 2, 60, 137),
+}
+
+
+@st.composite
+def field_sets(draw: st.DrawFn, edition: int, bitmap: bool) -> tuple[FieldSpec, ...]:
+    """Fields of up to two parameters at a few levels, steps, times (and members), some cells
+    left out, in random order."""
+    level_type = draw(st.sampled_from(sorted(LEVELS)))
+    params = draw(st.lists(st.sampled_from(PARAMETERS), min_size=1, max_size=2, unique=True))
+    levels = draw(st.lists(st.sampled_from(LEVELS[level_type]), min_size=1, max_size=3, unique=True))  # fmt: skip
+    unit = draw(st.sampled_from(["h", "m"]))
+    steps = draw(st.lists(st.integers(0, 240), min_size=1, max_size=3, unique=True))
+    step_type = draw(st.sampled_from(["instant", "instant", "accum", "max"]))
+    days = draw(st.lists(st.integers(0, 20000), min_size=1, max_size=2, unique=True))
+    hours = draw(st.sampled_from([0, 6, 12, 18]))
+    members = [None]
+    if edition == 2 and draw(st.booleans()):
+        members = draw(st.lists(st.integers(0, 50), min_size=1, max_size=2, unique=True))
+    cells = list(itertools.product(params, levels, steps, days, members))
+    if len(cells) > 1:
+        keep = draw(st.lists(st.booleans(), min_size=len(cells), max_size=len(cells)))
+        cells = [c for c, k in zip(cells, keep, strict=True) if k] or cells[:1]
+    cells = draw(st.permutations(cells))[:12]
+    fields = []
+    for param, level, step, day, member in cells:
+        date = dt.date(1970, 1, 1) + dt.timedelta(days=day)
+        keys: list[tuple[str, Any]] = []
+        if member is not None:
+            template = 1 if step_type == "instant" else 11
+            keys += [("productDefinitionTemplateNumber", template),
+                     ("typeOfEnsembleForecast", 3), ("numberOfForecastsInEnsemble", 51),
+                     ("perturbationNumber", member)]  # fmt: skip
+        keys += [("paramId", param), ("typeOfLevel", level_type), ("level", level),
+                 ("dataDate", int(date.strftime("%Y%m%d"))), ("dataTime", hours * 100),
+                 ("stepUnits", unit), ("stepType", step_type)]  # fmt: skip
+        if step_type == "instant":
+            keys.append(("step", step))
+        else:
+            keys += [("startStep", 0), ("endStep", step)]
+        fields.append(FieldSpec(tuple(keys), draw(values_specs(bitmap))))
+    return tuple(fields)
+
+
+@st.composite
+def file_specs(draw: st.DrawFn) -> FileSpec:
+    grid = draw(grids())
+    packing = draw(packings(grid))
+    bitmap = draw(st.booleans()) and not grid.sample.startswith("sh_")
+    fields = draw(field_sets(grid.edition, bitmap))
+    return FileSpec(grid, packing, bitmap, fields, parquet=draw(st.integers(0, 3)) == 0)
+
+
+# -- writing files with ecCodes ----------------------------------------------------------------
+
+
+def make_values(spec: ValuesSpec, points: int) -> np.ndarray:
+    rng = np.random.default_rng(spec.seed)
+    if spec.kind == "constant":
+        values = np.full(points, spec.offset + spec.scale)
+    elif spec.kind == "normal":
+        values = rng.normal(spec.offset, spec.scale, points)
+    elif spec.kind == "uniform":
+        values = rng.uniform(spec.offset - spec.scale, spec.offset + spec.scale, points)
+    else:
+        values = np.round(rng.uniform(-spec.scale, spec.scale, points)) + spec.offset
+    if spec.missing:
+        values[rng.random(points) < spec.missing] = MISSING_IN
+        if spec.missing == 1.0:
+            values[:] = MISSING_IN
+    return values
+
+
+def write_message(spec: FileSpec, field: FieldSpec) -> bytes:
+    """One message as ecCodes writes it (rejected when ecCodes refuses)."""
+    eccodes = load_eccodes()
+    grid, pack = spec.grid, spec.packing
+    handle = eccodes.codes_grib_new_from_samples(grid.sample)
+    try:
+        for key, value in grid.keys + field.keys:
+            eccodes.codes_set(handle, key, value)
+        values = make_values(field.values, grid.points)
+        eccodes.codes_set_values(handle, np.linspace(1.0, 2.0, grid.points))
+        if eccodes.codes_get(handle, "packingType") != pack.packing:
+            eccodes.codes_set(handle, "packingType", pack.packing)
+        for key, value in pack.extra:
+            eccodes.codes_set(handle, key, value)
+        if pack.decimal is not None:
+            eccodes.codes_set(handle, "decimalScaleFactor", pack.decimal)
+        if pack.bits is not None:
+            eccodes.codes_set(handle, "bitsPerValue", pack.bits)
+        if spec.bitmap:
+            eccodes.codes_set(handle, "bitmapPresent", 1)
+            eccodes.codes_set(handle, "missingValue", MISSING_IN)
+        eccodes.codes_set_values(handle, values)
+        return bytes(eccodes.codes_get_message(handle))
+    except eccodes.GribInternalError:
+        reject()
+    finally:
+        eccodes.codes_release(handle)
+
+
+def write_file(spec: FileSpec, path: Path) -> list[bytes]:
+    messages = [write_message(spec, field) for field in spec.fields]
+    path.write_bytes(b"".join(messages))
+    return messages
+
+
+# -- ecCodes' truth ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Truth:
+    """What ecCodes says of a field besides its values."""
+
+    name: str
+    step_type: str
+    level_type: str
+    time: np.datetime64
+    step: np.timedelta64
+    level: float
+    number: int | None
+    latitudes: np.ndarray | None
+    longitudes: np.ndarray | None
+
+
+def eccodes_truth(path: Path) -> dict[int, Truth]:
+    """Every message's keys and coordinates by offset, as ecCodes reads them."""
+    eccodes = load_eccodes()
+    out: dict[int, Truth] = {}
+    with open(path, "rb") as f:
+        while (handle := eccodes.codes_grib_new_from_file(f)) is not None:
+            try:
+                out[int(eccodes.codes_get(handle, "offset"))] = _truth(eccodes, handle)
+            finally:
+                eccodes.codes_release(handle)
+    return out
+
+
+def _truth(eccodes: Any, handle: Any) -> Truth:
+    def get(key: str) -> Any:
+        return eccodes.codes_get(handle, key) if eccodes.codes_is_defined(handle, key) else None
+
+    date, hhmm = int(get("dataDate")), int(get("dataTime"))
+    time = np.datetime64(
+        dt.datetime(date // 10000, date // 100 % 100, date % 100, hhmm // 100, hhmm % 100), "ns"
+    )
+    eccodes.codes_set(handle, "stepUnits", "s")  # ecCodes' step in seconds, whatever its unit
+    step = np.timedelta64(eccodes.codes_get_long(handle, "endStep"), "s")
+    name = next(n for n in (get("cfVarName"), get("shortName")) if n not in (None, "unknown", "~"))
+    number = get("number") if get("perturbationNumber") is not None else None
+    lats = lons = None
+    if get("gridType") != "sh":
+        # ecCodes gives each point's coordinates in stored order, alternate rows laid out in
+        # one direction (it does not reverse them), so only columns are turned into rows
+        grid = {k: get(k) for k in ("Nx", "Ny") if get(k) is not None}
+        lats, lons = (
+            in_rows(eccodes, handle, np.asarray(eccodes.codes_get_double_array(handle, key)),
+                    grid, alternate=False)
+            for key in ("latitudes", "longitudes")
+        )  # fmt: skip
+    return Truth(name, get("stepType"), get("typeOfLevel"), time, step.astype("m8[ns]"),
+                 float(get("level")), number, lats, lons)  # fmt: skip
+
+
+# -- checks ------------------------------------------------------------------------------------
+
+
+def read_refzarr(group: RefGroup) -> Any:
+    def read(path: str, name: str) -> Any:
+        with refzarr.open_dataset(group, group=path) as ds:
+            return ds[name].values
+
+    return read
+
+
+def check_coordinates(group: RefGroup, truth: dict[int, Truth]) -> None:
+    """Every chunk's cell has its field's time, step, level and member; the group path has
+    its name, step type and level type; every point its latitude and longitude."""
+    for path, node, name in leaf_groups(group):
+        array = node.members[name]
+        assert isinstance(array, RefArray)
+        dims = array.meta.dimension_names or ()
+        with refzarr.open_dataset(group, group=path) as ds:
+            coords = {c: ds[c].values for c in ds.coords}
+        header = [d for d in dims if d not in ("latitude", "longitude", "y", "x", "values")]
+        for index in np.ndindex(*array.manifest.grid_shape[: len(header)]):
+            chunk = array.manifest[index + (0,) * (len(dims) - len(header))]
+            if chunk is None:
+                continue
+            want = truth[chunk.offset]
+            assert path.split("/") [:2] == [want.name, want.step_type], path
+            assert path.split("/")[2].split("_")[0] == want.level_type.split("_")[0], path
+            at = dict(zip(header, index, strict=True))
+
+            def coord(key: str, at: dict[str, int] = at, coords: Any = coords) -> Any:
+                values = coords[key]
+                return values[at[key]] if key in at else values.reshape(())[()]
+
+            assert coord("time") == want.time, f"{path}{index}: time"
+            assert coord("step") == want.step, f"{path}{index}: step"
+            assert coord(want.level_type) == want.level, f"{path}{index}: level"
+            if want.number is not None:
+                assert coord("number") == want.number, f"{path}{index}: number"
+            check_points(path, dims, coords, want)
+
+
+def check_points(path: str, dims: tuple[str, ...], coords: dict[str, Any], want: Truth) -> None:
+    """Each point's latitude and longitude, in the array's order, are ecCodes' for the
+    point the codec puts there."""
+    if want.latitudes is None:
+        assert "latitude" not in coords, path
+        return
+    lat, lon = coords["latitude"], coords["longitude"]
+    if dims[-2:] == ("latitude", "longitude"):
+        lat, lon = np.broadcast_arrays(lat[:, None], lon[None, :])
+    np.testing.assert_array_equal(lat.reshape(-1), want.latitudes, strict=True, err_msg=path)
+    np.testing.assert_array_equal(lon.reshape(-1), want.longitudes, strict=True, err_msg=path)
+
+
+def check_file(spec: FileSpec, path: Path, where: Path) -> None:
+    fields = eccodes_fields(path)
+    truth = eccodes_truth(path)
+    group = scan(path)
+    assert assert_matches_eccodes(group, fields, read_refzarr(group)) == len(spec.fields)
+    check_coordinates(group, truth)
+    targets = [where / "refs.json"] + ([where / "refs.parq"] if spec.parquet else [])
+    for target in targets:
+        refzarr.write(group, target)
+
+        def through_zarr(leaf: str, name: str, target: Path = target) -> Any:
+            return open_zarr_group(target, leaf)[name][...]
+
+        assert_matches_eccodes(group, fields, through_zarr)
+        for leaf, node, _ in leaf_groups(group):
+            z = open_zarr_group(target, leaf)
+            for coord in ("latitude", "longitude", "time", "step"):
+                if coord in node.members:
+                    with refzarr.open_dataset(group, group=leaf, decode_times=False, decode_timedelta=False) as ds:
+                        want = ds[coord].values
+                    got = z[coord][...]
+                    np.testing.assert_array_equal(got, want, strict=True, err_msg=f"{leaf}/{coord}")
+
+
+# -- the tests ---------------------------------------------------------------------------------
+
+
+@FASTPARQUET
+@fuzz_settings(ci_examples=12)
+@given(spec=file_specs())
+def test_grib_files_read_as_eccodes_decodes_them(spec: FileSpec, tmp_path_factory: Any) -> None:
+    where = tmp_path_factory.mktemp("fuzz")
+    path = where / "fuzz.grib"
+    write_file(spec, path)
+    check_file(spec, path, where)
