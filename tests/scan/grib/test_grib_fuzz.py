@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import refzarr
 from refzarr import RefArray, RefGroup
+from refzarr.codecs.grib import GribCodec, grib2_fields, row_order
 from refzarr.codecs.grib_eccodes import load_eccodes
 from roundtrip import open_zarr_group
 
@@ -78,6 +79,9 @@ class FileSpec:
     bitmap: bool
     fields: tuple[FieldSpec, ...]
     parquet: bool = False
+    per_message: int = 1
+    """GRIB2: fields per message (sections 4 to 7 repeated; a bitmap equal to the one before
+    written as "the bitmap defined before", indicator 254)."""
 
 
 # -- strategies --------------------------------------------------------------------------------
@@ -202,6 +206,10 @@ def packings(draw: st.DrawFn, grid: GridSpec) -> PackSpec:
     bits = draw(st.one_of(st.none(), st.integers(0, 32)))
     if packing == "grid_png" and bits is not None:
         bits = draw(st.sampled_from([1, 2, 4, 8, 16, 24, 32]))
+    if packing.startswith("grid_complex"):
+        # ecCodes 2.38's complex packing encoders abort the process (or crash) beyond 24
+        # bits, beyond 20 with second-order spatial differencing
+        bits = draw(st.integers(0, 20 if ("orderOfSpatialDifferencing", 2) in extra else 24))
     decimal = draw(st.one_of(st.none(), st.integers(-2, 6)))
     return PackSpec(packing, bits, decimal, extra)
 
@@ -272,7 +280,9 @@ def file_specs(draw: st.DrawFn) -> FileSpec:
     packing = draw(packings(grid))
     bitmap = draw(st.booleans()) and not grid.sample.startswith("sh_")
     fields = draw(field_sets(grid.edition, bitmap))
-    return FileSpec(grid, packing, bitmap, fields, parquet=draw(st.integers(0, 3)) == 0)
+    per_message = draw(st.sampled_from([1, 1, 2, 3])) if grid.edition == 2 else 1
+    parquet = draw(st.integers(0, 3)) == 0
+    return FileSpec(grid, packing, bitmap, fields, parquet, per_message)
 
 
 # -- writing files with ecCodes ----------------------------------------------------------------
@@ -288,6 +298,9 @@ def make_values(spec: ValuesSpec, points: int) -> np.ndarray:
         values = rng.uniform(spec.offset - spec.scale, spec.offset + spec.scale, points)
     else:
         values = np.round(rng.uniform(-spec.scale, spec.scale, points)) + spec.offset
+    # ecCodes 2.38's spatial differencing encoder crashes (segmentation fault) on a field of
+    # 9999s (its default missing value), whatever missingValue says
+    values[values == 9999.0] = 9998.0
     if spec.missing:
         values[rng.random(points) < spec.missing] = MISSING_IN
         if spec.missing == 1.0:
@@ -299,11 +312,13 @@ def write_message(spec: FileSpec, field: FieldSpec) -> bytes:
     """One message as ecCodes writes it (rejected when ecCodes refuses)."""
     eccodes = load_eccodes()
     grid, pack = spec.grid, spec.packing
+    values = make_values(field.values, grid.points)
+    if "second_order" in pack.packing and (values != MISSING_IN).sum() < 16:
+        reject()  # ecCodes' second-order encoders abort the process on so few values
     handle = eccodes.codes_grib_new_from_samples(grid.sample)
     try:
         for key, value in grid.keys + field.keys:
             eccodes.codes_set(handle, key, value)
-        values = make_values(field.values, grid.points)
         eccodes.codes_set_values(handle, np.linspace(1.0, 2.0, grid.points))
         if eccodes.codes_get(handle, "packingType") != pack.packing:
             eccodes.codes_set(handle, "packingType", pack.packing)
@@ -313,9 +328,9 @@ def write_message(spec: FileSpec, field: FieldSpec) -> bytes:
             eccodes.codes_set(handle, "decimalScaleFactor", pack.decimal)
         if pack.bits is not None:
             eccodes.codes_set(handle, "bitsPerValue", pack.bits)
+        eccodes.codes_set(handle, "missingValue", MISSING_IN)
         if spec.bitmap:
             eccodes.codes_set(handle, "bitmapPresent", 1)
-            eccodes.codes_set(handle, "missingValue", MISSING_IN)
         eccodes.codes_set_values(handle, values)
         return bytes(eccodes.codes_get_message(handle))
     except eccodes.GribInternalError:
@@ -325,9 +340,51 @@ def write_message(spec: FileSpec, field: FieldSpec) -> bytes:
 
 
 def write_file(spec: FileSpec, path: Path) -> list[bytes]:
+    import os  # TEMP trace
+
+    if os.environ.get("FUZZ_TRACE"):
+        with open(os.environ["FUZZ_TRACE"], "w") as f:
+            f.write(repr(spec))
     messages = [write_message(spec, field) for field in spec.fields]
+    if len(messages) > 1 and not all(map(decodable, messages)):
+        reject()  # one such message to a file (`check_undecodable`)
+    if spec.per_message > 1:
+        size = spec.per_message
+        messages = [multi_field(messages[k : k + size]) for k in range(0, len(messages), size)]
     path.write_bytes(b"".join(messages))
     return messages
+
+
+def multi_field(parts: list[bytes]) -> bytes:
+    """One GRIB2 message of the fields of ``parts`` (single-field messages on one grid):
+    sections 0 to 3 of the first, then sections 4 to 7 of each, a bitmap equal to the
+    previous field's written as indicator 254."""
+    first = grib2_fields(parts[0])[0]
+    body, previous = [parts[0][16 : first.product[0]]], None
+    for part in parts:
+        field = grib2_fields(part)[0]
+        bitmap = part[slice(*field.bitmap)]
+        if bitmap[5] == 0 and bitmap == previous:
+            bitmap = (6).to_bytes(4, "big") + bytes([6, 254])
+        elif bitmap[5] == 0:
+            previous = bitmap
+        body += [part[slice(field.product[0], field.representation[1])], bitmap, part[slice(*field.data)]]  # fmt: skip
+    total = 16 + sum(map(len, body)) + 4
+    return parts[0][:8] + total.to_bytes(8, "big") + b"".join(body) + b"7777"
+
+
+def decodable(message: bytes) -> bool:
+    """Whether ecCodes decodes the values of a message it wrote (not always: a constant
+    field PNG-packed is "Message invalid")."""
+    eccodes = load_eccodes()
+    handle = eccodes.codes_new_from_message(message)
+    try:
+        eccodes.codes_get_values(handle)
+    except eccodes.GribInternalError:
+        return False
+    finally:
+        eccodes.codes_release(handle)
+    return True
 
 
 # -- ecCodes' truth ----------------------------------------------------------------------------
@@ -348,16 +405,25 @@ class Truth:
     longitudes: np.ndarray | None
 
 
-def eccodes_truth(path: Path) -> dict[int, Truth]:
-    """Every message's keys and coordinates by offset, as ecCodes reads them."""
+def eccodes_truth(path: Path) -> dict[tuple[int, int], Truth]:
+    """Every field's keys and coordinates by ``(message offset, field index)``, as ecCodes
+    reads them (several fields to a message included)."""
     eccodes = load_eccodes()
-    out: dict[int, Truth] = {}
-    with open(path, "rb") as f:
-        while (handle := eccodes.codes_grib_new_from_file(f)) is not None:
-            try:
-                out[int(eccodes.codes_get(handle, "offset"))] = _truth(eccodes, handle)
-            finally:
-                eccodes.codes_release(handle)
+    out: dict[tuple[int, int], Truth] = {}
+    eccodes.codes_grib_multi_support_on()
+    try:
+        with open(path, "rb") as f:
+            previous, index = -1, 0
+            while (handle := eccodes.codes_grib_new_from_file(f)) is not None:
+                try:
+                    offset = int(eccodes.codes_get(handle, "offset"))
+                    index = index + 1 if offset == previous else 0
+                    previous = offset
+                    out[(offset, index)] = _truth(eccodes, handle)
+                finally:
+                    eccodes.codes_release(handle)
+    finally:
+        eccodes.codes_grib_multi_support_off()
     return out
 
 
@@ -398,7 +464,7 @@ def read_refzarr(group: RefGroup) -> Any:
     return read
 
 
-def check_coordinates(group: RefGroup, truth: dict[int, Truth]) -> None:
+def check_coordinates(group: RefGroup, truth: dict[tuple[int, int], Truth]) -> None:
     """Every chunk's cell has its field's time, step, level and member; the group path has
     its name, step type and level type; every point its latitude and longitude."""
     for path, node, name in leaf_groups(group):
@@ -412,7 +478,7 @@ def check_coordinates(group: RefGroup, truth: dict[int, Truth]) -> None:
             chunk = array.manifest[index + (0,) * (len(dims) - len(header))]
             if chunk is None:
                 continue
-            want = truth[chunk.offset]
+            want = truth[(chunk.offset, int(array.meta.codecs[-1].get("field", 0)))]
             assert path.split("/") [:2] == [want.name, want.step_type], path
             assert path.split("/")[2].split("_")[0] == want.level_type.split("_")[0], path
             at = dict(zip(header, index, strict=True))
@@ -442,11 +508,28 @@ def check_points(path: str, dims: tuple[str, ...], coords: dict[str, Any], want:
     np.testing.assert_array_equal(lon.reshape(-1), want.longitudes, strict=True, err_msg=path)
 
 
+def check_undecodable(path: Path) -> None:
+    """ecCodes cannot decode a message it wrote itself (a constant field PNG-packed, ...):
+    reading it through refzarr must fail too, not give values."""
+    try:
+        group = scan(path)
+    except refzarr.RefzarrError:
+        return
+    read = read_refzarr(group)
+    for leaf, _, name in leaf_groups(group):
+        with pytest.raises(Exception, match="ecCodes|GRIB|invalid|Decoding"):
+            read(leaf, name)
+
+
 def check_file(spec: FileSpec, path: Path, where: Path) -> None:
-    fields = eccodes_fields(path)
+    try:
+        fields = eccodes_fields(path)
+    except load_eccodes().GribInternalError:
+        check_undecodable(path)
+        return
     truth = eccodes_truth(path)
     group = scan(path)
-    assert assert_matches_eccodes(group, fields, read_refzarr(group)) == len(spec.fields)
+    assert assert_matches_eccodes(group, fields, read_refzarr(group)) == len(fields)
     check_coordinates(group, truth)
     targets = [where / "refs.json"] + ([where / "refs.parq"] if spec.parquet else [])
     for target in targets:
@@ -477,3 +560,118 @@ def test_grib_files_read_as_eccodes_decodes_them(spec: FileSpec, tmp_path_factor
     path = where / "fuzz.grib"
     write_file(spec, path)
     check_file(spec, path, where)
+
+
+# -- regressions the fuzz found ------------------------------------------------------------------
+
+SURFACE: Keys = (("paramId", 130), ("typeOfLevel", "surface"), ("level", 0),
+                 ("dataDate", 20240229), ("dataTime", 1200), ("stepUnits", "h"), ("step", 6))  # fmt: skip
+ARANGE = ValuesSpec(0, "integers", 0.0, 0.0, 0.0)
+"""Values 0, 0, ...: replaced by `_arange_file`'s 0, 1, 2, ... (each point told apart)."""
+
+
+def _regular(edition: int, ni: int = 3, nj: int = 2, **flags: int) -> GridSpec:
+    lons = (12, 10) if flags.get("iScansNegatively") else (10, 12)
+    lats = (49, 50) if flags.get("jScansPositively") else (50, 49)
+    keys: dict[str, Any] = dict(flags)
+    keys.update(Ni=ni, Nj=nj, iDirectionIncrementInDegrees=1, jDirectionIncrementInDegrees=1)
+    keys.update(latitudeOfFirstGridPointInDegrees=lats[0], latitudeOfLastGridPointInDegrees=lats[1])
+    keys.update(longitudeOfFirstGridPointInDegrees=lons[0], longitudeOfLastGridPointInDegrees=lons[1])  # fmt: skip
+    if ni * nj == 1:
+        keys.update(latitudeOfLastGridPointInDegrees=lats[0], longitudeOfLastGridPointInDegrees=lons[0])  # fmt: skip
+    if edition == 2:
+        keys["numberOfDataPoints"] = ni * nj
+    return GridSpec(edition, f"regular_ll_sfc_grib{edition}", tuple(keys.items()), ni * nj)
+
+
+def _arange_file(grid: GridSpec, path: Path, keys: Keys = SURFACE) -> np.ndarray:
+    """A one-field file whose stored values are 0, 1, 2, ... (IEEE packed): returns them."""
+    spec = FileSpec(grid, PackSpec("grid_ieee", None, None, (("precision", 1),)), False,
+                    (FieldSpec(keys, ARANGE),))  # fmt: skip
+    eccodes = load_eccodes()
+    handle = eccodes.codes_new_from_message(write_message(spec, spec.fields[0]))
+    try:
+        stored = np.arange(grid.points, dtype=np.float64)
+        eccodes.codes_set_values(handle, stored)
+        path.write_bytes(bytes(eccodes.codes_get_message(handle)))
+    finally:
+        eccodes.codes_release(handle)
+    return stored
+
+
+def _read(path: Path, leaf: str = "t/instant/surface") -> Any:
+    group = scan(path)
+    with refzarr.open_dataset(group, group=leaf) as ds:
+        ds.load()
+        return group, ds
+
+
+@FASTPARQUET
+def test_one_point_grid_keeps_its_dimensions(tmp_path: Path) -> None:
+    """A 1 x 1 lat-lon grid: latitude and longitude were scalars while the data array had
+    their dimensions, so xarray refused to open the group (loud)."""
+    path = tmp_path / "point.grib2"
+    _arange_file(_regular(2, 1, 1), path)
+    group, ds = _read(path)
+    assert ds["t"].dims[-2:] == ("latitude", "longitude")
+    assert ds["latitude"].values.tolist() == [50.0]
+    assert ds["longitude"].values.tolist() == [10.0]
+    check_file(FileSpec(_regular(2, 1, 1), PackSpec("grid_ieee", None, None), False, (), True),
+               path, tmp_path)  # fmt: skip
+
+
+def test_grib1_step_in_minutes(tmp_path: Path) -> None:
+    """A GRIB1 step of 1 minute: ecCodes cannot give it in its default hours ("unable to
+    represent the step in h"), which was a ScanError; it is 60 s."""
+    path = tmp_path / "minutes.grib1"
+    keys = SURFACE[:-2] + (("stepUnits", "m"), ("step", 1))
+    _arange_file(_regular(1), path, keys)
+    group, ds = _read(path, "t/instant/surface")
+    assert ds["step"].values.tolist() == [np.timedelta64(60, "s").astype("m8[ns]")]
+    assert group["t/instant/surface/t"].meta.attributes["GRIB_stepUnits"] == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("edition", [1, 2])
+def test_grid_scanning_westwards(tmp_path: Path, edition: int) -> None:
+    """``iScansNegatively``: the points run east to west. The longitudes were ecCodes'
+    distinctLongitudes, which are sorted: every value was labelled with the mirrored
+    longitude (silent; cfgrib does the same)."""
+    path = tmp_path / "west.grib"
+    stored = _arange_file(_regular(edition, iScansNegatively=1), path)
+    _, ds = _read(path)
+    assert ds["longitude"].values.tolist() == [12.0, 11.0, 10.0]
+    assert ds["latitude"].values.tolist() == [50.0, 49.0]
+    np.testing.assert_array_equal(ds["t"].values.reshape(2, 3), stored.reshape(2, 3))
+
+
+@pytest.mark.parametrize("edition", [1, 2])
+def test_points_stored_column_by_column(tmp_path: Path, edition: int) -> None:
+    """``jPointsAreConsecutive``: the points are stored a column at a time. They were laid
+    out as rows, each value on another point's latitude and longitude (silent; cfgrib does
+    the same); the codec's ``columns`` turns them into rows."""
+    path = tmp_path / "columns.grib"
+    stored = _arange_file(_regular(edition, jPointsAreConsecutive=1), path)
+    group, ds = _read(path)
+    assert group["t/instant/surface/t"].meta.codecs[-1]["columns"] == (2, 3)  # type: ignore[union-attr]
+    assert ds["latitude"].values.tolist() == [50.0, 49.0]
+    assert ds["longitude"].values.tolist() == [10.0, 11.0, 12.0]
+    np.testing.assert_array_equal(ds["t"].values.reshape(2, 3), stored.reshape(3, 2).T)
+
+
+def test_alternate_rows_on_a_regular_grid(tmp_path: Path) -> None:
+    """``alternativeRowScanning`` on a regular lat-lon grid: every other row runs east to
+    west. Only projected grids had their rows turned (cfgrib turns every 2-D grid's)."""
+    path = tmp_path / "rows.grib2"
+    stored = _arange_file(_regular(2, alternativeRowScanning=1), path)
+    _, ds = _read(path)
+    assert ds["longitude"].values.tolist() == [10.0, 11.0, 12.0]
+    np.testing.assert_array_equal(ds["t"].values.reshape(2, 3), [[0, 1, 2], [5, 4, 3]])
+    assert stored.tolist() == [0, 1, 2, 3, 4, 5]
+
+
+def test_codec_columns_config() -> None:
+    codec = GribCodec(rows=(2, 3), columns=(2, 3))
+    assert codec.get_config() == {"id": "refzarr.grib", "rows": [2, 3], "columns": [2, 3]}
+    # stored lines are columns; every other one reversed, then turned into rows
+    got = row_order(np.arange(6.0), (2, 3), (2, 3)).reshape(2, 3)
+    np.testing.assert_array_equal(got, [[0, 3, 4], [1, 2, 5]])
