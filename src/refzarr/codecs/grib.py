@@ -4,7 +4,8 @@ A chunk of a GRIB array is the byte range of a whole message; the codec hands th
 to ecCodes, which decodes every packing it knows (simple, complex, spatial differencing,
 JPEG 2000, CCSDS, PNG, IEEE, spectral). Points ecCodes reports as missing (bitmaps, the
 missing values of complex packing) become NaN, the values come out as float32 (as cfgrib
-gives them) in the grid's shape, with alternate-row scanning undone as cfgrib does. A GRIB2
+gives them) in the grid's shape, with alternate-row scanning undone as cfgrib does and
+column-by-column storage (``jPointsAreConsecutive``) turned into rows. A GRIB2
 message holding several fields (sections 2-7 repeated) carries the field's index in the
 codec config; this module also splits such messages (`grib2_fields`, `extract_field`).
 
@@ -19,7 +20,7 @@ import numpy as np
 from numcodecs.abc import Codec
 from numcodecs.registry import register_codec
 
-__all__ = ["GribCodec", "GribField", "extract_field", "grib2_fields"]
+__all__ = ["GribCodec", "GribField", "extract_field", "grib2_fields", "row_order"]
 
 END = b"7777"
 
@@ -154,13 +155,23 @@ class GribCodec(Codec):  # type: ignore[misc]
     rows
         When the grid scans alternate rows in opposite directions: its ``(Ny, Nx)``, so that
         every other row is reversed as cfgrib does; None otherwise.
+    columns
+        When the grid's points are stored column by column (``jPointsAreConsecutive``): its
+        ``(Ny, Nx)``, so that the values come out row by row like every other grid's (with
+        ``rows`` too, every other column is reversed first); None otherwise.
     """
 
     codec_id = "refzarr.grib"
 
-    def __init__(self, field: int = 0, rows: tuple[int, int] | list[int] | None = None) -> None:
+    def __init__(
+        self,
+        field: int = 0,
+        rows: tuple[int, int] | list[int] | None = None,
+        columns: tuple[int, int] | list[int] | None = None,
+    ) -> None:
         self.field = int(field)
         self.rows = None if rows is None else (int(rows[0]), int(rows[1]))
+        self.columns = None if columns is None else (int(columns[0]), int(columns[1]))
 
     def get_config(self) -> dict[str, Any]:
         """The JSON configuration (only what differs from the defaults)."""
@@ -169,12 +180,14 @@ class GribCodec(Codec):  # type: ignore[misc]
             config["field"] = self.field
         if self.rows is not None:
             config["rows"] = list(self.rows)
+        if self.columns is not None:
+            config["columns"] = list(self.columns)
         return config
 
     def decode(self, buf: Any, out: Any = None) -> Any:
         """The field's values as float32 (missing points NaN), flat in the grid's order."""
         message = bytes(buf) if not isinstance(buf, bytes) else buf
-        values = decode_message(message, self.field, self.rows)
+        values = decode_message(message, self.field, self.rows, self.columns)
         if out is not None:
             target = (
                 np.frombuffer(out, dtype=np.float32) if not isinstance(out, np.ndarray) else out
@@ -188,7 +201,12 @@ class GribCodec(Codec):  # type: ignore[misc]
         raise NotImplementedError("refzarr.grib decodes GRIB messages; it cannot encode")
 
 
-def decode_message(message: bytes, field: int = 0, rows: tuple[int, int] | None = None) -> Any:
+def decode_message(
+    message: bytes,
+    field: int = 0,
+    rows: tuple[int, int] | None = None,
+    columns: tuple[int, int] | None = None,
+) -> Any:
     """Values of field ``field`` of a GRIB message (float32, NaN where missing)."""
     from refzarr.codecs.grib_eccodes import decoded_values
 
@@ -196,7 +214,20 @@ def decode_message(message: bytes, field: int = 0, rows: tuple[int, int] | None 
         message = extract_field(message, field)
     elif field:
         raise ValueError(f"a GRIB1 message holds one field, not a field {field}")
-    values = decoded_values(message)
+    return row_order(decoded_values(message), rows, columns)
+
+
+def row_order(
+    values: Any, rows: tuple[int, int] | None = None, columns: tuple[int, int] | None = None
+) -> Any:
+    """A field's values in stored order -> row by row, each row in one direction (the
+    codec's ``rows`` and ``columns``; see `GribCodec`)."""
+    if columns is not None:
+        ny, nx = columns
+        lines = values.reshape(nx, ny)
+        if rows is not None:
+            lines[1::2, :] = lines[1::2, ::-1].copy()
+        return np.ascontiguousarray(lines.T).reshape(-1)
     if rows is not None:
         grid = values.reshape(rows)
         grid[1::2, :] = grid[1::2, ::-1].copy()

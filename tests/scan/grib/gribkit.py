@@ -54,7 +54,8 @@ class EccField:
 
 def eccodes_fields(path: Path | str) -> dict[tuple[int, int], EccField]:
     """Every field of a file, by ``(message offset, field index in the message)``: values as
-    cfgrib gets them (float32, NaN where missing, alternate rows reversed)."""
+    cfgrib gets them (float32, NaN where missing, alternate rows reversed), row by row (a grid
+    stored column by column, ``jPointsAreConsecutive``, transposed: cfgrib does not)."""
     eccodes = load_eccodes()
     out: dict[tuple[int, int], EccField] = {}
     eccodes.codes_grib_multi_support_on()
@@ -83,12 +84,26 @@ def _decode(eccodes: Any, handle: Any) -> tuple[np.ndarray, dict[str, Any]]:
         for k in ("shortName", "paramId", "gridType", "Nx", "Ny")
         if eccodes.codes_is_defined(handle, k)
     }
-    if eccodes.codes_is_defined(handle, "alternativeRowScanning") and eccodes.codes_get(
-        handle, "alternativeRowScanning"
-    ):
-        grid = values.reshape(keys["Ny"], keys["Nx"])
-        grid[1::2] = grid[1::2, ::-1].copy()
-    return values, keys
+    return in_rows(eccodes, handle, values, keys), keys
+
+
+def _flag(eccodes: Any, handle: Any, key: str) -> bool:
+    return bool(eccodes.codes_is_defined(handle, key) and eccodes.codes_get(handle, key))
+
+
+def in_rows(
+    eccodes: Any, handle: Any, values: np.ndarray, keys: dict[str, Any], *, alternate: bool = True
+) -> np.ndarray:
+    """A 2-D grid's values (or coordinates) in stored order -> row by row: stored lines
+    (columns when ``jPointsAreConsecutive``) alternately reversed when the grid says so and
+    ``alternate``, then columns transposed into rows."""
+    columns = _flag(eccodes, handle, "jPointsAreConsecutive") and "Nx" in keys
+    if not (alternate and _flag(eccodes, handle, "alternativeRowScanning")) and not columns:
+        return values
+    lines = values.reshape((keys["Nx"], keys["Ny"]) if columns else (keys["Ny"], keys["Nx"]))
+    if alternate and _flag(eccodes, handle, "alternativeRowScanning"):
+        lines[1::2] = lines[1::2, ::-1].copy()
+    return np.ascontiguousarray(lines.T if columns else lines).reshape(-1)
 
 
 def leaf_groups(group: RefGroup) -> Iterator[tuple[str, RefGroup, str]]:

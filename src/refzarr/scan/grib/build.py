@@ -179,9 +179,10 @@ def grid_coordinates(grid: Grid) -> dict[str, RefArray]:
     lat_attrs = dict(LATITUDE)
     if regular and grid.latitude[0] > grid.latitude[-1]:
         lat_attrs["stored_direction"] = "decreasing"
+    # dimension coordinates even for a one-point grid: the data array keeps its grid dims
     return {
-        "latitude": _inline(grid.latitude, lat_dims, lat_attrs),
-        "longitude": _inline(grid.longitude, lon_dims, dict(LONGITUDE)),
+        "latitude": _inline(grid.latitude, lat_dims, lat_attrs, force_dim=True),
+        "longitude": _inline(grid.longitude, lon_dims, dict(LONGITUDE), force_dim=True),
     }
 
 

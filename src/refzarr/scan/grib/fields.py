@@ -92,8 +92,12 @@ def _reference_time(handle: Any) -> int:
 
 def _step_seconds(handle: Any, where: str) -> int:
     """The step (endStep, in its stepUnits) in seconds, exact."""
-    step = read_key(handle, "endStep", int)
+    eccodes = load_eccodes()
     unit = read_key(handle, "stepUnits", int)
+    try:
+        step = read_key(handle, "endStep", int)
+    except eccodes.DecodingError:  # not a whole number of stepUnits: GRIB1 minutes (hours)
+        step, unit = _end_step_seconds(handle, unit), 13
     step, unit = (0 if step is None else step), (1 if unit is None else unit)
     seconds = STEP_UNIT_SECONDS.get(unit)
     if seconds is None:
@@ -102,6 +106,19 @@ def _step_seconds(handle: Any, where: str) -> int:
             "exact duration"
         )
     return step * seconds
+
+
+def _end_step_seconds(handle: Any, unit: int | None) -> int:
+    """endStep in seconds: ecCodes gives a GRIB1 step in hours unless told otherwise, and
+    cannot give a step of minutes that way ("unable to represent the step in h"). The output
+    unit is only what ecCodes reports, not what the message holds; it is put back."""
+    eccodes = load_eccodes()
+    eccodes.codes_set(handle, "stepUnits", "s")
+    try:
+        return int(eccodes.codes_get_long(handle, "endStep"))
+    finally:
+        if unit is not None:
+            eccodes.codes_set_long(handle, "stepUnits", unit)
 
 
 def _bounds(handle: Any) -> tuple[float, float] | None:

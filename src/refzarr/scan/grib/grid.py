@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from refzarr.codecs.grib import row_order
 from refzarr.codecs.grib_eccodes import load_eccodes
 from refzarr.scan.grib.fields import read_key
 
@@ -70,7 +71,8 @@ class Grid:
 
     ``latitude`` / ``longitude`` are None when ecCodes cannot compute them (spherical
     harmonics, some NCEP grids); ``rows`` is ``(Ny, Nx)`` when alternate rows scan in
-    opposite directions.
+    opposite directions, ``columns`` when points are stored column by column (the codec's
+    options of the same names).
     """
 
     grid_type: str
@@ -80,27 +82,28 @@ class Grid:
     longitude: np.ndarray[Any, Any] | None
     attributes: dict[str, Any] = field(default_factory=dict)
     rows: tuple[int, int] | None = None
+    columns: tuple[int, int] | None = None
 
 
 def grid_of(handle: Any) -> Grid:
     """The grid of the field ecCodes opened as ``handle`` (coordinates computed now)."""
     grid_type = read_key(handle, "gridType") or "unknown"
     attributes = _grid_attributes(handle, grid_type)
-    if grid_type in REGULAR:
-        ny, nx = _ny_nx(handle)
-        _check_points(handle, grid_type, ny, nx)
-        lat = _array(handle, "distinctLatitudes")
-        lon = _array(handle, "distinctLongitudes")
-        return Grid(grid_type, ("latitude", "longitude"), (ny, nx), lat, lon, attributes)
-    if grid_type in PROJECTED:
-        ny, nx = _ny_nx(handle)
-        _check_points(handle, grid_type, ny, nx)
-        lat, lon = _array(handle, "latitudes"), _array(handle, "longitudes")
-        shape = (ny, nx)
-        lat = None if lat is None else lat.reshape(shape)
-        lon = None if lon is None else lon.reshape(shape)
+    if grid_type in REGULAR or grid_type in PROJECTED:
+        shape = _ny_nx(handle)
+        _check_points(handle, grid_type, *shape)
         rows = shape if read_key(handle, "alternativeRowScanning", int) else None
-        return Grid(grid_type, ("y", "x"), shape, lat, lon, attributes, rows)
+        columns = shape if read_key(handle, "jPointsAreConsecutive", int) else None
+        lat, lon = (_points(handle, key, shape, columns) for key in ("latitudes", "longitudes"))
+        if grid_type in PROJECTED:
+            return Grid(grid_type, ("y", "x"), shape, lat, lon, attributes, rows, columns)
+        # each point's coordinates, not ecCodes' distinctLatitudes / distinctLongitudes: those
+        # are sorted, so they are not the order of the points when i scans negatively or the
+        # longitudes wrap past 360 (cfgrib labels such fields wrongly)
+        lat = None if lat is None else np.ascontiguousarray(lat[:, 0])
+        lon = None if lon is None else np.ascontiguousarray(lon[0, :])
+        dims = ("latitude", "longitude")
+        return Grid(grid_type, dims, shape, lat, lon, attributes, rows, columns)
     points = int(read_key(handle, "numberOfPoints", int))
     lat, lon = _array(handle, "latitudes"), _array(handle, "longitudes")
     if lat is None or lon is None or lat.size != points or lon.size != points:
@@ -118,6 +121,18 @@ def _check_points(handle: Any, grid_type: str, ny: int, nx: int) -> None:
             f"its numberOfDataPoints {int(points)}: the grid description is inconsistent "
             "(ecCodes and cfgrib cannot shape it either); fix Ni / Nj or leave the message out"
         )
+
+
+def _points(
+    handle: Any, key: str, shape: tuple[int, int], columns: tuple[int, int] | None
+) -> np.ndarray[Any, Any] | None:
+    """Each point's latitude or longitude in the grid's ``(Ny, Nx)`` order. ecCodes gives
+    them in stored order (column by column for ``jPointsAreConsecutive``), and lays
+    alternate rows out in one direction, as the codec leaves the values (`row_order`)."""
+    values = _array(handle, key)
+    if values is None or values.size != shape[0] * shape[1]:
+        return None
+    return np.asarray(row_order(values, None, columns)).reshape(shape)
 
 
 def _ny_nx(handle: Any) -> tuple[int, int]:

@@ -275,6 +275,8 @@ def _codec(cube: Cube, grid: Grid) -> dict[str, Any]:
         codec["field"] = cube.field_index
     if grid.rows is not None:
         codec["rows"] = list(grid.rows)
+    if grid.columns is not None:
+        codec["columns"] = list(grid.columns)
     return codec
 
 
