@@ -47,12 +47,16 @@ _JSON_NATIVE = frozenset({np.dtype("int64"), np.dtype("float64"), np.dtype("bool
 
 def attribute_type(value: Any) -> str | None:
     """The dtype string (native byte order) to record for an attribute's source value, or None
-    when JSON keeps its type (text, int64, float64, bool) or it is no number."""
+    when JSON keeps its type (text, int64, float64, bool; but an empty list has no type in
+    JSON, so an empty numeric attribute always gets one) or it is no number."""
     dtype = getattr(value, "dtype", None)
     if not isinstance(dtype, np.dtype) or dtype.kind not in "iuf":
         return None
     native = dtype.newbyteorder("=")
-    return None if native in _JSON_NATIVE else native.str
+    empty = getattr(value, "size", 1) == 0 or getattr(value, "shape", ()) is None  # h5py.Empty
+    if native in _JSON_NATIVE and not empty:
+        return None
+    return native.str
 
 
 def with_types(

@@ -397,3 +397,27 @@ def test_zarr_fill_value_rules(tmp_path: Path) -> None:
         assert ds["complete"].dtype == np.int16
         np.testing.assert_array_equal(ds["declared_sparse"].values, [0, 0, 5, 5])
         assert ds["declared"].values.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_empty_numeric_attributes_keep_their_type(tmp_path: Path) -> None:
+    """An empty list has no type in JSON: empty int64/float64 attributes (null dataspaces,
+    as netCDF-C writes them) read back typed, as netCDF4 shows them."""
+    path = tmp_path / "empty.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("x", 2)
+        v = nc.createVariable("v", "f4", ("x",))
+        v[:] = [1, 2]
+        for name, dtype in (("i8", "i8"), ("f8", "f8"), ("i4", "i4")):
+            v.setncattr(f"empty_{name}", np.array([], dtype))
+    refs = tmp_path / "refs.json"
+    refzarr.write(refzarr.scan(path), refs)
+    with xr.open_dataset(path, engine="netcdf4") as expected:
+        wanted = expected["v"].attrs
+    for got in (
+        refzarr.open_dataset(refs)["v"].attrs,
+        xr.open_dataset(refs, engine="refzarr")["v"].attrs,
+    ):
+        for name in ("empty_i8", "empty_f8", "empty_i4"):
+            assert isinstance(got[name], np.ndarray), name
+            assert got[name].dtype == wanted[name].dtype, name
+            assert got[name].size == 0, name

@@ -453,7 +453,7 @@ def _recorded_type(kind: str, value: Any) -> str | None:
     code = NUMERIC_TYPES.get(kind)
     if code is None or isinstance(value, dict):
         return None
-    return attribute_type(np.zeros(0, dtype=code))
+    return attribute_type(np.zeros(1, dtype=code))
 
 
 def _shown(attrs: dict[str, Any]) -> dict[str, Any]:
