@@ -49,6 +49,7 @@ NEWEST_TESTS := \
 	tests/formats/parquet/test_parquet_sources_file.py \
 	tests/formats/icechunk tests/formats/test_write_result.py tests/interop \
 	tests/formats/test_append_fuzz.py tests/combine/test_combine_fuzz.py \
+	tests/scan/zarr/test_zarr_fuzz.py tests/scan/tiff/test_tiff_fuzz.py tests/scan/hdf5/test_hdf5_fuzz.py \
 	tests/scan/hdf5/test_hdf5_xarray.py tests/scan/netcdf3/test_netcdf3_corpus.py \
 	tests/scan/tiff/test_tiff_corpus.py tests/scan/grib/test_grib_corpus.py \
 	tests/scan/fits/test_fits_corpus.py tests/scan/hdf4/test_hdf4_corpus.py \
