@@ -29,6 +29,7 @@ __all__ = [
     "blank_all_but_last_head",
     "cfgrib_dataset",
     "eccodes_fields",
+    "eccodes_handles",
     "grib_corpus",
     "indexed_run",
     "leaf_groups",
@@ -56,8 +57,16 @@ def eccodes_fields(path: Path | str) -> dict[tuple[int, int], EccField]:
     """Every field of a file, by ``(message offset, field index in the message)``: values as
     cfgrib gets them (float32, NaN where missing, alternate rows reversed), row by row (a grid
     stored column by column, ``jPointsAreConsecutive``, transposed: cfgrib does not)."""
+    return {
+        key: EccField(*key, *_decode(eccodes, handle))
+        for key, eccodes, handle in eccodes_handles(path)
+    }
+
+
+def eccodes_handles(path: Path | str) -> Iterator[tuple[tuple[int, int], Any, Any]]:
+    """``((message offset, field index), eccodes module, handle)`` for every field of a file
+    (several fields to a message included); each handle is released after its turn."""
     eccodes = load_eccodes()
-    out: dict[tuple[int, int], EccField] = {}
     eccodes.codes_grib_multi_support_on()
     try:
         with open(path, "rb") as f:
@@ -67,12 +76,11 @@ def eccodes_fields(path: Path | str) -> dict[tuple[int, int], EccField]:
                     offset = int(eccodes.codes_get(handle, "offset"))
                     index = index + 1 if offset == previous else 0
                     previous = offset
-                    out[(offset, index)] = EccField(offset, index, *_decode(eccodes, handle))
+                    yield (offset, index), eccodes, handle
                 finally:
                     eccodes.codes_release(handle)
     finally:
         eccodes.codes_grib_multi_support_off()
-    return out
 
 
 def _decode(eccodes: Any, handle: Any) -> tuple[np.ndarray, dict[str, Any]]:

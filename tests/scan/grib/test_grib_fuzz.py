@@ -21,7 +21,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gribkit import assert_matches_eccodes, eccodes_fields, in_rows, leaf_groups, scan
+from gribkit import (
+    assert_matches_eccodes,
+    eccodes_fields,
+    eccodes_handles,
+    in_rows,
+    leaf_groups,
+    scan,
+)
 from hypothesis import event, given, reject
 from hypothesis import strategies as st
 
@@ -433,23 +440,7 @@ class Truth:
 def eccodes_truth(path: Path) -> dict[tuple[int, int], Truth]:
     """Every field's keys and coordinates by ``(message offset, field index)``, as ecCodes
     reads them (several fields to a message included)."""
-    eccodes = load_eccodes()
-    out: dict[tuple[int, int], Truth] = {}
-    eccodes.codes_grib_multi_support_on()
-    try:
-        with open(path, "rb") as f:
-            previous, index = -1, 0
-            while (handle := eccodes.codes_grib_new_from_file(f)) is not None:
-                try:
-                    offset = int(eccodes.codes_get(handle, "offset"))
-                    index = index + 1 if offset == previous else 0
-                    previous = offset
-                    out[(offset, index)] = _truth(eccodes, handle)
-                finally:
-                    eccodes.codes_release(handle)
-    finally:
-        eccodes.codes_grib_multi_support_off()
-    return out
+    return {key: _truth(eccodes, handle) for key, eccodes, handle in eccodes_handles(path)}
 
 
 def _truth(eccodes: Any, handle: Any) -> Truth:
