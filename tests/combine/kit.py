@@ -20,6 +20,7 @@ __all__ = [
     "assert_same_dataset",
     "daily",
     "open_kerchunk",
+    "open_mf",
     "scan_all",
     "write_nc",
 ]
@@ -78,6 +79,23 @@ def write_nc(
 def scan_all(paths: Sequence[Path], **options: Any) -> list[RefGroup]:
     """``refzarr.scan`` of every file."""
     return [refzarr.scan(str(p), **options) for p in paths]
+
+
+def open_mf(paths: Sequence[Path], **kwargs: Any) -> xr.Dataset:
+    """``xr.open_mfdataset`` of ``paths`` concatenated along ``time`` as refzarr combines them
+    (nested, minimal data variables and coordinates, ``compat="equals"``, netCDF4), loaded;
+    ``kwargs`` override those options."""
+    options: dict[str, Any] = {
+        "combine": "nested",
+        "concat_dim": "time",
+        "data_vars": "minimal",
+        "coords": "minimal",
+        "compat": "equals",
+        "engine": "netcdf4",
+    }
+    options.update(kwargs)
+    with xr.open_mfdataset(paths, **options) as ds:
+        return ds.load()
 
 
 def open_kerchunk(group: RefGroup, path: Path) -> xr.Dataset:

@@ -10,7 +10,7 @@ import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
-from kit import assert_same_dataset, daily, scan_all, write_nc
+from kit import assert_same_dataset, daily, open_mf, scan_all, write_nc
 
 import refzarr
 from refzarr import RefArray
@@ -24,20 +24,6 @@ def _days(tmp_path: Path, count: int, per_file: int = 2, **write: object) -> lis
     return paths
 
 
-def _mf(paths: list[Path], **kwargs: object) -> xr.Dataset:
-    options: dict[str, object] = {
-        "combine": "nested",
-        "concat_dim": "time",
-        "data_vars": "minimal",
-        "coords": "minimal",
-        "compat": "equals",
-        "engine": "netcdf4",
-    }
-    options.update(kwargs)
-    with xr.open_mfdataset(paths, **options) as ds:  # type: ignore[arg-type]
-        return ds.load()
-
-
 @pytest.mark.parametrize(
     "options",
     [{}, {"inline_coordinates": 0}, {"inline_threshold": 10_000}],
@@ -47,7 +33,7 @@ def test_concat_along_time_sorts_files(tmp_path: Path, options: dict[str, int]) 
     paths = _days(tmp_path, 4, chunks={"air": (1, 4, 5)})
     shuffled = [paths[2], paths[0], paths[3], paths[1]]
     combined = refzarr.combine(scan_all(shuffled, **options), concat_dims="time")
-    assert_same_dataset(combined, _mf(paths), tmp_path)
+    assert_same_dataset(combined, open_mf(paths), tmp_path)
     time = combined["time"]
     assert isinstance(time, RefArray)
     assert time.manifest.inlined  # the combined coordinate is a real, inlined array
@@ -57,7 +43,7 @@ def test_unlimited_time_and_scan_many_results(tmp_path: Path) -> None:
     paths = _days(tmp_path, 3, per_file=3, unlimited=True)
     groups = refzarr.scan_many([str(p) for p in paths], executor="serial")
     combined = refzarr.combine(groups, concat_dims="time")
-    assert_same_dataset(combined, _mf(paths))
+    assert_same_dataset(combined, open_mf(paths))
 
 
 def test_stack_along_new_dimension(tmp_path: Path) -> None:
@@ -70,7 +56,7 @@ def test_stack_along_new_dimension(tmp_path: Path) -> None:
         concat_dims="member",
         coords={"member": ("regex", r"member(\d+)")},
     )
-    expected = _mf(paths, concat_dim="member", data_vars="all", coords="minimal")
+    expected = open_mf(paths, concat_dim="member", data_vars="all", coords="minimal")
     expected = expected.assign_coords(member=np.arange(3))
     assert_same_dataset(combined, expected, tmp_path)
     air = combined["air"]
@@ -81,7 +67,7 @@ def test_stack_along_new_dimension(tmp_path: Path) -> None:
 def test_stack_without_coordinate_keeps_input_order(tmp_path: Path) -> None:
     paths = [write_nc(daily("2000-01-01", 2, seed=k), tmp_path / f"m{k}.nc") for k in (2, 0, 1)]
     combined = refzarr.combine(scan_all(paths), concat_dims="member")
-    expected = _mf(paths, concat_dim="member", data_vars="all", coords="minimal")
+    expected = open_mf(paths, concat_dim="member", data_vars="all", coords="minimal")
     assert_same_dataset(combined, expected, tmp_path)
 
 
@@ -120,7 +106,7 @@ def test_merge_of_variables_from_separate_file_sets(tmp_path: Path) -> None:
         air.append(write_nc(daily(start, 2, seed=k), tmp_path / f"air{k}.nc"))
         rh = daily(start, 2, seed=100 + k, variables=("rhum",))
         rhum.append(write_nc(rh, tmp_path / f"rhum{k}.nc"))
-    expected = xr.merge([_mf(air), _mf(rhum)], compat="equals", combine_attrs="override")
+    expected = xr.merge([open_mf(air), open_mf(rhum)], compat="equals", combine_attrs="override")
     # one call: the two sets of files are found, combined along time, then merged
     together = refzarr.combine(scan_all(rhum[::-1] + air), concat_dims="time")
     assert_same_dataset(together, expected[["air", "rhum"]].pipe(_first_attrs, air[0]))
@@ -170,7 +156,7 @@ def test_nested_groups_combine_group_by_group(tmp_path: Path) -> None:
     paths = [_grouped_file(tmp_path / f"g{k}.nc", 3 * k, k) for k in range(3)]
     combined = refzarr.combine(scan_all(paths[::-1]), concat_dims="time")
     tree = refzarr.open_datatree(combined)
-    root = _mf(paths)
+    root = open_mf(paths)
     xr.testing.assert_identical(tree.to_dataset().load(), root)
     for group in ("inner", "inner/deeper"):
         with xr.open_mfdataset(
@@ -200,7 +186,7 @@ def test_tree_reduction_equals_one_combine(tmp_path: Path) -> None:
         [refzarr.combine([left], concat_dims="time"), right], concat_dims="time"
     )
     assert nested == whole
-    assert_same_dataset(whole, _mf(paths), tmp_path)
+    assert_same_dataset(whole, open_mf(paths), tmp_path)
 
 
 def test_tree_reduction_of_stacks(tmp_path: Path) -> None:
