@@ -22,8 +22,10 @@ import numpy as np
 
 __all__ = [
     "LAYOUT_ATTR",
+    "NETCDF_KEY",
     "TYPES_ATTR",
     "attribute_type",
+    "netcdf_family",
     "netcdf_masking",
     "original_bytes",
     "source_layout",
@@ -40,6 +42,14 @@ LAYOUT_ATTR = "_nc_source_layout"
 ``{"chunks": [...], "codecs": [...]}``: its values are held in one raw chunk, and refzarr's
 engine shows the source's chunking and filters in ``encoding`` (so that ``to_netcdf`` writes
 them again). Named ``_nc...`` so that xarray's Zarr backend hides it, as it hides NCZarr's."""
+
+NETCDF_KEY = "netcdf"
+"""The key of `TYPES_ATTR` naming the netCDF family a scanned source belongs to: ``3`` for
+netCDF3 (classic, 64-bit offset, 64-bit data), ``4`` for HDF5 (netCDF-4 or not: netCDF-C
+reads any HDF5 file as netCDF-4). refzarr's engine then shows the object as netCDF4-python
+does: a number JSON reads back as int or float (no recorded type) is a numpy ``int64`` /
+``float64`` (a list a numpy array), and a netCDF3 variable's ``encoding["dtype"]`` is in
+native byte order. NCZarr's own records carry no such key."""
 
 _JSON_NATIVE = frozenset({np.dtype("int64"), np.dtype("float64"), np.dtype("bool")})
 """Types a JSON value reads back as anyway: not recorded."""
@@ -66,18 +76,22 @@ def with_types(
     mark: bool,
     unlimited: Sequence[str] = (),
     raw_bytes: Mapping[str, Any] | None = None,
+    netcdf: int | None = None,
 ) -> None:
     """Add ``types`` to ``attributes`` under `TYPES_ATTR` (also when empty if ``mark``: the
-    array follows netCDF's masking rules), the names of its unlimited dimensions, and
+    array follows netCDF's masking rules), the names of its unlimited dimensions,
     ``raw_bytes``: the original bytes (lists of ints) of text attributes that are not UTF-8,
-    shown with U+FFFD as netCDF4-python shows them but kept, never re-encoded."""
-    if not (types or mark or unlimited or raw_bytes):
+    shown with U+FFFD as netCDF4-python shows them but kept, never re-encoded, and
+    ``netcdf``: the netCDF family of the source (`NETCDF_KEY`, always recorded when given)."""
+    if not (types or mark or unlimited or raw_bytes or netcdf):
         return
     entry = attributes.get(TYPES_ATTR)
     known = dict(entry) if isinstance(entry, Mapping) else {}
     value: dict[str, Any] = {**known, "types": {**known.get("types", {}), **types}}
     if unlimited:
         value["unlimited"] = list(unlimited)
+    if netcdf:
+        value[NETCDF_KEY] = netcdf
     if raw_bytes:
         value["bytes"] = {**known.get("bytes", {}), **raw_bytes}
     attributes[TYPES_ATTR] = value
@@ -110,18 +124,49 @@ def netcdf_masking(attributes: Mapping[str, Any]) -> bool:
     return TYPES_ATTR in attributes
 
 
+def netcdf_family(attributes: Mapping[str, Any]) -> int | None:
+    """The netCDF family (3 or 4) `with_types` recorded for the source (`NETCDF_KEY`), or
+    None: not recorded (another format, NCZarr, references written before it was)."""
+    entry = attributes.get(TYPES_ATTR)
+    family = entry.get(NETCDF_KEY) if isinstance(entry, Mapping) else None
+    return family if family in (3, 4) and not isinstance(family, bool) else None
+
+
 def typed_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """Plain attributes with the recorded types applied (numpy scalars or arrays) and
-    `TYPES_ATTR` and `LAYOUT_ATTR` left out; values that do not convert exactly stay as they are."""
+    `TYPES_ATTR` and `LAYOUT_ATTR` left out; values that do not convert exactly stay as they are.
+
+    For a netCDF source (`netcdf_family`) the numbers without a recorded type become what
+    netCDF4-python gives for them too: ``int64`` / ``float64`` numpy scalars, numpy arrays
+    for lists (text, and anything else, as it is)."""
     out = {k: v for k, v in attributes.items() if k not in (TYPES_ATTR, LAYOUT_ATTR)}
     entry = attributes.get(TYPES_ATTR)
     types = entry.get("types") if isinstance(entry, Mapping) else None
-    if not isinstance(types, Mapping):
-        return out
+    types = types if isinstance(types, Mapping) else {}
     for name, text in types.items():
         if name in out:
             out[name] = _typed(out[name], text)
+    if netcdf_family(attributes) is not None:
+        for name, value in out.items():
+            if name not in types:
+                out[name] = _netcdf_number(value)
     return out
+
+
+def _netcdf_number(value: Any) -> Any:
+    """A JSON number (or a non-empty list of them) as netCDF4-python shows an ``int64`` or
+    ``double`` attribute; anything else as it is."""
+    items = value if isinstance(value, list | tuple) else (value,)
+    if not items or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in items
+    ):
+        return value
+    dtype = np.float64 if any(isinstance(v, float) for v in items) else np.int64
+    try:
+        converted = np.asarray(items if isinstance(value, list | tuple) else value, dtype=dtype)
+    except OverflowError:  # an integer beyond int64 (never a netCDF value)
+        return value
+    return converted[()] if converted.ndim == 0 else converted
 
 
 def _typed(value: Any, text: Any) -> Any:

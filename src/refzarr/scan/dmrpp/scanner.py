@@ -28,7 +28,7 @@ from refzarr.errors import (
     UnsupportedFeatureError,
 )
 from refzarr.model import ArrayMeta, RefArray, RefGroup
-from refzarr.model.attr_types import TYPES_ATTR, attribute_type, with_types
+from refzarr.model.attr_types import NETCDF_KEY, TYPES_ATTR, attribute_type, with_types
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
 from refzarr.scan.dmrpp.locate import DataFiles, data_file_url
@@ -422,7 +422,8 @@ class _Walk:
                 recorded = _recorded_type(kind, value)
                 if recorded is not None and typed:
                     types[name] = recorded
-        with_types(out, types, mark=False)
+        if typed:  # as the HDF5 scanner records it: the sidecar describes an HDF5 file
+            with_types(out, types, mark=False, netcdf=4)
         return out
 
     def value(self, element: ET.Element, kind: str, where: str, path: str) -> Any:
@@ -464,7 +465,7 @@ def _shown(attrs: dict[str, Any]) -> dict[str, Any]:
     shown = {k: v for k, v in attrs.items() if k not in hidden and k != TYPES_ATTR}
     entry = attrs.get(TYPES_ATTR)
     types = {k: v for k, v in entry["types"].items() if k in shown} if entry else {}
-    with_types(shown, types, mark=False)
+    with_types(shown, types, mark=False, netcdf=entry.get(NETCDF_KEY) if entry else None)
     return shown
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, ArrayMeta, ChunkManifest, RefArray
-from refzarr.model.attr_types import TYPES_ATTR
+from refzarr.model.attr_types import NETCDF_KEY, TYPES_ATTR
 from refzarr.model.frozen import FrozenDict
 from refzarr.model.manifest import share_bytes
 from refzarr.model.meta import DIMENSIONS_ATTR
@@ -108,7 +108,9 @@ class NetCDF3Scanner(ScanOptions):
             )
             if built is not None:
                 members[name] = built
-        attributes = frozen_attributes(header.attributes, header.types, kept=header.kept)
+        # the record dimension no variable uses (netCDF4-python still lists it as unlimited)
+        unused = unlimited.name if unlimited and not _uses(members, unlimited.name) else None
+        attributes = frozen_attributes(header.attributes, header.types, unused, header.kept)
         return _unchecked(
             ScannedGroup,
             attributes=attributes,
@@ -163,17 +165,22 @@ def frozen_attributes(
     kept: dict[str, tuple[int, ...]] | None = None,
 ) -> FrozenDict:
     """Attributes as the model holds them (their values are frozen JSON already), with the
-    types JSON loses, the record dimension and the stored bytes of text that is not UTF-8
-    recorded in ``_nczarr_attr`` (`refzarr.model.attr_types`: ``types``, ``unlimited``,
+    types JSON loses, the record dimension, the netCDF family (3: shown as netCDF4-python
+    shows netCDF3) and the stored bytes of text that is not UTF-8 recorded in
+    ``_nczarr_attr`` (`refzarr.model.attr_types`: ``types``, ``unlimited``, ``netcdf``,
     ``bytes``, as the HDF5 scanner records them)."""
-    if not (types or record_dim or kept):
-        return FrozenDict(attributes)
     entry: dict[str, Any] = {"types": FrozenDict(types)}
     if record_dim:
         entry["unlimited"] = (record_dim,)
+    entry[NETCDF_KEY] = 3
     if kept:
         entry["bytes"] = FrozenDict(kept)
     return FrozenDict({**attributes, TYPES_ATTR: FrozenDict(entry)})
+
+
+def _uses(members: dict[str, RefArray], dim: str) -> bool:
+    """Whether an array of ``members`` has the dimension ``dim``."""
+    return any(dim in (array.meta.dimension_names or ()) for array in members.values())
 
 
 def _check_name(url: str, var: Variable) -> None:
