@@ -20,14 +20,19 @@ from typing import Any
 
 import numpy as np
 
+from refzarr.errors import UnsupportedFeatureError
+
 __all__ = [
     "LAYOUT_ATTR",
     "NETCDF_KEY",
+    "RESERVED_ATTRS",
     "TYPES_ATTR",
     "attribute_type",
+    "has_untyped_numbers",
     "netcdf_family",
     "netcdf_masking",
     "original_bytes",
+    "reserved_attribute",
     "source_layout",
     "typed_attributes",
     "unlimited_dimensions",
@@ -50,6 +55,22 @@ reads any HDF5 file as netCDF-4). refzarr's engine then shows the object as netC
 does: a number JSON reads back as int or float (no recorded type) is a numpy ``int64`` /
 ``float64`` (a list a numpy array), and a netCDF3 variable's ``encoding["dtype"]`` is in
 native byte order. NCZarr's own records carry no such key."""
+
+RESERVED_ATTRS = (TYPES_ATTR, LAYOUT_ATTR)
+"""Attribute names refzarr keeps its records under: a source attribute of either name is
+refused (`reserved_attribute`), never merged into or taken for a record."""
+
+
+def reserved_attribute(where: str, name: str) -> UnsupportedFeatureError:
+    """The error for a source attribute named like one of refzarr's records (``where``: the
+    file and the object holding it)."""
+    return UnsupportedFeatureError(
+        f"{where}: attribute {name!r}: refzarr keeps its own records (attribute types, "
+        "unlimited dimensions, source layout) under this name, and the source's attribute "
+        "would be taken for one or overwritten; rename the attribute in the file, or scan "
+        "with on_unsupported='skip' to leave it out (it is then listed as skipped)"
+    )
+
 
 _JSON_NATIVE = frozenset({np.dtype("int64"), np.dtype("float64"), np.dtype("bool")})
 """Types a JSON value reads back as anyway: not recorded."""
@@ -151,6 +172,17 @@ def typed_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
             if name not in types:
                 out[name] = _netcdf_number(value)
     return out
+
+
+def has_untyped_numbers(attributes: Mapping[str, Any], types: Mapping[str, str]) -> bool:
+    """Whether an attribute holds numbers JSON keeps the type of (no type in ``types``): what
+    `NETCDF_KEY` changes the reading of (a scanner records it only then, so that the
+    attributes of objects without such numbers are written as before)."""
+    return any(
+        name not in types and _netcdf_number(value) is not value
+        for name, value in attributes.items()
+        if name not in (TYPES_ATTR, LAYOUT_ATTR)
+    )
 
 
 def _netcdf_number(value: Any) -> Any:

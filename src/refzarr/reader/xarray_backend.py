@@ -188,7 +188,8 @@ class RefzarrDataStore(AbstractDataStore):
             )
         )
         raw = _thaw(meta.attributes)
-        attrs = typed_attributes(raw)
+        # NCZarr's bookkeeping (``_nczarr_array``), hidden as netCDF-C hides it
+        attrs = {k: v for k, v in typed_attributes(raw).items() if not k.startswith("_nczarr")}
         masking = self.use_zarr_fill_value_as_mask and not netcdf_masking(raw)
         if masking and meta.fill_value is not None:
             attrs["_FillValue"] = _python_scalar(meta.fill_value)

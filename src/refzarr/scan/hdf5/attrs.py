@@ -21,7 +21,13 @@ import numpy as np
 from h5py import h5, h5a, h5ds, h5p, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
-from refzarr.model.attr_types import attribute_type, with_types
+from refzarr.model.attr_types import (
+    RESERVED_ATTRS,
+    attribute_type,
+    has_untyped_numbers,
+    reserved_attribute,
+    with_types,
+)
 from refzarr.scan.hdf5.attr_messages import UNREAD, HeaderAttributes
 from refzarr.scan.hdf5.names import not_text, shown
 
@@ -288,6 +294,8 @@ def read_attributes(
         try:
             if isinstance(name, bytes):
                 raise not_text(where, "attribute", name)
+            if name in RESERVED_ATTRS:
+                raise reserved_attribute(where, name)
             out[name], kind = _read_one(attrs, name, where)
         except UnsupportedFeatureError as exc:
             if on_skip is None:
@@ -299,7 +307,8 @@ def read_attributes(
         if _replaced_text(out[name]):
             raw[name] = _original_bytes(attrs.stored_text(name) or attrs[name])
     # netCDF family 4: what netCDF-C (and so netCDF4-python) reads any HDF5 file as
-    with_types(out, types, mark=False, raw_bytes={k: v for k, v in raw.items() if v}, netcdf=4)
+    family = 4 if has_untyped_numbers(out, types) else None
+    with_types(out, types, mark=False, raw_bytes={k: v for k, v in raw.items() if v}, netcdf=family)
     return out
 
 
