@@ -556,9 +556,7 @@ def assert_same_attrs(got: dict[str, Any], expected: dict[str, Any], where: str)
         )
 
 
-def assert_same_dataset(
-    got: xr.Dataset, expected: xr.Dataset, route: str
-) -> None:
+def assert_same_dataset(got: xr.Dataset, expected: xr.Dataset, route: str) -> None:
     assert list(got.variables) == list(expected.variables), f"{route}: variable order"
     assert list(got.dims) == list(expected.dims), f"{route}: dims {got.dims} != {expected.dims}"
     assert list(got.coords) == list(expected.coords), f"{route}: coords"

@@ -7,10 +7,12 @@ NCZarr writes; xarray's Zarr backend hides attributes named ``_nc*``), and refza
 backend turns the values back into numpy values of those types.
 
 The same key lists the array's unlimited dimensions (``"unlimited": ["time"]``, shown as
-xarray's ``encoding["unlimited_dims"]``) and marks an array whose source follows netCDF's
-masking rules: a value equal to the
+xarray's ``encoding["unlimited_dims"]``; on a group: its unlimited dimensions no array of it
+uses) and marks an array whose source follows netCDF's masking rules: a value equal to the
 Zarr fill value is masked only when the attributes hold ``_FillValue`` (or ``missing_value``),
-as ``engine="netcdf4"`` decodes (netCDF's default fill values are never masked).
+as ``engine="netcdf4"`` decodes (netCDF's default fill values are never masked). Its
+``"netcdf"`` entry (`NETCDF_KEY`) names the netCDF family of the source, for what JSON cannot
+say either: numbers whose type JSON keeps are numpy values there too.
 """
 
 from __future__ import annotations
@@ -189,9 +191,7 @@ def _netcdf_number(value: Any) -> Any:
     """A JSON number (or a non-empty list of them) as netCDF4-python shows an ``int64`` or
     ``double`` attribute; anything else as it is."""
     items = value if isinstance(value, list | tuple) else (value,)
-    if not items or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in items
-    ):
+    if not items or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in items):
         return value
     dtype = np.float64 if any(isinstance(v, float) for v in items) else np.int64
     try:

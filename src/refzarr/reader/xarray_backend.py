@@ -97,7 +97,7 @@ def _shared_array(
 def native_order(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """``dtype`` in native byte order: numbers, and structured dtypes field by field (sub-array
     fields too); others as given. The values are unchanged; ``encoding["dtype"]`` keeps the
-    stored order.
+    stored order (but for netCDF3 sources, which netCDF4-python names native too).
 
     xarray makes big-endian variables native by their kind and size, which turns a record
     type into raw void (``|V1556``) that its own reading then cannot cast to. And xarray's

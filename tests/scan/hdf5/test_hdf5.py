@@ -503,3 +503,31 @@ def test_scanner_is_picklable_and_validates_options() -> None:
         Hdf5Scanner(on_unsupported="warn")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="inline_threshold"):
         Hdf5Scanner(inline_threshold=-1)
+
+
+# -- attributes named like refzarr's records ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["_nczarr_attr", "_nc_source_layout"])
+def test_attribute_named_like_a_record_is_refused(name: str, tmp_path: Path) -> None:
+    """A source attribute named like the key refzarr records attribute types (or a loaded
+    coordinate's layout) under would be merged into or taken for that record: refused,
+    naming file, object and attribute; skipping leaves it out and lists it."""
+    path = tmp_path / "r.nc"
+    with h5py.File(path, "w") as f:
+        ds = f.create_dataset("v", data=np.arange(3, dtype="f4"))
+        ds.attrs[name] = '{"types": {"units": "<f4"}}'
+        ds.attrs["units"] = "m"
+        ds.attrs["scale"] = np.float32(2)
+        f.attrs[name] = "global"
+        f.attrs["title"] = "t"
+    expected = rf"r\.nc: dataset '/v': attribute '{name}': refzarr keeps its own records"
+    with pytest.raises(UnsupportedFeatureError, match=expected):
+        refzarr.scan(str(path))
+    group = refzarr.scan(str(path), on_unsupported="skip")
+    assert sorted(s.path for s in group.skipped) == [f"/@{name}", f"/v@{name}"]
+    attrs = array(group, "v").meta.attributes
+    assert dict(attrs) == {"units": "m", "scale": 2.0, "_nczarr_attr": {"types": {"scale": "<f4"}}}
+    assert dict(group.attributes) == {"title": "t"}
+    ds = refzarr.open_dataset(group)
+    assert ds["v"].attrs == {"units": "m", "scale": np.float32(2)}

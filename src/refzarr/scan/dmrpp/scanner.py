@@ -432,7 +432,9 @@ class _Walk:
                 if recorded is not None and typed:
                     types[name] = recorded
         if typed:  # as the HDF5 scanner records it: the sidecar describes an HDF5 file
-            with_types(out, types, mark=False, netcdf=4 if has_untyped_numbers(out, types) else None)
+            with_types(
+                out, types, mark=False, netcdf=4 if has_untyped_numbers(out, types) else None
+            )
         else:
             with_types(out, types, mark=False)
         return out

@@ -229,7 +229,10 @@ def _stored_text(oid: h5py.h5o.ObjectID, name: str) -> bytes | None:
     tid = attr.get_type()
     if tid.get_class() != h5t.STRING or tid.is_variable_str():
         return None
-    if tid.get_strpad() != h5t.STR_NULLTERM or attr.get_space().get_simple_extent_type() != h5s.SCALAR:
+    if (
+        tid.get_strpad() != h5t.STR_NULLTERM
+        or attr.get_space().get_simple_extent_type() != h5s.SCALAR
+    ):
         return None
     out = np.zeros((), dtype=f"S{tid.get_size()}")
     attr.read(out, mtype=tid)  # the file's type: no conversion, every byte as stored

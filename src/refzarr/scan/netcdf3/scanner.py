@@ -128,7 +128,13 @@ class NetCDF3Scanner(ScanOptions):
         """The header and placements without attributes named like refzarr's records
         (`reserved_attribute`), each listed in ``skipped``; raised when not skipping."""
         attributes, types, kept = _drop_reserved(
-            header.attributes, header.types, header.kept, f"{url}: global attributes", "/", self.on_unsupported, skipped
+            header.attributes,
+            header.types,
+            header.kept,
+            f"{url}: global attributes",
+            "/",
+            self.on_unsupported,
+            skipped,
         )
         header = dataclasses.replace(header, attributes=attributes, types=types, kept=kept)
         out = []
@@ -229,7 +235,7 @@ def _drop_reserved(
         error = reserved_attribute(where, name)
         if on_unsupported == "raise":
             raise error
-        skipped.append(Skipped(f"{path.rstrip('/')}@{name}", str(error)))
+        skipped.append(Skipped(f"{path}@{name}", str(error)))
 
     def drop(values: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in values.items() if k not in found}
