@@ -181,17 +181,25 @@ def has_untyped_numbers(attributes: Mapping[str, Any], types: Mapping[str, str])
     `NETCDF_KEY` changes the reading of (a scanner records it only then, so that the
     attributes of objects without such numbers are written as before)."""
     return any(
-        name not in types and _netcdf_number(value) is not value
+        name not in types and _numbers(value) is not None
         for name, value in attributes.items()
         if name not in (TYPES_ATTR, LAYOUT_ATTR)
     )
 
 
+def _numbers(value: Any) -> Sequence[Any] | None:
+    """The numbers of a JSON number or non-empty list of numbers (no bools), else None."""
+    items = value if isinstance(value, list | tuple) else (value,)
+    if items and all(isinstance(v, int | float) and not isinstance(v, bool) for v in items):
+        return items
+    return None
+
+
 def _netcdf_number(value: Any) -> Any:
     """A JSON number (or a non-empty list of them) as netCDF4-python shows an ``int64`` or
     ``double`` attribute; anything else as it is."""
-    items = value if isinstance(value, list | tuple) else (value,)
-    if not items or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in items):
+    items = _numbers(value)
+    if items is None:
         return value
     dtype = np.float64 if any(isinstance(v, float) for v in items) else np.int64
     try:
