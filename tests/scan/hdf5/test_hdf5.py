@@ -24,6 +24,7 @@ from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec
 from refzarr.model import INLINED, MISSING
 from refzarr.model.attr_types import original_bytes
 from refzarr.scan.hdf5 import Hdf5Scanner
+from refzarr.scan.hdf5.attrs import AttributeTable
 from refzarr.scan.hdf5.types import ENUM_ATTR
 from roundtrip import assert_xarray_matches_netcdf
 
@@ -531,3 +532,24 @@ def test_attribute_named_like_a_record_is_refused(name: str, tmp_path: Path) -> 
     assert dict(group.attributes) == {"title": "t"}
     ds = refzarr.open_dataset(group)
     assert ds["v"].attrs == {"units": "m", "scale": np.float32(2)}
+
+
+def test_stored_text_of_a_null_terminated_string_cut_at_a_nul(tmp_path: Path) -> None:
+    """The bytes after a NUL of a scalar null-terminated string (h5py stops at the NUL,
+    netCDF-C reads them): from the object header and, for objects read by h5py, from HDF5."""
+    path = tmp_path / "t.h5"
+    with h5py.File(path, "w") as f:
+        ds = f.create_dataset("d", data=np.arange(2.0))
+        tid = h5py.h5t.C_S1.copy()
+        tid.set_size(6)
+        tid.set_strpad(h5py.h5t.STR_NULLTERM)
+        attr = h5py.h5a.create(ds.id, b"cut", tid, h5py.h5s.create(h5py.h5s.SCALAR))
+        attr.write(np.array(b"ab\x00cd\x00", "S6"), mtype=tid)
+        ds.attrs["whole"] = np.bytes_(b"abc")
+    with h5py.File(path) as f:
+        table = AttributeTable(f["d"])  # no header: HDF5 is asked
+        assert table["cut"] == b"ab"
+        assert table.stored_text("cut") == b"ab\x00cd\x00"
+        assert table.stored_text("whole") is None
+    group = refzarr.scan(str(path))  # the header parser keeps them
+    assert array(group, "d").meta.attributes["cut"] == "abcd"
