@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import h5py
 import netCDF4
 import numpy as np
 import pytest
@@ -378,3 +379,196 @@ def test_auto_complex_like_netcdf4(tmp_path: Path) -> None:
     _assert_same(refs, path, auto_complex=True)
     with xr.open_dataset(refs, engine="refzarr") as got:  # netCDF4 shows the (r, i) compound
         assert got["z"].dtype == np.complex64
+
+
+# -- netCDF3 and netCDF4 alike: numbers, unlimited dimensions, text with NUL ------------------
+
+ALL_FORMATS = ["NETCDF4", "NETCDF4_CLASSIC", "NETCDF3_CLASSIC", "NETCDF3_64BIT_DATA"]
+
+
+def _open_both(nc: Path, refs: Path, **kwargs: Any) -> tuple[xr.Dataset, xr.Dataset]:
+    got = xr.open_dataset(refs, engine="refzarr", **kwargs).load()
+    expected = xr.open_dataset(nc, engine="netcdf4", **kwargs).load()
+    return got, expected
+
+
+def _assert_attrs_exactly(got: dict[str, Any], expected: dict[str, Any], where: str) -> None:
+    """Same names in order, same Python / numpy types, same values (arrays: dtype too)."""
+    assert list(got) == list(expected), where
+    for key, value in expected.items():
+        mine = got[key]
+        assert type(mine) is type(value), f"{where}@{key}: {mine!r} != {value!r}"
+        if isinstance(value, np.ndarray):
+            assert mine.dtype == value.dtype, f"{where}@{key}"
+        np.testing.assert_array_equal(mine, value, strict=True, err_msg=f"{where}@{key}")
+
+
+@pytest.fixture(scope="module", params=ALL_FORMATS)
+def numbers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Attributes of the types JSON keeps (int64 where the format has it, double, vectors of
+    them), next to packing whose decoded dtype they decide."""
+    fmt = request.param
+    path = tmp_path_factory.mktemp("numbers") / f"{fmt}.nc"
+    wide = fmt in ("NETCDF4", "NETCDF3_64BIT_DATA")
+    with netCDF4.Dataset(path, "w", format=fmt) as ds:
+        ds.createDimension("x", 3)
+        ds.title = "numbers"
+        ds.version = 2.5
+        ds.bounds = np.array([1.5, 2.5])
+        if wide:
+            ds.count = np.int64(7)
+            ds.counts = np.array([1, 2], "i8")
+        p = ds.createVariable("packed", "i2", ("x",), fill_value=np.int16(-1))
+        p.scale_factor = 0.5  # double: decodes to float64, as from the file
+        p.add_offset = 1.0
+        p.valid_range = np.array([-10.0, 10.0])
+        p.comment = "text stays text"
+        p[:] = [1.0, 2.0, 3.0]
+        d = ds.createVariable("plain", "f8", ("x",), fill_value=-9.0)
+        d.valid_min = 0.0
+        d.missing_value = np.array([-9.0])
+        d[:] = [0.5, -9.0, 2.0]
+        if wide:
+            n = ds.createVariable("ints", "i8", ("x",))
+            n.flag_values = np.array([0, 1], "i8")
+            n.one = np.int64(1)
+            n[:] = [0, 1, 0]
+    return path
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_json_native_numbers_are_numpy_like_netcdf4(
+    numbers: Path, tmp_path: Path, kind: str
+) -> None:
+    """int64 / double attributes (no type recorded: JSON keeps it) come back as numpy values
+    and arrays, as netCDF4-python gives them; CF decoding gives netCDF4's dtypes."""
+    refs = _refs(numbers, tmp_path, kind)
+    _assert_same(refs, numbers)
+    for options in ({}, {"mask_and_scale": False}, {"decode_cf": False}):
+        got, expected = _open_both(numbers, refs, **options)
+        _assert_attrs_exactly(got.attrs, expected.attrs, f"{options} global")
+        for name, var in expected.variables.items():
+            assert got[name].dtype == var.dtype, (options, name)
+            _assert_attrs_exactly(got[name].attrs, var.attrs, f"{options} {name}")
+            encoding = {k: v for k, v in var.encoding.items() if k in ("_FillValue", "dtype")}
+            assert {k: got[name].encoding.get(k) for k in encoding} == encoding, name
+    got, _ = _open_both(numbers, refs)
+    assert type(got.attrs["version"]) is np.float64
+    assert got["packed"].dtype == np.float64  # a double scale_factor, as netCDF4 unpacks
+    assert isinstance(got["packed"].attrs["comment"], str)
+
+
+@pytest.mark.parametrize("fmt", ["NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA"])
+def test_netcdf3_encoding_dtype_is_native_like_netcdf4(fmt: str, tmp_path: Path) -> None:
+    """netCDF4-python names a netCDF3 variable's dtype in native order (``float32``, not the
+    stored ``>f4``); a big-endian netCDF4 variable keeps ``>f4`` (both engines)."""
+    path = tmp_path / "v.nc"
+    with netCDF4.Dataset(path, "w", format=fmt) as ds:
+        ds.createDimension("x", 2)
+        ds.createDimension("n", 3)
+        for code in ("i1", "i2", "i4", "f4", "f8", "S1"):
+            ds.createVariable(f"v_{code}", code, ("x",) if code != "S1" else ("x", "n"))
+    refs = _refs(path, tmp_path, "json")
+    got, expected = _open_both(path, refs)
+    for name, var in expected.variables.items():
+        assert got[name].encoding["dtype"] == var.encoding["dtype"], name
+        assert got[name].encoding["dtype"].isnative, name
+    big = tmp_path / "big.nc"
+    with netCDF4.Dataset(big, "w") as ds:
+        ds.createDimension("x", 2)
+        ds.createVariable("v", ">f4", ("x",), endian="big")[:] = [1, 2]
+    got, expected = _open_both(big, _refs(big, tmp_path, "json"))
+    assert got["v"].encoding["dtype"] == expected["v"].encoding["dtype"] == np.dtype(">f4")
+
+
+@pytest.mark.parametrize("fmt", ALL_FORMATS)
+@pytest.mark.parametrize("kind", FORMATS)
+def test_unused_unlimited_dimension_like_netcdf4(fmt: str, kind: str, tmp_path: Path) -> None:
+    """An unlimited dimension no variable uses is still in ``encoding["unlimited_dims"]``
+    (``to_netcdf`` then warns as it does for the file opened with netCDF4); independent
+    readers see no trace of where it is recorded."""
+    path = tmp_path / "u.nc"
+    with netCDF4.Dataset(path, "w", format=fmt) as ds:
+        ds.createDimension("t", None)
+        ds.createDimension("x", 2)
+        ds.title = "unused"
+        ds.createVariable("v", "f4", ("x",))[:] = [1, 2]
+    refs = _refs(path, tmp_path, kind)
+    got, expected = _open_both(path, refs)
+    assert got.encoding["unlimited_dims"] == expected.encoding["unlimited_dims"] == {"t"}
+    xr.testing.assert_identical(got, expected)
+    if kind == "json":  # fsspec + zarr + xarray's Zarr engine: the record stays hidden
+        options = {"consolidated": False, "storage_options": reference_options(refs)}
+        with xr.open_dataset("reference://", engine="zarr", backend_kwargs=options) as zarr_view:
+            assert dict(zarr_view.attrs) == {"title": "unused"}
+            assert zarr_view["v"].values.tolist() == [1, 2]
+
+
+def test_unused_unlimited_dimension_of_a_subgroup(tmp_path: Path) -> None:
+    """Each group records its own unused unlimited dimensions."""
+    path = tmp_path / "g.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("t", None)
+        ds.createDimension("x", 2)
+        ds.createVariable("v", "f4", ("x",))[:] = [1, 2]
+        sub = ds.createGroup("sub")
+        sub.createDimension("s", None)
+        sub.createVariable("w", "f4", ("x",))[:] = [3, 4]
+    refs = _refs(path, tmp_path, "json")
+    for group in (None, "sub"):
+        got = xr.open_dataset(refs, engine="refzarr", group=group)
+        expected = xr.open_dataset(path, engine="netcdf4", group=group)
+        assert got.encoding["unlimited_dims"] == expected.encoding["unlimited_dims"], group
+
+
+def _nul_texts(ds: netCDF4.Dataset) -> None:
+    ds.createDimension("x", 1)
+    v = ds.createVariable("v", "f4", ("x",))
+    v.inner = "ab\x00cd"  # NC_CHAR: netCDF4-python removes every NUL
+    v.lead = "\x00ab"
+    v.trail = "ab\x00\x00"
+    v.only = "\x00"
+    v.bad = b"\xff\x00a"  # not UTF-8 either
+    v.fine = "no nul"
+    ds.title = "x\x00y"
+    if ds.data_model == "NETCDF4":
+        v.setncattr_string("string", "ab\x00cd")  # NC_STRING: up to the NUL (a C string)
+        v.setncattr_string("strings", ["ab\x00cd", "e"])
+
+
+@pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_CLASSIC"])
+def test_text_attributes_with_nul_like_netcdf4(fmt: str, tmp_path: Path) -> None:
+    path = tmp_path / "nul.nc"
+    with netCDF4.Dataset(path, "w", format=fmt) as ds:
+        _nul_texts(ds)
+    got, expected = _open_both(path, _refs(path, tmp_path, "json"))
+    assert got["v"].attrs == expected["v"].attrs
+    assert got.attrs == expected.attrs == {"title": "xy"}
+    assert got["v"].attrs["inner"] == "abcd"
+    assert got["v"].attrs["bad"] == "\ufffda"
+    with netCDF4.Dataset(path) as ds:
+        assert ds["v"].inner == "abcd"  # what this test stands on
+
+
+def test_fixed_length_text_attributes_with_nul_of_hdf5_files(tmp_path: Path) -> None:
+    """HDF5 fixed-length strings as netCDF-C reads them: a scalar whole with its NULs
+    removed, whatever its padding; the strings of an array each up to its first NUL."""
+    path = tmp_path / "fixed.h5"
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("d", data=np.arange(2.0))
+        d.attrs["nullpad"] = np.bytes_(b"ab\x00cd")
+        d.attrs["strings"] = np.array([b"ab", b"c\x00d"])
+        d.attrs["one"] = np.array([b"ab\x00cd"])
+        for name, shape in (("nullterm", None), ("nullterms", (2,))):
+            tid = h5py.h5t.C_S1.copy()
+            tid.set_size(3 if shape else 6)
+            tid.set_strpad(h5py.h5t.STR_NULLTERM)
+            space = h5py.h5s.create_simple(shape) if shape else h5py.h5s.create(h5py.h5s.SCALAR)
+            attr = h5py.h5a.create(d.id, name.encode(), tid, space)
+            data = [b"a\x00b", b"cd\x00"] if shape else b"ab\x00cd\x00"
+            attr.write(np.array(data, f"S{tid.get_size()}"), mtype=tid)
+    assert h5py.File(path)["d"].attrs["nullterm"] == b"ab"  # h5py stops at the NUL
+    got, expected = _open_both(path, _refs(path, tmp_path, "json"))
+    assert got["d"].attrs == expected["d"].attrs
+    assert got["d"].attrs["nullterm"] == "abcd"
+    assert got["d"].attrs["strings"] == ["ab", "c"]

@@ -25,6 +25,7 @@ from refzarr.formats.api import read
 from refzarr.io import RangeReader
 from refzarr.model import ArrayMeta, RefArray, RefGroup
 from refzarr.model.attr_types import (
+    netcdf_family,
     netcdf_masking,
     source_layout,
     typed_attributes,
@@ -96,7 +97,7 @@ def _shared_array(
 def native_order(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """``dtype`` in native byte order: numbers, and structured dtypes field by field (sub-array
     fields too); others as given. The values are unchanged; ``encoding["dtype"]`` keeps the
-    stored order.
+    stored order (but for netCDF3 sources, which netCDF4-python names native too).
 
     xarray makes big-endian variables native by their kind and size, which turns a record
     type into raw void (``|V1556``) that its own reading then cannot cast to. And xarray's
@@ -187,7 +188,8 @@ class RefzarrDataStore(AbstractDataStore):
             )
         )
         raw = _thaw(meta.attributes)
-        attrs = typed_attributes(raw)
+        # NCZarr's bookkeeping (``_nczarr_array``), hidden as netCDF-C hides it
+        attrs = {k: v for k, v in typed_attributes(raw).items() if not k.startswith("_nczarr")}
         masking = self.use_zarr_fill_value_as_mask and not netcdf_masking(raw)
         if masking and meta.fill_value is not None:
             attrs["_FillValue"] = _python_scalar(meta.fill_value)
@@ -195,6 +197,10 @@ class RefzarrDataStore(AbstractDataStore):
             attrs["_FillValue"] = _char_fill(raw["_FillValue"], meta.dtype.itemsize)
         stored = as_stored(meta, source_layout(raw))  # a loaded coordinate: as in its file
         encoding = netcdf_encoding(stored, name, attrs, dims)
+        if netcdf_family(raw) == 3 and isinstance(encoding.get("dtype"), np.dtype):
+            # netCDF-C hands netCDF3 data over in native byte order, and netCDF4-python
+            # names that as the variable's dtype
+            encoding["dtype"] = native_order(encoding["dtype"])
         encoding.update(_chunk_encoding(stored, dims))
         # the reference set's codecs, for information: not under "filters", which to_zarr
         # would pass to zarr (it wants codec objects; some of ours cannot encode)
@@ -219,6 +225,8 @@ class RefzarrDataStore(AbstractDataStore):
     def get_encoding(self) -> dict[str, Any]:
         arrays = self._arrays().values()
         unlimited = {d for a in arrays for d in unlimited_dimensions(a.meta.attributes)}
+        # and the group's unlimited dimensions that no array uses (recorded on the group)
+        unlimited.update(unlimited_dimensions(self.group.attributes))
         return {"unlimited_dims": unlimited}
 
     def close(self) -> None:

@@ -216,3 +216,24 @@ def test_inline_threshold_reads_small_chunks(tmp_path: Path) -> None:
     dmrpp = refzarr.scan(f"{path}.dmrpp", inline_threshold=100)
     assert differences(dmrpp, refzarr.scan(str(path), inline_threshold=100)) == []
     assert dmrpp["a"].manifest.paths == ()
+
+
+def test_attribute_named_like_a_record_is_refused_as_hdf5_refuses_it(tmp_path: Path) -> None:
+    """A sidecar describing an attribute named like refzarr's attribute-types record: refused
+    naming the sidecar, variable and attribute; skipped and listed as the HDF5 scan does, and
+    the numbers JSON keeps recorded alike (``"netcdf": 4``)."""
+    path = tmp_path / "r.h5"
+    with h5py.File(path, "w") as f:
+        ds = f.create_dataset("v", data=np.arange(3, dtype="f4"))
+        ds.attrs["_nczarr_attr"] = "mine"
+        ds.attrs["count"] = np.int64(3)
+        f.attrs["_nc_source_layout"] = "mine"
+    write_sidecar(path)
+    with pytest.raises(refzarr.UnsupportedFeatureError, match="attribute '_nczarr_attr': refzarr"):
+        refzarr.scan(f"{path}.dmrpp")
+    dmrpp = refzarr.scan(f"{path}.dmrpp", on_unsupported="skip")
+    hdf5 = refzarr.scan(str(path), on_unsupported="skip")
+    assert differences(dmrpp, hdf5) == []
+    paths = ["/@_nc_source_layout", "/v@_nczarr_attr"]
+    assert sorted(s.path for s in dmrpp.skipped) == sorted(s.path for s in hdf5.skipped) == paths
+    assert dmrpp["v"].meta.attributes["_nczarr_attr"] == {"types": {}, "netcdf": 4}

@@ -24,6 +24,7 @@ from refzarr.codecs.hdf5.filters import Hdf5Filter, filter_to_codec
 from refzarr.model import INLINED, MISSING
 from refzarr.model.attr_types import original_bytes
 from refzarr.scan.hdf5 import Hdf5Scanner
+from refzarr.scan.hdf5.attrs import AttributeTable
 from refzarr.scan.hdf5.types import ENUM_ATTR
 from roundtrip import assert_xarray_matches_netcdf
 
@@ -186,7 +187,7 @@ def _structure(f: h5py.File) -> None:
 
 def test_nested_groups_and_links(tmp_path: Path) -> None:
     group = roundtrip(write_h5(tmp_path / "g.h5", _structure), tmp_path)
-    assert group["a/b"].attributes == {"level": 2}
+    assert group["a/b"].attributes == {"level": 2, "_nczarr_attr": {"types": {}, "netcdf": 4}}
     assert array(group, "hard").manifest == array(group, "a/b/x").manifest
     assert array(group, "soft").manifest == array(group, "a/y").manifest
     assert "empty_group" in group
@@ -332,13 +333,16 @@ def test_attributes_keep_their_types(tmp_path: Path) -> None:
         "one_element": 3.25,
         "units": "m s-1",
         "text": "héllo",
-        "binary": "\ufffd\x00\x01",  # as netCDF4-python shows bytes that are not UTF-8
+        "binary": "\ufffd\x01",  # as netCDF4-python shows bytes that are not UTF-8 (no NUL)
         "names": ("ab", "c"),
         "flag": True,
         "matrix": ((0, 1), (2, 3)),
         # the types JSON loses, as NCZarr records them (issue 13)
         "_nczarr_attr": {
             "types": {"_FillValue": "<i2", "scale_factor": "<f4", "valid_range": "<i2"},
+            # numbers JSON keeps (one_element, matrix) are int64 / float64 ones, as netCDF-C
+            # reads them: refzarr's engine gives numpy values as netCDF4-python does
+            "netcdf": 4,
             # and the bytes that were not UTF-8, kept as ints: never re-encoded in silence
             "bytes": {"binary": [0xFF, 0x00, 0x01]},
         },
@@ -376,7 +380,10 @@ def test_skip_lists_what_was_left_out_and_why(tmp_path: Path) -> None:
     assert sorted(reasons) == ["/fine@ref", "/vlen_seq"]
     assert "variable-length sequences" in reasons["/vlen_seq"]
     assert list(group.members) == ["fine"]
-    assert dict(array(group, "fine").meta.attributes) == {"ok": 1}
+    assert dict(array(group, "fine").meta.attributes) == {
+        "ok": 1,
+        "_nczarr_attr": {"types": {}, "netcdf": 4},
+    }
 
 
 def test_chunk_that_skipped_a_filter_is_reencoded_and_inlined(tmp_path: Path) -> None:
@@ -497,3 +504,52 @@ def test_scanner_is_picklable_and_validates_options() -> None:
         Hdf5Scanner(on_unsupported="warn")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="inline_threshold"):
         Hdf5Scanner(inline_threshold=-1)
+
+
+# -- attributes named like refzarr's records ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["_nczarr_attr", "_nc_source_layout"])
+def test_attribute_named_like_a_record_is_refused(name: str, tmp_path: Path) -> None:
+    """A source attribute named like the key refzarr records attribute types (or a loaded
+    coordinate's layout) under would be merged into or taken for that record: refused,
+    naming file, object and attribute; skipping leaves it out and lists it."""
+    path = tmp_path / "r.nc"
+    with h5py.File(path, "w") as f:
+        ds = f.create_dataset("v", data=np.arange(3, dtype="f4"))
+        ds.attrs[name] = '{"types": {"units": "<f4"}}'
+        ds.attrs["units"] = "m"
+        ds.attrs["scale"] = np.float32(2)
+        f.attrs[name] = "global"
+        f.attrs["title"] = "t"
+    expected = rf"r\.nc: dataset '/v': attribute '{name}': refzarr keeps its own records"
+    with pytest.raises(UnsupportedFeatureError, match=expected):
+        refzarr.scan(str(path))
+    group = refzarr.scan(str(path), on_unsupported="skip")
+    assert sorted(s.path for s in group.skipped) == [f"/@{name}", f"/v@{name}"]
+    attrs = array(group, "v").meta.attributes
+    assert dict(attrs) == {"units": "m", "scale": 2.0, "_nczarr_attr": {"types": {"scale": "<f4"}}}
+    assert dict(group.attributes) == {"title": "t"}
+    ds = refzarr.open_dataset(group)
+    assert ds["v"].attrs == {"units": "m", "scale": np.float32(2)}
+
+
+def test_stored_text_of_a_null_terminated_string_cut_at_a_nul(tmp_path: Path) -> None:
+    """The bytes after a NUL of a scalar null-terminated string (h5py stops at the NUL,
+    netCDF-C reads them): from the object header and, for objects read by h5py, from HDF5."""
+    path = tmp_path / "t.h5"
+    with h5py.File(path, "w") as f:
+        ds = f.create_dataset("d", data=np.arange(2.0))
+        tid = h5py.h5t.C_S1.copy()
+        tid.set_size(6)
+        tid.set_strpad(h5py.h5t.STR_NULLTERM)
+        attr = h5py.h5a.create(ds.id, b"cut", tid, h5py.h5s.create(h5py.h5s.SCALAR))
+        attr.write(np.array(b"ab\x00cd\x00", "S6"), mtype=tid)
+        ds.attrs["whole"] = np.bytes_(b"abc")
+    with h5py.File(path) as f:
+        table = AttributeTable(f["d"])  # no header: HDF5 is asked
+        assert table["cut"] == b"ab"
+        assert table.stored_text("cut") == b"ab\x00cd\x00"
+        assert table.stored_text("whole") is None
+    group = refzarr.scan(str(path))  # the header parser keeps them
+    assert array(group, "d").meta.attributes["cut"] == "abcd"

@@ -370,3 +370,43 @@ def test_default_fill_values_are_not_masked_and_packing_keeps_float32(tmp_path: 
         assert ours["packed"].dtype == np.float32
         assert not ours["some"].isnull().any()
     assert_decoded_matches(group, path)
+
+
+@pytest.mark.parametrize("name", ["_nczarr_attr", "_nc_source_layout"])
+def test_attribute_named_like_a_record_is_refused(name: str, tmp_path: Path) -> None:
+    """A source attribute named like refzarr's attribute-types (or layout) record is refused,
+    naming file, variable and attribute, not merged or overwritten in silence; skipping
+    leaves it out and lists it (a global one too)."""
+
+    def write(ds: netCDF4.Dataset) -> None:
+        ds.createDimension("x", 2)
+        v = ds.createVariable("v", "i2", ("x",))
+        v.setncattr(name, "mine")
+        v.scale_factor = np.float32(0.5)
+        v[:] = [1, 2]
+        ds.createVariable("w", "f8", ("x",))[:] = [3, 4]
+        ds.setncattr(name, np.int16(1))
+        ds.title = "t"
+
+    path = write_nc(tmp_path / "r.nc", write)
+    with pytest.raises(
+        refzarr.UnsupportedFeatureError,
+        match=rf"r\.nc: global attributes: attribute '{name}': refzarr keeps its own records",
+    ):
+        refzarr.scan(str(path))
+    group = refzarr.scan(str(path), on_unsupported="skip")
+    assert [s.path for s in group.skipped] == [f"/@{name}", f"/v@{name}"]
+    assert "variable 'v': attribute" in group.skipped[1].reason
+    v = array(group, "v").meta.attributes
+    assert dict(v) == {
+        "scale_factor": 0.5,
+        "_nczarr_attr": {"types": {"scale_factor": "<f4"}, "netcdf": 3},
+    }
+    assert dict(group.attributes) == {"title": "t", "_nczarr_attr": {"types": {}, "netcdf": 3}}
+    with xr.open_dataset(path, engine="netcdf4") as expected:
+        got = refzarr.open_dataset(group)
+        assert got.attrs == {"title": "t"}
+        assert got["v"].attrs == {}
+        assert type(got["v"].encoding["scale_factor"]) is np.float32
+        for name in ("v", "w"):
+            np.testing.assert_array_equal(got[name].values, expected[name].values, strict=True)

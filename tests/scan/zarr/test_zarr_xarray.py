@@ -103,3 +103,33 @@ def test_scanner_is_picklable_and_scan_many_works(tmp_path: Path) -> None:
     assert all(isinstance(g, ScannedGroup) for g in groups)
     many = refzarr.scan_many([str(s) for s in stores], inline_coordinates=0)
     assert list(many) == groups
+
+
+def test_nczarr_store_keeps_its_attribute_types(tmp_path: Path) -> None:
+    """A store netCDF-C wrote as NCZarr carries ``_nczarr_attr`` with the meaning refzarr gives
+    it (the attributes' types): scanned as it is, read back with those types as netCDF4-python
+    reads the store, NCZarr's bookkeeping hidden."""
+    netCDF4 = pytest.importorskip("netCDF4")
+    store = tmp_path / "nc.zarr"
+    url = f"file://{store}#mode=nczarr,file"
+    try:
+        with netCDF4.Dataset(url, "w") as ds:
+            ds.createDimension("x", 3)
+            v = ds.createVariable("v", "i2", ("x",))
+            v.scale_factor = np.float32(0.5)
+            v.count = np.int64(7)
+            v.units = "m"
+            v[:] = [1, 2, 3]
+            ds.ratio = 2.5
+    except OSError as exc:  # a netCDF-C built without NCZarr
+        pytest.skip(f"netCDF-C cannot write NCZarr here: {exc}")
+    group = refzarr.scan(str(store))
+    assert group["v"].meta.attributes["_nczarr_attr"]["types"]["scale_factor"] == "<f4"
+    got = refzarr.open_dataset(group).load()
+    with xr.open_dataset(url, engine="netcdf4") as expected:
+        assert got["v"].dtype == expected["v"].dtype == np.float32
+        np.testing.assert_array_equal(got["v"].values, expected["v"].values, strict=True)
+        assert got["v"].attrs == expected["v"].attrs == {"count": 7, "units": "m"}
+        assert type(got["v"].attrs["count"]) is type(expected["v"].attrs["count"])
+        assert type(got["v"].encoding["scale_factor"]) is np.float32
+        assert got.attrs["ratio"] == expected.attrs["ratio"] == 2.5

@@ -28,7 +28,15 @@ from refzarr.errors import (
     UnsupportedFeatureError,
 )
 from refzarr.model import ArrayMeta, RefArray, RefGroup
-from refzarr.model.attr_types import TYPES_ATTR, attribute_type, with_types
+from refzarr.model.attr_types import (
+    NETCDF_KEY,
+    RESERVED_ATTRS,
+    TYPES_ATTR,
+    attribute_type,
+    has_untyped_numbers,
+    reserved_attribute,
+    with_types,
+)
 from refzarr.scan.base import ScanOptions
 from refzarr.scan.coordinates import load_coordinate
 from refzarr.scan.dmrpp.locate import DataFiles, data_file_url
@@ -414,15 +422,21 @@ class _Walk:
                 raise ScanError(f"{where}: an Attribute without name or type")
             if hide_provenance and name == _PROVENANCE:
                 continue
-            value = self.guarded(
-                f"{path or '/'}@{name}", partial(self.value, child, kind, where, path)
-            )
+            read = partial(self.value, child, kind, where, path)
+            if typed and name in RESERVED_ATTRS:  # as the HDF5 scanner refuses it
+                read = partial(_refuse_reserved, self.where(path, owner), name)
+            value = self.guarded(f"{path or '/'}@{name}", read)
             if value is not None:
                 out[name] = value
                 recorded = _recorded_type(kind, value)
                 if recorded is not None and typed:
                     types[name] = recorded
-        with_types(out, types, mark=False)
+        if typed:  # as the HDF5 scanner records it: the sidecar describes an HDF5 file
+            with_types(
+                out, types, mark=False, netcdf=4 if has_untyped_numbers(out, types) else None
+            )
+        else:
+            with_types(out, types, mark=False)
         return out
 
     def value(self, element: ET.Element, kind: str, where: str, path: str) -> Any:
@@ -432,6 +446,10 @@ class _Walk:
             raise UnsupportedFeatureError(f"{where}: OtherXML attributes are not supported")
         texts = [v.text for v in element.findall(self.names("Value"))]
         return attribute_value(kind, texts, where)
+
+
+def _refuse_reserved(where: str, name: str) -> Any:
+    raise reserved_attribute(where, name)
 
 
 def _check_fill_marker(text: str | None, element: ET.Element, array: bool, where: str) -> None:
@@ -464,7 +482,9 @@ def _shown(attrs: dict[str, Any]) -> dict[str, Any]:
     shown = {k: v for k, v in attrs.items() if k not in hidden and k != TYPES_ATTR}
     entry = attrs.get(TYPES_ATTR)
     types = {k: v for k, v in entry["types"].items() if k in shown} if entry else {}
-    with_types(shown, types, mark=False)
+    family = entry.get(NETCDF_KEY) if entry else None  # unless only hidden ones needed it
+    family = family if family and has_untyped_numbers(shown, types) else None
+    with_types(shown, types, mark=False, netcdf=family)
     return shown
 
 

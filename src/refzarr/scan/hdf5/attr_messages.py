@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -69,6 +70,9 @@ class HeaderAttributes(NamedTuple):
     without a ``CLASS`` attribute, True with the one ``H5DSset_scale`` writes (the
     null-terminated 16-byte scalar string ``DIMENSION_SCALE``); None otherwise (ask HDF5:
     how it judges other ``CLASS`` values differs between its versions)."""
+    texts: Mapping[str, bytes] | None = None
+    """The stored bytes of the scalar null-terminated strings holding something after a NUL
+    (h5py's value stops at it; netCDF-C reads them whole), by name."""
 
 
 class _Type(NamedTuple):
@@ -107,7 +111,14 @@ def attributes_of(
     names = [name for _, name, _ in found]
     if len(set(names)) != len(names):
         raise FormatMismatch("an attribute name twice")
-    return HeaderAttributes(names, {name: value for _, name, value in found}, scale)
+    texts = {name: bytes(value) for _, name, value in found if isinstance(value, _CutText)}
+    values = {name: UNREAD if isinstance(v, _CutText) else v for _, name, v in found}
+    return HeaderAttributes(names, values, scale, texts or None)
+
+
+class _CutText(bytes):
+    """The stored bytes of a scalar null-terminated string holding something after a NUL:
+    h5py reads it (up to the NUL), and the bytes are kept for netCDF's reading."""
 
 
 _SCALE_CLASS = b"DIMENSION_SCALE\0"
@@ -311,7 +322,8 @@ def _value(layout: _Layout, body: bytes, at: int) -> Any:
     if layout.nullterm and body.find(b"\0", at, end) >= 0:
         size = layout.dtype.itemsize
         if any(_cut(body[k : k + size]) for k in range(at, end, size)):
-            return UNREAD  # bytes after a NUL: HDF5 drops them
+            # bytes after a NUL: HDF5 drops them (h5py reads it); netCDF-C keeps a scalar's
+            return _CutText(body[at:end]) if not layout.dims else UNREAD
     if not layout.dims and layout.dtype.kind == "S":  # numpy drops trailing NULs alike
         return np.bytes_(body[at:end].rstrip(b"\0"))
     values = np.frombuffer(body, layout.dtype, layout.items, at)

@@ -13,7 +13,7 @@ bookkeeping the scanner looks at (``CLASS``, ``NAME``, ``_FillValue``, netCDF's 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, cast
 
 import h5py
@@ -21,7 +21,13 @@ import numpy as np
 from h5py import h5, h5a, h5ds, h5p, h5s, h5t
 
 from refzarr.errors import UnsupportedFeatureError
-from refzarr.model.attr_types import attribute_type, with_types
+from refzarr.model.attr_types import (
+    RESERVED_ATTRS,
+    attribute_type,
+    has_untyped_numbers,
+    reserved_attribute,
+    with_types,
+)
 from refzarr.scan.hdf5.attr_messages import UNREAD, HeaderAttributes
 from refzarr.scan.hdf5.names import not_text, shown
 
@@ -83,7 +89,7 @@ class AttributeTable:
         when they could be: names and the values read there are taken from it.
     """
 
-    __slots__ = ("_id", "_obj", "_scale", "_values", "names")
+    __slots__ = ("_id", "_obj", "_scale", "_texts", "_values", "names")
 
     def __init__(
         self, obj: h5py.HLObject, plist: Any = None, header: HeaderAttributes | None = None
@@ -92,6 +98,9 @@ class AttributeTable:
         self.names: list[str]
         """The attribute names, in the order ``obj.attrs`` lists them."""
         self._scale: bool | None = None
+        self._texts: Mapping[str, bytes] | None = None
+        """Stored bytes of scalar strings cut at a NUL, by name (None: not read from the
+        header, ask HDF5)."""
         if header is None:
             self._values: dict[str, Any] = {}
             self.names = _attribute_names(obj.id, plist)
@@ -99,6 +108,7 @@ class AttributeTable:
             self._values = {k: v for k, v in header.values.items() if v is not UNREAD}
             self.names = header.names
             self._scale = header.dimension_scale
+            self._texts = header.texts or {}
 
     def __contains__(self, name: str) -> bool:
         return name in self.names
@@ -117,6 +127,16 @@ class AttributeTable:
         """Never read attribute ``name``: asking for it raises `UnsupportedFeatureError`
         with ``message``."""
         self._values[name] = _Refused(message)
+
+    def stored_text(self, name: str) -> bytes | None:
+        """The stored bytes of attribute ``name`` when it is a scalar null-terminated string
+        holding something after a NUL (its value, as h5py's, stops there), else None."""
+        if self._texts is not None:
+            return self._texts.get(name)
+        try:
+            return _stored_text(self._id, name)
+        except Exception:  # h5py's reading of the value says what is wrong, if anything
+            return None
 
     def settle(self, name: str, value: Any) -> None:
         """Attribute ``name`` has ``value`` (read elsewhere, exactly as h5py reads it)."""
@@ -203,6 +223,23 @@ def _read_fast(oid: h5py.h5o.ObjectID, name: str) -> Any:
     return out[()] if out.ndim == 0 else out
 
 
+def _stored_text(oid: h5py.h5o.ObjectID, name: str) -> bytes | None:
+    """`AttributeTable.stored_text` asked of HDF5 (an attribute not read from the header)."""
+    attr = h5a.open(oid, name.encode("utf8"))
+    tid = attr.get_type()
+    if tid.get_class() != h5t.STRING or tid.is_variable_str():
+        return None
+    if (
+        tid.get_strpad() != h5t.STR_NULLTERM
+        or attr.get_space().get_simple_extent_type() != h5s.SCALAR
+    ):
+        return None
+    out = np.zeros((), dtype=f"S{tid.get_size()}")
+    attr.read(out, mtype=tid)  # the file's type: no conversion, every byte as stored
+    raw = out.tobytes()
+    return raw if raw.partition(b"\0")[2].strip(b"\0") else None
+
+
 def _memory_type(tid: h5t.TypeID) -> tuple[np.dtype[Any], h5t.TypeID] | None:
     """h5py's dtype of a file type and the memory type it reads into, or None when h5py's
     read needs more (cached by the type's encoding, which describes it whole)."""
@@ -260,6 +297,8 @@ def read_attributes(
         try:
             if isinstance(name, bytes):
                 raise not_text(where, "attribute", name)
+            if name in RESERVED_ATTRS:
+                raise reserved_attribute(where, name)
             out[name], kind = _read_one(attrs, name, where)
         except UnsupportedFeatureError as exc:
             if on_skip is None:
@@ -269,8 +308,10 @@ def read_attributes(
         if kind is not None:
             types[name] = kind
         if _replaced_text(out[name]):
-            raw[name] = _original_bytes(attrs[name])
-    with_types(out, types, mark=False, raw_bytes={k: v for k, v in raw.items() if v})
+            raw[name] = _original_bytes(attrs.stored_text(name) or attrs[name])
+    # netCDF family 4: what netCDF-C (and so netCDF4-python) reads any HDF5 file as
+    family = 4 if has_untyped_numbers(out, types) else None
+    with_types(out, types, mark=False, raw_bytes={k: v for k, v in raw.items() if v}, netcdf=family)
     return out
 
 
@@ -318,10 +359,32 @@ def _read_one(attrs: AttributeTable, name: str, where: str) -> tuple[Any, str | 
         raise UnsupportedFeatureError(
             f"{where}: attribute {name!r}: h5py cannot read it: {exc}"
         ) from exc
+    if name != "_FillValue":  # netCDF4-python keeps a char _FillValue's bytes as they are
+        value = _without_nul(value, attrs.stored_text(name) if _is_bytes(value) else None)
     try:
         return attribute_to_json(value), attribute_type(value)
     except TypeError as exc:
         raise UnsupportedFeatureError(f"{where}: attribute {name!r}: {exc}") from None
+
+
+def _is_bytes(value: Any) -> bool:
+    return isinstance(value, bytes)  # np.bytes_ too
+
+
+def _without_nul(value: Any, stored: bytes | None) -> Any:
+    """Fixed-length text as netCDF4-python shows it, which never holds NUL: a scalar string
+    (netCDF's ``char`` attribute) whole (``stored``: its bytes when h5py's value stops at a
+    NUL), every NUL removed; each string of an array up to its first NUL (netCDF-C reads
+    them as C strings). Anything else as it is."""
+    if isinstance(value, bytes):
+        data = value if stored is None else stored
+        return np.bytes_(data.replace(b"\0", b"")) if b"\0" in data else value
+    if isinstance(value, np.ndarray) and value.dtype.kind == "S":
+        if not any(b"\0" in item for item in value.reshape(-1).tolist()):
+            return value
+        cut = [item.partition(b"\0")[0] for item in value.reshape(-1).tolist()]
+        return np.array(cut, dtype=value.dtype).reshape(value.shape)
+    return value
 
 
 def attribute_to_json(value: Any) -> Any:

@@ -133,6 +133,8 @@ class _Walk:
     netcdf: NetcdfExtents = field(default_factory=NetcdfExtents)
     walked: Collections = field(default_factory=dict)
     """Global heap collections checked so far (`global_heap`), by position."""
+    unlimited_only: set[str] = field(default_factory=set)
+    """Paths of the netCDF dimensions without a variable that are unlimited."""
     headers: ObjectHeaders = field(init=False)
     scale_names: ScaleNames = field(init=False)
 
@@ -183,7 +185,29 @@ class _Walk:
         attrs = read_attributes(
             group, self.where(group_path, "group"), self.skip_attribute(group_path), table
         )
+        with_types(attrs, {}, mark=False, unlimited=self.unused_unlimited(group_path, members))
         return RefGroup(attrs, members)
+
+    def unused_unlimited(
+        self, group_path: str, members: dict[str, RefArray | RefGroup]
+    ) -> list[str]:
+        """The unlimited netCDF dimensions of the group at ``group_path`` that no array of it
+        uses (each array records its own): netCDF4-python lists them all as unlimited."""
+        if not self.unlimited_only:
+            return []
+        prefix = group_path.rstrip("/") + "/"
+        names = [
+            path[len(prefix) :]
+            for path in sorted(self.unlimited_only)
+            if path.startswith(prefix) and "/" not in path[len(prefix) :]
+        ]
+        used = {
+            dim
+            for member in members.values()
+            if isinstance(member, RefArray)
+            for dim in member.meta.dimension_names or ()
+        }
+        return [name for name in names if name not in used]
 
     def links(self, group: h5py.Group, address: int) -> list[tuple[Any, int | None, Link | None]]:
         """(name, header address of the object a hard link names, the link when read from
@@ -352,6 +376,8 @@ class _Walk:
         attrs = AttributeTable(ds, creation_plist(ds), header)
         self.check_attribute_heaps(ds, attrs, key, self.where(path))
         array = None if is_dimension_only(ds, attrs) else self.array(ds, path, attrs)
+        if array is None and self.netcdf.unlimited_axes(ds):
+            self.unlimited_only.add(path)
         self.datasets[key] = array
         return array
 

@@ -7,6 +7,7 @@ calls, picklable), so scanning many files is ``executor.map(NetCDF3Scanner(...),
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -16,7 +17,7 @@ import numpy as np
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
 from refzarr.model import INLINED, ArrayMeta, ChunkManifest, RefArray
-from refzarr.model.attr_types import TYPES_ATTR
+from refzarr.model.attr_types import NETCDF_KEY, RESERVED_ATTRS, TYPES_ATTR, reserved_attribute
 from refzarr.model.frozen import FrozenDict
 from refzarr.model.manifest import share_bytes
 from refzarr.model.meta import DIMENSIONS_ATTR
@@ -90,9 +91,11 @@ class NetCDF3Scanner(ScanOptions):
         """The group of the open file ``source``."""
         header = read_header(source)
         records, placements = place_variables(header, source.size, source.url, self.chunk_bytes)
+        skipped: list[Skipped] = []
+        if _reserved_anywhere(header):
+            header, placements = self._without_reserved(source.url, header, placements, skipped)
         unlimited = None if records.dimension is None else header.dimensions[records.dimension]
         members: dict[str, RefArray] = {}
-        skipped: list[Skipped] = []
         plain = self.on_unsupported == "raise" and not reports_members()
         for placement in placements:
             name = placement.variable.name
@@ -108,7 +111,9 @@ class NetCDF3Scanner(ScanOptions):
             )
             if built is not None:
                 members[name] = built
-        attributes = frozen_attributes(header.attributes, header.types, kept=header.kept)
+        # the record dimension no variable uses (netCDF4-python still lists it as unlimited)
+        unused = unlimited.name if unlimited and not _uses(members, unlimited.name) else None
+        attributes = frozen_attributes(header.attributes, header.types, unused, header.kept)
         return _unchecked(
             ScannedGroup,
             attributes=attributes,
@@ -116,6 +121,37 @@ class NetCDF3Scanner(ScanOptions):
             sources=None,  # recorded by `refzarr.scan`
             skipped=tuple(skipped),
         )
+
+    def _without_reserved(
+        self, url: str, header: Header, placements: list[Placement], skipped: list[Skipped]
+    ) -> tuple[Header, list[Placement]]:
+        """The header and placements without attributes named like refzarr's records
+        (`reserved_attribute`), each listed in ``skipped``; raised when not skipping."""
+        attributes, types, kept = _drop_reserved(
+            header.attributes,
+            header.types,
+            header.kept,
+            f"{url}: global attributes",
+            "/",
+            self.on_unsupported,
+            skipped,
+        )
+        header = dataclasses.replace(header, attributes=attributes, types=types, kept=kept)
+        out = []
+        for placement in placements:
+            var = placement.variable
+            attributes, types, kept = _drop_reserved(
+                var.attributes,
+                var.types,
+                var.kept,
+                f"{url}: variable {var.name!r}",
+                f"/{var.name}",
+                self.on_unsupported,
+                skipped,
+            )
+            var = var._replace(attributes=attributes, types=types, kept=kept)
+            out.append(placement._replace(variable=var))
+        return header, out
 
     def _checked_array(
         self, source: Source, placement: Placement, record_dim: str | None
@@ -163,17 +199,53 @@ def frozen_attributes(
     kept: dict[str, tuple[int, ...]] | None = None,
 ) -> FrozenDict:
     """Attributes as the model holds them (their values are frozen JSON already), with the
-    types JSON loses, the record dimension and the stored bytes of text that is not UTF-8
-    recorded in ``_nczarr_attr`` (`refzarr.model.attr_types`: ``types``, ``unlimited``,
+    types JSON loses, the record dimension, the netCDF family (3: shown as netCDF4-python
+    shows netCDF3) and the stored bytes of text that is not UTF-8 recorded in
+    ``_nczarr_attr`` (`refzarr.model.attr_types`: ``types``, ``unlimited``, ``netcdf``,
     ``bytes``, as the HDF5 scanner records them)."""
-    if not (types or record_dim or kept):
-        return FrozenDict(attributes)
     entry: dict[str, Any] = {"types": FrozenDict(types)}
     if record_dim:
         entry["unlimited"] = (record_dim,)
+    entry[NETCDF_KEY] = 3
     if kept:
         entry["bytes"] = FrozenDict(kept)
     return FrozenDict({**attributes, TYPES_ATTR: FrozenDict(entry)})
+
+
+def _reserved_anywhere(header: Header) -> bool:
+    """Whether an attribute of the file is named like one of refzarr's records."""
+    return any(
+        name in attributes
+        for attributes in (header.attributes, *(v.attributes for v in header.variables))
+        for name in RESERVED_ATTRS
+    )
+
+
+def _drop_reserved(
+    attributes: dict[str, Any],
+    types: dict[str, str],
+    kept: dict[str, tuple[int, ...]],
+    where: str,
+    path: str,
+    on_unsupported: str,
+    skipped: list[Skipped],
+) -> tuple[dict[str, Any], dict[str, str], dict[str, tuple[int, ...]]]:
+    found = [name for name in RESERVED_ATTRS if name in attributes]
+    for name in found:
+        error = reserved_attribute(where, name)
+        if on_unsupported == "raise":
+            raise error
+        skipped.append(Skipped(f"{path}@{name}", str(error)))
+
+    def drop(values: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in values.items() if k not in found}
+
+    return drop(attributes), drop(types), drop(kept)
+
+
+def _uses(members: dict[str, RefArray], dim: str) -> bool:
+    """Whether an array of ``members`` has the dimension ``dim``."""
+    return any(dim in (array.meta.dimension_names or ()) for array in members.values())
 
 
 def _check_name(url: str, var: Variable) -> None:
