@@ -1099,3 +1099,100 @@ def test_netcdf_strings_with_fill_value(tmp_path: Path) -> None:
         empty[0:2] = np.array(["", ""], dtype=object)
         nc.createVariable("x", "i1", ("x",))[0:5] = np.arange(5)
     check_nc(tmp_path / "f.nc", tmp_path, parquet=True)
+
+
+def _no_fill_variables(nc: Any) -> None:
+    """Variables written without fill values (``NC_NOFILL``) shorter than their unlimited
+    dimension ``t`` (7 records, ``w`` writes them all)."""
+    nc.createDimension("t", None)
+    nc.createDimension("x", 3)
+    nc.createVariable("w", "i1", ("t",))[0:7] = np.arange(7)
+    options: dict[str, tuple[str, int, dict[str, Any]]] = {  # type, records written, options
+        "aligned": ("f4", 4, {"chunksizes": (2,)}),  # its extent ends at a chunk's end
+        "straddling": ("f4", 3, {"chunksizes": (2,)}),  # ... inside one: stored bytes past it
+        "default": ("f4", 3, {}),  # netCDF's chunks (one 1-D chunk holds every record)
+        "packed": (
+            "f4",
+            3,
+            {"chunksizes": (4,), "zlib": True, "shuffle": True, "fletcher32": True},
+        ),
+        "big": (">f4", 3, {"chunksizes": (3,), "endian": "big"}),
+        "empty": ("f4", 0, {"chunksizes": (2,)}),  # nothing written
+    }
+    for name, (dtype, records, kwargs) in options.items():
+        v = nc.createVariable(name, dtype, ("t",), fill_value=False, **kwargs)
+        v[0:records] = np.arange(1, records + 1)
+    for dtype in ("i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f8"):
+        nc.createVariable(f"t_{dtype}", dtype, ("t",), fill_value=False, chunksizes=(2,))[0] = 7
+    grid = nc.createVariable("grid", "i2", ("t", "x"), fill_value=False, chunksizes=(2, 2))
+    grid[0:3] = np.arange(9).reshape(3, 3) + 1
+
+
+def test_netcdf_no_fill_past_extent(tmp_path: Path) -> None:
+    """A netCDF variable written without fill values (HDF5 fill time "never") shorter than its
+    unlimited dimension: netCDF reads its records past the HDF5 extent as netCDF's default
+    fill; refzarr read zeros (the missing chunks had a null Zarr fill value), or refused the
+    variable when its extent ended inside a chunk (whose bytes there HDF5 never wrote)."""
+    with netCDF4.Dataset(tmp_path / "f.nc", "w") as nc:
+        _no_fill_variables(nc)
+    check_nc(tmp_path / "f.nc", tmp_path, parquet=True)
+    group = refzarr.scan(str(tmp_path / "f.nc"))
+    assert _ours(group, "straddling").tolist() == [1, 2, 3] + [9.969209968386869e36] * 4
+    assert _ours(group, "t_u8").tolist() == [7] + [18446744073709551614] * 6
+    assert _ours(group, "grid")[3:].tolist() == [[-32767] * 3] * 4
+
+
+def test_netcdf_no_fill_through_xarray(tmp_path: Path) -> None:
+    """Decoded, refzarr's engine and zarr's show such a variable as ``engine="netcdf4"`` does:
+    the fill past the extent is no ``_FillValue`` (nothing masked)."""
+    import xarray as xr
+
+    path = tmp_path / "f.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        _no_fill_variables(nc)
+    refzarr.write(refzarr.scan(str(path)), tmp_path / "refs.json")
+    with (
+        xr.open_dataset(path, engine="netcdf4") as direct,
+        xr.open_dataset(tmp_path / "refs.json", engine="refzarr") as ours,
+    ):
+        for name in ("straddling", "packed", "empty", "t_i2", "grid"):
+            xr.testing.assert_identical(ours[name].load(), direct[name].load())
+            assert not np.isnan(ours[name].values).any(), name
+
+
+def test_netcdf_no_fill_chunks_never_written_inside(tmp_path: Path) -> None:
+    """Chunks never written inside the HDF5 extent of such a variable: h5py reads zeros (netCDF-C
+    whatever memory held), past the extent netCDF reads its fill. One Zarr fill value cannot
+    say both: the chunks inside are inlined, built as h5py reads them."""
+    path = tmp_path / "f.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("t", None)
+        nc.createVariable("w", "i1", ("t",))[0:12] = np.arange(12)
+        v = nc.createVariable("v", "i2", ("t",), fill_value=False, chunksizes=(4,), zlib=True)
+        v[0] = 1
+        v[9] = 9
+    fill = -32767
+    expected = [1, 0, 0, 0, 0, 0, 0, 0, 0, 9, fill, fill]
+    group = refzarr.scan(str(path))
+    assert _ours(group, "v").tolist() == expected
+    refzarr.write(group, tmp_path / "refs.json")
+    assert _zarr_read(open_zarr_group(tmp_path / "refs.json")["v"]).tolist() == expected
+    with h5py.File(path) as f:
+        assert f["v"][...].tolist() == expected[:10]
+    with netCDF4.Dataset(path) as nc:
+        nc["v"].set_auto_maskandscale(False)
+        assert nc["v"][10:].tolist() == [fill, fill]
+
+
+def test_netcdf_no_fill_too_much_to_inline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `MAX_BUILT_BYTES` of chunks to build and inline, such a variable is refused, named."""
+    from refzarr.scan.hdf5 import nofill
+
+    monkeypatch.setattr(nofill, "MAX_BUILT_BYTES", 16)
+    path = tmp_path / "f.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("t", None)
+        nc.createVariable("w", "i1", ("t",))[0:12] = np.arange(12)
+        nc.createVariable("v", "f8", ("t",), fill_value=False, chunksizes=(4,))[0:3] = [1, 2, 3]
+    with pytest.raises(refzarr.UnsupportedFeatureError, match="'/v': written without fill"):
+        refzarr.scan(str(path))
