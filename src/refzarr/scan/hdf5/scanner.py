@@ -405,7 +405,9 @@ class _Walk:
         dtype = storage_dtype(ds, where, tid)
         # codecs before the chunk index: an unsupported filter fails before any chunk is read
         filters = dataset_filters(ds)
-        codecs = filters_to_codecs(filters, dtype, where=where, type_id=tid)
+        codecs = filters_to_codecs(  # szip sizes: manifest_for checks them chunk by chunk
+            filters, dtype, where=where, type_id=tid, szip_sizes_checked=True
+        )
         chunks, manifest, codecs = manifest_for(  # a virtual dataset has its sources' codecs
             ds,
             dtype,
