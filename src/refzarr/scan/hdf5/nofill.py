@@ -22,6 +22,7 @@ import numcodecs
 import numpy as np
 from h5py import h5d
 
+from refzarr.codecs.hdf5.filters import szip_pixel_check
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import ChunkManifest
 from refzarr.scan.hdf5.attrs import AttributeTable
@@ -215,6 +216,8 @@ def _encoder(codecs: Sequence[Mapping[str, Any]], where: str) -> Callable[[bytes
             f"its chunks must be re-encoded, but numcodecs cannot create a codec: {exc}"
         ) from exc
 
+    szip = szip_pixel_check([dict(c) for c in codecs])
+
     def encode(raw: bytes, at: str) -> bytes:
         buf: Any = raw
         try:
@@ -229,6 +232,11 @@ def _encoder(codecs: Sequence[Mapping[str, Any]], where: str) -> Callable[[bytes
                 f"{at}: written without fill values and shorter than its unlimited dimension; "
                 f"re-encoding it with its codecs failed: {exc}"
             ) from exc
+        if szip is not None and int.from_bytes(data[:4], "little") % szip[0]:
+            raise UnsupportedFeatureError(
+                f"{at}: written without fill values and shorter than its unlimited dimension; "
+                f"re-encoded, szip after {szip[1]!r} would end in a partial pixel"
+            )
         if _as_bytes(back) != raw:
             raise UnsupportedFeatureError(
                 f"{at}: written without fill values and shorter than its unlimited dimension; "
