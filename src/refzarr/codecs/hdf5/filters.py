@@ -25,7 +25,14 @@ from refzarr.codecs.hdf5.scaleoffset import SO_FLOAT_DSCALE, SO_INT, Hdf5ScaleOf
 from refzarr.codecs.hdf5.shuffle import Hdf5Shuffle
 from refzarr.errors import UnsupportedFeatureError
 
-__all__ = ["FILTER_NAMES", "Hdf5Filter", "filter_stages", "filter_to_codec", "filters_to_codecs"]
+__all__ = [
+    "FILTER_NAMES",
+    "Hdf5Filter",
+    "filter_stages",
+    "filter_to_codec",
+    "filters_to_codecs",
+    "szip_pixel_check",
+]
 
 DEFLATE, SHUFFLE, FLETCHER32, SZIP, NBIT, SCALEOFFSET = 1, 2, 3, 4, 5, 6
 BZIP2, LZF, BLOSC, LZ4, BITSHUFFLE, ZSTD, BLOSC2 = 307, 32000, 32001, 32004, 32008, 32015, 32026
@@ -281,10 +288,15 @@ def filter_to_codec(
 
 
 def filter_stages(
-    stages: Iterable[Hdf5Filter], dtype: np.dtype[Any] | int, *, where: str = ""
+    stages: Iterable[Hdf5Filter],
+    dtype: np.dtype[Any] | int,
+    *,
+    where: str = "",
+    szip_sizes_checked: bool = False,
 ) -> list[dict[str, Any] | None]:
     """One numcodecs config per filter, in HDF5's order (None for a no-op stage): the stages
-    of `filters_to_codecs`, before it adds what a padded or null-terminated type needs.
+    of `filters_to_codecs`, before it adds what a padded or null-terminated type needs
+    (``szip_sizes_checked``: as there).
 
     Raises
     ------
@@ -292,36 +304,67 @@ def filter_stages(
         Naming the first filter that cannot be mapped (see `filter_to_codec`).
     """
     found: list[dict[str, Any] | None] = []
-    for stage in stages:
+    stages = list(stages)
+    for index, stage in enumerate(stages):
         codec = filter_to_codec(stage, dtype, where=where)
         before = [c for c in found if c is not None]
         if codec is not None and codec["id"] == "shuffle" and _resized(before, codec):
             codec = Hdf5Shuffle(codec["elementsize"]).get_config()
-        _check_szip_input(before, codec, stage, where)
+        last = index == len(stages) - 1
+        _check_szip_input(before, codec, stage, where, checked=szip_sizes_checked and last)
         found.append(codec)
     return found
 
 
 def _check_szip_input(
-    before: Sequence[dict[str, Any]], codec: dict[str, Any] | None, stage: Hdf5Filter, where: str
+    before: Sequence[dict[str, Any]],
+    codec: dict[str, Any] | None,
+    stage: Hdf5Filter,
+    where: str,
+    *,
+    checked: bool = False,
 ) -> None:
     """Refuse szip after a stage that may leave a partial pixel (scale-offset, deflate, LZF,
-    fletcher32's 4 bytes on 8-byte pixels, ...): HDF5's szip pads it, imagecodecs' decodes
-    the last bytes from whatever memory held (wrong values, in silence)."""
-    if codec is None or codec["id"] != "imagecodecs_szip":
+    fletcher32's 4 bytes on 8-byte pixels, ...): the last bytes decode from whatever memory
+    held (imagecodecs' and HDF5's own decoding: wrong values, in silence), unless ``checked``:
+    szip is the last stage and the caller checks every chunk's size (`szip_pixel_check`)."""
+    if codec is None or codec["id"] != "imagecodecs_szip" or checked:
         return
-    pixel = max(1, -(-int(codec["bits_per_pixel"]) // 8))
+    resizing = _resizing_before_szip(before, codec)
+    if resizing is not None:
+        raise _unsupported(
+            stage,
+            f"szip after {resizing!r}, whose output may end in a partial "
+            f"{_szip_pixel(codec)}-byte pixel that imagecodecs' szip does not decode",
+            where,
+        )
+
+
+def _szip_pixel(codec: dict[str, Any]) -> int:
+    return max(1, -(-int(codec["bits_per_pixel"]) // 8))
+
+
+def _resizing_before_szip(before: Sequence[dict[str, Any]], codec: dict[str, Any]) -> str | None:
+    """The id of the first stage before szip that may leave a partial pixel, or None."""
+    pixel = _szip_pixel(codec)
     for c in before:
         if c["id"] in ("shuffle", Hdf5Shuffle.codec_id) or (
             c["id"] == "fletcher32" and 4 % pixel == 0
         ):
             continue
-        raise _unsupported(
-            stage,
-            f"szip after {c['id']!r}, whose output may end in a partial {pixel}-byte pixel "
-            "that imagecodecs' szip does not decode",
-            where,
-        )
+        return str(c["id"])
+    return None
+
+
+def szip_pixel_check(codecs: Sequence[dict[str, Any]]) -> tuple[int, str] | None:
+    """When ``codecs`` (encoding order) end with szip after a stage that may leave a partial
+    pixel: its pixel size and that stage's id. Every chunk's szip input must then be a whole
+    number of pixels (the size in its first 4 bytes, little-endian), else it does not decode
+    exactly. None otherwise."""
+    if not codecs or codecs[-1]["id"] != "imagecodecs_szip":
+        return None
+    resizing = _resizing_before_szip(codecs[:-1], codecs[-1])
+    return None if resizing is None else (_szip_pixel(codecs[-1]), resizing)
 
 
 def _resized(before: Sequence[dict[str, Any]], shuffle: dict[str, Any]) -> bool:
@@ -338,6 +381,7 @@ def filters_to_codecs(
     *,
     where: str = "",
     type_id: TypeLike | None = None,
+    szip_sizes_checked: bool = False,
 ) -> list[dict[str, Any]]:
     """numcodecs configs of a whole pipeline, in HDF5's (encoding) order.
 
@@ -352,6 +396,9 @@ def filters_to_codecs(
     type_id
         The dataset's HDF5 datatype (an h5py ``TypeID``): an integer type with padding bits
         gets a first stage that turns stored elements into the values h5py reads.
+    szip_sizes_checked
+        The caller checks each chunk's szip size (`szip_pixel_check`): szip as the last stage
+        after one that may leave a partial pixel is not refused here.
 
     Raises
     ------
@@ -368,7 +415,8 @@ def filters_to_codecs(
         codec = _mapped(stage, target, where)
         if codec is not None and codec["id"] == "shuffle" and _resized(codecs, codec):
             codec = Hdf5Shuffle(codec["elementsize"]).get_config()
-        _check_szip_input(codecs, codec, stage, where)
+        last = index == len(stages) - 1
+        _check_szip_input(codecs, codec, stage, where, checked=szip_sizes_checked and last)
         if codec is not None:
             codecs.append(codec)
     has_nbit = any(c["id"] == Hdf5NBit.codec_id for c in codecs)

@@ -28,6 +28,7 @@ from refzarr.codecs.hdf5.filters import (
     Hdf5Filter,
     filter_stages,
     filters_to_codecs,
+    szip_pixel_check,
 )
 from refzarr.errors import RefFormatError, ScanError, SourceNotFoundError, UnsupportedFeatureError
 from refzarr.model import INLINED, ChunkManifest
@@ -107,6 +108,7 @@ def manifest_for(
             manifest = columns.manifest(grid, url, read_range, inline_threshold, recode)
         except RefFormatError as exc:  # an address or size past 2**63: a damaged index
             raise ScanError(f"{where}: its chunk index is damaged: {exc}") from None
+        _check_szip_sizes(manifest, codecs, read_range, where)
         return Layout(chunks, manifest, codecs)
     place = _Place(url, read_range, fs, inline_threshold, where)
     if layout == h5d.CONTIGUOUS:
@@ -117,6 +119,40 @@ def manifest_for(
         chunks, manifest, source_codecs = virtual_layout(ds, dtype, where, open_file, layout_of)
         return Layout(chunks, manifest, list(source_codecs))
     raise UnsupportedFeatureError(f"{where}: unknown storage layout {layout}")
+
+
+def _check_szip_sizes(
+    manifest: ChunkManifest, codecs: Sequence[dict[str, Any]], read_range: ReadRange, where: str
+) -> None:
+    """Every chunk of a pipeline ending with szip after a stage that may leave a partial pixel
+    (scale-offset, deflate, ...) must hold a whole number of pixels: its szip size (the chunk's
+    first 4 bytes) says so. A partial last pixel decodes from whatever memory held, in
+    imagecodecs and in HDF5 itself: refused, naming the chunk."""
+    found = szip_pixel_check(codecs)
+    if found is None:
+        return
+    pixel, before = found
+    written = manifest.written_entries()
+    inlined = {
+        int(np.ravel_multi_index(k, manifest.grid_shape)): v for k, v in manifest.inlined.items()
+    }
+    for number, pid, offset, length in zip(
+        written.numbers.tolist(),
+        written.path_id.tolist(),
+        written.offset.tolist(),
+        written.length.tolist(),
+        strict=True,
+    ):
+        head = inlined[number][:4] if pid < 0 else read_range(offset, min(4, length))
+        size = int.from_bytes(head, "little") if len(head) == 4 else None
+        if size is None or size % pixel:
+            index = np.unravel_index(number, manifest.grid_shape)
+            raise UnsupportedFeatureError(
+                f"{where}: chunk {tuple(int(i) for i in index)}: szip after {before!r} coded "
+                f"{size} bytes, no whole number of {pixel}-byte pixels: the last bytes would "
+                "decode as whatever memory held (HDF5 itself reads them so); rewrite the "
+                "dataset without szip after that filter (h5repack)"
+            )
 
 
 def dataset_filters(ds: h5py.Dataset) -> list[Hdf5Filter]:
@@ -152,7 +188,13 @@ def _source_layout(
 ) -> SourceLayout:
     """Chunk shape, manifest, codecs and dtype of a VDS's source dataset."""
     dtype = storage_dtype(src, where)
-    codecs = filters_to_codecs(dataset_filters(src), dtype, where=where, type_id=src.id.get_type())
+    codecs = filters_to_codecs(
+        dataset_filters(src),
+        dtype,
+        where=where,
+        type_id=src.id.get_type(),
+        szip_sizes_checked=True,  # manifest_for checks them
+    )
     layout = manifest_for(
         src,
         dtype,
@@ -178,7 +220,7 @@ def _recoder(
     columns.masks &= np.uint32((1 << len(filters)) - 1)  # HDF5 ignores bits past the pipeline
     if not columns.masks.any():
         return None
-    stages = filter_stages(filters, dtype, where=where)
+    stages = filter_stages(filters, dtype, where=where, szip_sizes_checked=True)
     nbytes = dtype.itemsize * math.prod(chunk_shape(ds))
     return recoder(stages, codecs, nbytes, where)
 

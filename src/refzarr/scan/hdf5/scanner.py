@@ -44,6 +44,7 @@ from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.layout import dataset_filters, manifest_for
 from refzarr.scan.hdf5.links import follow_external_link
 from refzarr.scan.hdf5.names import NotText, not_text, shown
+from refzarr.scan.hdf5.nofill import lengthen_unfilled, written_without_fill
 from refzarr.scan.hdf5.ohdr import header_address
 from refzarr.scan.hdf5.scale_names import ScaleNames
 from refzarr.scan.hdf5.source import OpenSource, open_source
@@ -430,7 +431,9 @@ class _Walk:
         dtype = storage_dtype(ds, where, tid)
         # codecs before the chunk index: an unsupported filter fails before any chunk is read
         filters = dataset_filters(ds)
-        codecs = filters_to_codecs(filters, dtype, where=where, type_id=tid)
+        codecs = filters_to_codecs(  # szip sizes: manifest_for checks them chunk by chunk
+            filters, dtype, where=where, type_id=tid, szip_sizes_checked=True
+        )
         chunks, manifest, codecs = manifest_for(  # a virtual dataset has its sources' codecs
             ds,
             dtype,
@@ -458,9 +461,14 @@ class _Walk:
                 where=where,
             )
         shape = self.netcdf.shape(ds, table)  # unlimited dimensions at their netCDF length
-        manifest = extend_to(ds, shape, chunks, manifest, where)
-        complete = manifest.count_written() == manifest.nchunks
-        fill = fill_value(ds, dtype, all_chunks_written=complete, attrs=table)
+        if shape != tuple(ds.shape) and written_without_fill(ds):  # NC_NOFILL, lengthened
+            manifest, fill = lengthen_unfilled(
+                ds, dtype, shape, chunks, manifest, codecs, table, where
+            )
+        else:
+            manifest = extend_to(ds, shape, chunks, manifest, where)
+            complete = manifest.count_written() == manifest.nchunks
+            fill = fill_value(ds, dtype, all_chunks_written=complete, attrs=table)
         attributes = self.array_attributes(ds, path, where, table, tid)
         dims = dimension_names(ds, self.phony, table, self.scale_names, self.dimids)
         with_types(

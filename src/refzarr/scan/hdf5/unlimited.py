@@ -18,12 +18,10 @@ import h5py
 import numpy as np
 from h5py import h5a, h5d, h5ds, h5i, h5r
 
-from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import ChunkManifest
 from refzarr.scan.hdf5.attrs import AttributeTable, get_attribute
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.scale_names import UNKNOWN, ScaleNames
-from refzarr.scan.hdf5.types import creation_plist
 
 __all__ = ["NetcdfExtents", "extend_to"]
 
@@ -156,11 +154,8 @@ def extend_to(
 ) -> ChunkManifest:
     """``manifest`` padded with missing chunks to cover ``shape`` (at least ``ds.shape``).
 
-    Raises
-    ------
-    UnsupportedFeatureError
-        When a stored edge chunk would show bytes HDF5 never initialised: the dataset was
-        written without fill (``NC_NOFILL``) and its last stored records end inside a chunk.
+    For a dataset HDF5 filled (a dataset written without fill values: `lengthen_unfilled`
+    in `refzarr.scan.hdf5.nofill`): its stored edge chunks hold the fill value past its end.
     """
     old = tuple(ds.shape)
     if shape == old:
@@ -168,7 +163,6 @@ def extend_to(
     grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
     written = manifest.written_entries()  # the written chunks only: the grid may be 2**40
     index = _indices(written.numbers, manifest.grid_shape)
-    _check_edge_chunks(ds, old, shape, chunks, index, where)
     referenced = written.path_id >= 0
     return ChunkManifest.from_entries(
         grid,
@@ -187,25 +181,3 @@ def _indices(numbers: np.ndarray[Any, Any], grid: tuple[int, ...]) -> np.ndarray
     if not grid:
         return np.zeros((numbers.size, 0), dtype=np.int64)
     return np.stack(np.unravel_index(numbers, grid), axis=1).astype(np.int64)
-
-
-def _check_edge_chunks(
-    ds: h5py.Dataset,
-    old: tuple[int, ...],
-    shape: tuple[int, ...],
-    chunks: tuple[int, ...],
-    written: np.ndarray[Any, Any],
-    where: str,
-) -> None:
-    """``written``: the indices of the written chunks (rows)."""
-    if creation_plist(ds).get_fill_time() != h5d.FILL_TIME_NEVER:
-        return  # HDF5 filled every chunk with the fill value before writing into it
-    for axis, (cur, new, size) in enumerate(zip(old, shape, chunks, strict=True)):
-        if new == cur or cur % size == 0:
-            continue
-        if (written[:, axis] == cur // size).any():  # an edge chunk was written
-            raise UnsupportedFeatureError(
-                f"{where}: written without fill values and shorter ({cur}) than its unlimited "
-                f"dimension ({new}) inside a chunk: the records between cannot be read as "
-                "netCDF reads them (its fill value)"
-            )
