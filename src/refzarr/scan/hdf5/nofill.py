@@ -27,6 +27,7 @@ from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import ChunkManifest
 from refzarr.scan.hdf5.attrs import AttributeTable
 from refzarr.scan.hdf5.types import creation_plist, fill_value
+from refzarr.scan.hdf5.unlimited import chunk_indices
 
 __all__ = ["MAX_BUILT_BYTES", "lengthen_unfilled", "netcdf_default_fill", "written_without_fill"]
 
@@ -92,7 +93,7 @@ def lengthen_unfilled(
     old = tuple(int(s) for s in ds.shape)
     grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
     written = manifest.written_entries()  # the written chunks only, numbered in the old grid
-    index = _indices(written.numbers, manifest.grid_shape)
+    index = chunk_indices(written.numbers, manifest.grid_shape)
     rebuilt = _straddling(index, old, shape, chunks)
     zero_fill = not np.asarray(fill, dtype=dtype).tobytes().strip(b"\0")
     build = _Builder(ds, dtype, chunks, old, fill, codecs, where)
@@ -120,13 +121,6 @@ def lengthen_unfilled(
     return built, None if zero_fill else fill
 
 
-def _indices(numbers: np.ndarray[Any, Any], grid: tuple[int, ...]) -> np.ndarray[Any, Any]:
-    """C-order chunk numbers as rows of chunk indices."""
-    if not grid:
-        return np.zeros((numbers.size, 0), dtype=np.int64)
-    return np.stack(np.unravel_index(numbers, grid), axis=1).astype(np.int64)
-
-
 def _straddling(
     index: np.ndarray[Any, Any],
     old: tuple[int, ...],
@@ -151,7 +145,7 @@ def _missing_inside(
     if total - numbers.size > MAX_BUILT_BYTES:
         refuse()
     absent = np.setdiff1d(np.arange(total, dtype=np.int64), numbers, assume_unique=True)
-    return _indices(absent, grid)
+    return chunk_indices(absent, grid)
 
 
 class _Builder:

@@ -23,7 +23,7 @@ from refzarr.scan.hdf5.attrs import AttributeTable, get_attribute
 from refzarr.scan.hdf5.headers import ObjectHeaders
 from refzarr.scan.hdf5.scale_names import UNKNOWN, ScaleNames
 
-__all__ = ["NetcdfExtents", "extend_to"]
+__all__ = ["NetcdfExtents", "chunk_indices", "extend_to"]
 
 
 @dataclass
@@ -162,7 +162,7 @@ def extend_to(
         return manifest
     grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
     written = manifest.written_entries()  # the written chunks only: the grid may be 2**40
-    index = _indices(written.numbers, manifest.grid_shape)
+    index = chunk_indices(written.numbers, manifest.grid_shape)
     referenced = written.path_id >= 0
     return ChunkManifest.from_entries(
         grid,
@@ -176,7 +176,7 @@ def extend_to(
     )
 
 
-def _indices(numbers: np.ndarray[Any, Any], grid: tuple[int, ...]) -> np.ndarray[Any, Any]:
+def chunk_indices(numbers: np.ndarray[Any, Any], grid: tuple[int, ...]) -> np.ndarray[Any, Any]:
     """C-order chunk numbers as rows of chunk indices."""
     if not grid:
         return np.zeros((numbers.size, 0), dtype=np.int64)
