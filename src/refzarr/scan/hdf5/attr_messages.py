@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -202,6 +203,13 @@ class AttributeFields(NamedTuple):
 
 def attribute_fields(body: bytes) -> AttributeFields:
     """Split an attribute message into its name, datatype, dataspace and where data starts."""
+    return _attribute_fields(bytes(body))  # the same object when bytes already
+
+
+@lru_cache(maxsize=4096)
+def _attribute_fields(body: bytes) -> AttributeFields:
+    """`attribute_fields`, remembered for the latest messages: a scan splits each message
+    several times (for its value, its heap descriptors, whether it is a string in the heap)."""
     if len(body) < 8:
         raise FormatMismatch("short attribute message")
     version, flags, name_size, type_size, space_size = _PREFIX.unpack_from(body)
