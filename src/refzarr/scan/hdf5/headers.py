@@ -85,6 +85,7 @@ class ObjectHeaders:
         "_read",
         "_sb",
         "_size",
+        "_spaces",
         "_url",
     )
 
@@ -97,6 +98,8 @@ class ObjectHeaders:
         self._messages: dict[int, tuple[list[tuple[bytes, int]], bool] | None] = {}
         """Attribute messages and whether creation order is tracked, by header address."""
         self._headers: dict[int, Header] = {}
+        self._spaces: dict[int, tuple[tuple[int, ...], tuple[int | None, ...]] | None] = {}
+        """The dimensions and maximum dimensions of each dataspace read, by header address."""
         """The messages of each header read (`_KINDS`), by address."""
         self._collections = Collections()
         """The global heap collections ``DIMENSION_LIST`` sequences were read from."""
@@ -166,13 +169,18 @@ class ObjectHeaders:
         sb = self._superblock_once()
         if sb is None or shape is None:
             return None
-        try:
-            space = dataspace_body(self._header(_at(oid, address), sb))
-            found = None if space is None else dataspace_max_dims(space, sb)
-        except DamagedStructure as exc:
-            raise self._damaged(oid, address, exc) from exc
-        except _FALLBACK:
-            return None
+        at = _at(oid, address)
+        if at in self._spaces:  # asked of each dataset several times a scan
+            found = self._spaces[at]
+        else:
+            try:
+                space = dataspace_body(self._header(at, sb))
+                found = None if space is None else dataspace_max_dims(space, sb)
+            except DamagedStructure as exc:
+                raise self._damaged(oid, address, exc) from exc
+            except _FALLBACK:
+                return None
+            self._spaces[at] = found
         if found is None or found[0] != shape:
             return None
         return found[1]
