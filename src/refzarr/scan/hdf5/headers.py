@@ -361,10 +361,10 @@ def _plain_end(kind: bytes, at: int) -> int | None:
                 if pos + 28 > len(kind) or kind[pos] != 0:  # a member with dimensions
                     return None
                 pos += 28
-        end = _plain_end(kind, pos)
-        if end is None:
+        member_end = _plain_end(kind, pos)
+        if member_end is None:
             return None
-        pos = end
+        pos = member_end
     return pos if pos <= len(kind) else None
 
 
