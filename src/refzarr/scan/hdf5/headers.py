@@ -277,6 +277,10 @@ class ObjectHeaders:
             header = self._headers[address] = read_header(self._read, sb, address, _KINDS)
         return header
 
+    def superblock(self) -> Superblock | None:
+        """The file's superblock, as read here (None: not found)."""
+        return self._superblock_once()
+
     def _superblock_once(self) -> Superblock | None:
         """The superblock (looked for on first use; None when not found)."""
         if not self._opened:
