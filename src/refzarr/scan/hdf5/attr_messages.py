@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -202,6 +203,17 @@ class AttributeFields(NamedTuple):
 
 def attribute_fields(body: bytes) -> AttributeFields:
     """Split an attribute message into its name, datatype, dataspace and where data starts."""
+    body = bytes(body)  # the same object when bytes already
+    return _remembered(body) if len(body) <= _REMEMBERED_SIZE else _split(body)
+
+
+_REMEMBERED_SIZE = 1024
+"""Messages of at most this many bytes are split once (`_remembered`): the 4,096 kept, with
+their fields, then hold a few MiB at most (a process scanning many files keeps them)."""
+
+
+def _split(body: bytes) -> AttributeFields:
+    """`attribute_fields`."""
     if len(body) < 8:
         raise FormatMismatch("short attribute message")
     version, flags, name_size, type_size, space_size = _PREFIX.unpack_from(body)
@@ -228,6 +240,11 @@ def attribute_fields(body: bytes) -> AttributeFields:
         data_at,
         bool(flags & 0x03),
     )
+
+
+_remembered = lru_cache(maxsize=4096)(_split)
+"""`_split` of the latest small messages: a scan splits each message several times (for its
+value, its heap descriptors, whether it is a string in the heap)."""
 
 
 def vector_attribute(

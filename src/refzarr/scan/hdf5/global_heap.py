@@ -34,6 +34,7 @@ import numpy as np
 from h5py import h5a, h5d, h5t
 
 from refzarr.errors import ScanError, UnsupportedFeatureError
+from refzarr.scan.hdf5.ohdr import Superblock
 from refzarr.scan.hdf5.types import creation_plist
 
 __all__ = [
@@ -92,9 +93,15 @@ class HeapFile(NamedTuple):
     unchecked: str
 
 
-def heap_file(f: h5py.File) -> HeapFile:
+def heap_file(f: h5py.File, superblock: Superblock | None = None) -> HeapFile:
     """`HeapFile` of ``f``, read once per scan (``h5py.Dataset.file`` builds a new File object
-    on every call, and the creation property list is a new HDF5 object each time)."""
+    on every call, and the creation property list is a new HDF5 object each time);
+    ``superblock``: its superblock as refzarr read it, when it did (where HDF5 found it, the
+    sizes HDF5 read: what HDF5 would be asked, without a new property list)."""
+    if superblock is not None:
+        sizes = (superblock.offset_size, superblock.length_size)
+        if sizes[0] in _CELLS and sizes[1] in _CELLS:
+            return HeapFile(sizes, superblock.base, "")
     plist = f.id.get_create_plist()
     base = int(plist.get_userblock())
     try:

@@ -85,6 +85,7 @@ class ObjectHeaders:
         "_read",
         "_sb",
         "_size",
+        "_spaces",
         "_url",
     )
 
@@ -97,6 +98,8 @@ class ObjectHeaders:
         self._messages: dict[int, tuple[list[tuple[bytes, int]], bool] | None] = {}
         """Attribute messages and whether creation order is tracked, by header address."""
         self._headers: dict[int, Header] = {}
+        self._spaces: dict[int, tuple[tuple[int, ...], tuple[int | None, ...]] | None] = {}
+        """The dimensions and maximum dimensions of each dataspace read, by header address."""
         """The messages of each header read (`_KINDS`), by address."""
         self._collections = Collections()
         """The global heap collections ``DIMENSION_LIST`` sequences were read from."""
@@ -166,13 +169,18 @@ class ObjectHeaders:
         sb = self._superblock_once()
         if sb is None or shape is None:
             return None
-        try:
-            space = dataspace_body(self._header(_at(oid, address), sb))
-            found = None if space is None else dataspace_max_dims(space, sb)
-        except DamagedStructure as exc:
-            raise self._damaged(oid, address, exc) from exc
-        except _FALLBACK:
-            return None
+        at = _at(oid, address)
+        if at in self._spaces:  # asked of each dataset several times a scan
+            found = self._spaces[at]
+        else:
+            try:
+                space = dataspace_body(self._header(at, sb))
+                found = None if space is None else dataspace_max_dims(space, sb)
+            except DamagedStructure as exc:
+                raise self._damaged(oid, address, exc) from exc
+            except _FALLBACK:
+                return None
+            self._spaces[at] = found
         if found is None or found[0] != shape:
             return None
         return found[1]
@@ -269,6 +277,10 @@ class ObjectHeaders:
             header = self._headers[address] = read_header(self._read, sb, address, _KINDS)
         return header
 
+    def superblock(self) -> Superblock | None:
+        """The file's superblock, as read here (None: not found)."""
+        return self._superblock_once()
+
     def _superblock_once(self) -> Superblock | None:
         """The superblock (looked for on first use; None when not found)."""
         if not self._opened:
@@ -303,10 +315,61 @@ def _stored_data(body: bytes, sb: Superblock) -> tuple[bytes, tuple[int | None, 
         return fields.name, (None, data)
     if kind[0] & 0x0F not in (_VLEN, _ARRAY, _COMPOUND):
         return fields.name, (0, data)
-    if kind[0] & 0x0F != _VLEN or kind[1] & 0x0F != 1:  # sequences, arrays, compounds
+    if _plain_end(kind, 0) == len(kind):  # a compound of plain members (REFERENCE_LIST)
+        return fields.name, (0, data)
+    sequence = kind[0] & 0x0F == _VLEN and kind[1] & 0x0F == 0
+    if sequence and _plain_end(kind, 8) != len(kind):  # of a base that may hold some
         return fields.name, (None, data)
-    dims = dataspace_dims(fields.space_bytes, sb)  # variable-length strings
+    if kind[0] & 0x0F != _VLEN or kind[1] & 0x0F not in (0, 1):  # arrays, other compounds
+        return fields.name, (None, data)
+    # variable-length strings, sequences of plain values (DIMENSION_LIST): one each
+    dims = dataspace_dims(fields.space_bytes, sb)
     return fields.name, (None if dims is None else prod(dims), data)
+
+
+_PLAIN = {0: 4, 1: 12, 2: 2, 3: 0, 4: 4, 7: 0}
+"""Datatype classes whose values hold no heap descriptors, with the size of their properties:
+integers, floats, times, fixed-length strings, bitfields, object references (versions 1-3;
+version 4 references are HDF5 1.12's, which may point into a heap)."""
+
+
+def _plain_end(kind: bytes, at: int) -> int | None:
+    """Where the datatype at ``at`` of the datatype message ``kind`` ends when none of its
+    values can hold heap descriptors as this reader parses it: a plain class (`_PLAIN`; of
+    references, object references only), or a compound of such members; None otherwise (the
+    caller then asks HDF5 what it holds)."""
+    if len(kind) < at + 8:
+        return None
+    cls, version = kind[at] & 0x0F, kind[at] >> 4
+    if not 1 <= version <= 5:  # HDF5 2.0 writes version 5
+        return None
+    if cls in _PLAIN:
+        if cls == 7 and (version > 3 or kind[at + 1] & 0x0F != 0):  # object references only
+            return None
+        end = at + 8 + _PLAIN[cls]
+        return end if end <= len(kind) else None
+    if cls != _COMPOUND:
+        return None
+    (size,) = struct.unpack_from("<I", kind, at + 4)
+    offset_size = 1 if size < 1 << 8 else 2 if size < 1 << 16 else 3 if size < 1 << 24 else 4
+    pos = at + 8
+    for _ in range(kind[at + 1] | kind[at + 2] << 8):  # the members
+        name_end = kind.find(b"\0", pos)
+        if name_end < 0:
+            return None
+        if version >= 3:  # the name as it is, then the offset in as few bytes as it takes
+            pos = name_end + 1 + offset_size
+        else:  # the name padded to 8 bytes, a 4-byte offset (version 1: array dimensions)
+            pos += -(-(name_end + 1 - pos) // 8) * 8 + 4
+            if version == 1:
+                if pos + 28 > len(kind) or kind[pos] != 0:  # a member with dimensions
+                    return None
+                pos += 28
+        member_end = _plain_end(kind, pos)
+        if member_end is None:
+            return None
+        pos = member_end
+    return pos if pos <= len(kind) else None
 
 
 def _plain_vlen_string(kind: bytes) -> bool:

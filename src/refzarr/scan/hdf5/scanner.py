@@ -149,7 +149,7 @@ class _Walk:
     def heap(self) -> HeapFile:
         """What reading global heap descriptors takes from the file (`heap_file`), when first
         needed."""
-        return heap_file(self.source.h5)
+        return heap_file(self.source.h5, self.headers.superblock())
 
     def where(self, path: str, kind: str = "dataset") -> str:
         return f"{self.source.url}: {kind} {path!r}"
