@@ -98,9 +98,9 @@ class ObjectHeaders:
         self._messages: dict[int, tuple[list[tuple[bytes, int]], bool] | None] = {}
         """Attribute messages and whether creation order is tracked, by header address."""
         self._headers: dict[int, Header] = {}
+        """The messages of each header read (`_KINDS`), by address."""
         self._spaces: dict[int, tuple[tuple[int, ...], tuple[int | None, ...]] | None] = {}
         """The dimensions and maximum dimensions of each dataspace read, by header address."""
-        """The messages of each header read (`_KINDS`), by address."""
         self._collections = Collections()
         """The global heap collections ``DIMENSION_LIST`` sequences were read from."""
 
