@@ -21,6 +21,7 @@ from refzarr.errors import UnsupportedFeatureError
 from refzarr.interop.vz_masking import unmark
 from refzarr.model import ArrayMeta
 from refzarr.model.frozen import thaw_json
+from refzarr.model.netcdf_fills import NETCDF_DEFAULT_FILLS
 
 __all__ = ["meta_from_v3", "v3_metadata"]
 
@@ -78,21 +79,12 @@ def _stand_in(dtype: np.dtype[Any], data_type: Any, missing_chunks: bool) -> Any
         return np.zeros((), dtype=dtype)[()]
     if dtype.kind in "fc":
         return float("nan")
-    if dtype.kind in "iu" and dtype.itemsize in _NETCDF_INT_FILL:
-        signed, unsigned = _NETCDF_INT_FILL[dtype.itemsize]
-        return signed if dtype.kind == "i" else unsigned
+    default = NETCDF_DEFAULT_FILLS.get(f"{dtype.kind}{dtype.itemsize}")
+    if dtype.kind in "iu" and default is not None:
+        return default
     if dtype.kind == "V":
         return np.zeros((), dtype=dtype)[()]  # zarr's default fails on some structured dtypes
     return data_type.default_scalar()
-
-
-_NETCDF_INT_FILL = {
-    1: (-127, 255),
-    2: (-32767, 65535),
-    4: (-2147483647, 4294967295),
-    8: (-9223372036854775806, 18446744073709551614),
-}
-"""netCDF's default fill values of the integer types, by size: (signed, unsigned)."""
 
 
 def _check_expressible(name: str, meta: ArrayMeta) -> None:

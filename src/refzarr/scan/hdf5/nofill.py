@@ -25,43 +25,20 @@ from h5py import h5d
 from refzarr.codecs.hdf5.filters import szip_pixel_check
 from refzarr.errors import UnsupportedFeatureError
 from refzarr.model import ChunkManifest
+from refzarr.model.netcdf_fills import netcdf_default_fill
 from refzarr.scan.hdf5.attrs import AttributeTable
 from refzarr.scan.hdf5.types import creation_plist, fill_value
 from refzarr.scan.hdf5.unlimited import chunk_indices
 
-__all__ = ["MAX_BUILT_BYTES", "lengthen_unfilled", "netcdf_default_fill", "written_without_fill"]
+__all__ = ["MAX_BUILT_BYTES", "lengthen_unfilled", "written_without_fill"]
 
 MAX_BUILT_BYTES = 64 << 20
 """At most this many bytes of built chunks are inlined per array (else a named refusal)."""
-
-_DEFAULT_FILLS = {
-    "i1": -127,
-    "u1": 255,
-    "i2": -32767,
-    "u2": 65535,
-    "i4": -2147483647,
-    "u4": 4294967295,
-    "i8": -9223372036854775806,
-    "u8": 18446744073709551614,
-    "f4": 9.9692099683868690e36,
-    "f8": 9.9692099683868690e36,
-}
-"""netCDF's default fill values (``NC_FILL_*``) by numpy type code."""
 
 
 def written_without_fill(ds: h5py.Dataset) -> bool:
     """Whether HDF5 writes no fill value into the dataset's chunks (netCDF's ``NC_NOFILL``)."""
     return bool(creation_plist(ds).get_fill_time() == h5d.FILL_TIME_NEVER)
-
-
-def netcdf_default_fill(dtype: np.dtype[Any]) -> Any:
-    """netCDF's default fill value for ``dtype`` (None: a type netCDF gives none to)."""
-    if dtype.kind == "S":
-        return dtype.type(b"")  # NC_FILL_CHAR is a NUL
-    code = f"{dtype.kind}{dtype.itemsize}"
-    if dtype.kind not in "iuf" or code not in _DEFAULT_FILLS:
-        return None
-    return np.asarray(_DEFAULT_FILLS[code]).astype(dtype)[()]
 
 
 def lengthen_unfilled(
